@@ -1,0 +1,177 @@
+// `collv list` and `collv run`.
+#include "app/commands.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "util/exit_codes.hpp"
+
+namespace collv {
+
+namespace fs = std::filesystem;
+
+std::string default_models_dir() {
+  if (const char* e = std::getenv("COLLV_MODELS"); e && *e) return e;
+  if (fs::is_directory("models")) return "models";
+  return std::string(COLLV_SOURCE_DIR) + "/models";
+}
+
+std::vector<std::string> list_model_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError("models directory '" + dir + "' does not exist");
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file() && it->path().extension() == ".coll") out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string resolve_model_path(const std::string& arg, const std::string& models_dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(arg, ec)) return arg;
+  if (arg.find('/') == std::string::npos) {
+    for (const auto& f : list_model_files(models_dir))
+      if (fs::path(f).stem() == arg) return f;
+  }
+  throw UsageError("no model '" + arg + "': not a file, and no " + arg + ".coll in " + models_dir +
+                   " (see `collv list`)");
+}
+
+int run_list_command(const ListOptions& o, std::ostream& out, std::ostream& err) {
+  std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+  auto files = list_model_files(dir);
+  int status = kExitOk;
+  struct Row {
+    std::string name, coll, fams, source;
+  };
+  std::vector<Row> rows;
+  for (const auto& f : files) {
+    try {
+      Model m = parse_model_file(f);
+      std::string fams;
+      for (const auto& t : m.header.topologies) fams += (fams.empty() ? "" : ",") + t;
+      rows.push_back({fs::path(f).stem().string(), collective_name(m.header.collective), fams,
+                      m.header.source});
+    } catch (const ModelError& e) {
+      err << e.what() << "\n";
+      status = kExitUsage;
+    }
+  }
+  std::size_t w0 = 5, w1 = 10, w2 = 8;
+  for (const auto& r : rows) {
+    w0 = std::max(w0, r.name.size());
+    w1 = std::max(w1, r.coll.size());
+    w2 = std::max(w2, r.fams.size());
+  }
+  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", "MODEL", w0, "COLLECTIVE", w1, "TOPOLOGY", w2,
+                     "SOURCE");
+  for (const auto& r : rows)
+    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w0, r.coll, w1, r.fams, w2, r.source);
+  out << fmt::format("{} models in {}\n", rows.size(), dir);
+  return status;
+}
+
+namespace {
+
+std::string fmt_num(double x) {
+  if (x == static_cast<double>(static_cast<long long>(x))) return fmt::format("{}", static_cast<long long>(x));
+  return fmt::format("{:.4g}", x);
+}
+
+std::string fmt_cost(double ts, double tw) {
+  return fmt::format("{} ts + {} tw*m", fmt_num(ts), fmt_num(tw));
+}
+
+}  // namespace
+
+int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream& err) {
+  std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+  std::string path = resolve_model_path(o.model, dir);
+  Model m = parse_model_file(path);
+  std::string spec = o.topology;
+  if (spec.empty()) {
+    if (m.header.topologies.empty())
+      throw UsageError("model '" + m.header.name + "' names no topology family; pass --topology");
+    static const std::map<std::string, std::string> defaults = {
+        {"ring", "ring:8"},         {"line", "line:8"},   {"mesh", "mesh:4x4"},
+        {"torus", "torus:4x4"},     {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
+        {"star", "star:4"},         {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
+    spec = defaults.at(m.header.topologies.front());
+  }
+  Topology topo = Topology::parse(spec);
+  Trace tr = run_model(m, topo, o.run);
+
+  if (!o.json_file.empty()) {
+    auto j = trace_to_json(tr);
+    if (o.json_file == "-") {
+      out << j.dump(2) << "\n";
+    } else {
+      std::ofstream f(o.json_file);
+      if (!f) throw UsageError("cannot write '" + o.json_file + "'");
+      f << j.dump(2) << "\n";
+    }
+  }
+  bool failed = tr.failure.kind != RunFailure::Kind::None;
+  if (!o.quiet && o.json_file != "-") {
+    auto p = topo.num_processors();
+    out << fmt::format("model      {} ({})\n", m.header.name, path);
+    if (!m.header.source.empty()) out << fmt::format("source     {}\n", m.header.source);
+    out << fmt::format("collective {}", collective_name(m.header.collective));
+    if (collective_is_rooted(m.header.collective)) out << fmt::format(" (source {})", o.run.root);
+    if (m.header.collective == Collective::Shift) out << fmt::format(" (q = {})", o.run.shift);
+    out << "\n";
+    out << fmt::format("topology   {} ({} processors)\n", topo.spec(), p);
+    out << fmt::format("domain     {}\n", domain_name(o.run.domain));
+    const std::size_t kMaxShown = 2000;
+    if (o.schedule || tr.transfers.size() <= kMaxShown) {
+      std::uint32_t cur = 0;
+      for (auto i : tr.ordered_transfers()) {
+        const Transfer& t = tr.transfers[i];
+        if (t.step != cur) {
+          cur = t.step;
+          out << fmt::format("step {}\n", cur);
+        }
+        Buffer b;
+        b.assign(tr.payload.data() + t.payload_begin, t.payload_len);
+        std::string via;
+        auto r = tr.route(t);
+        if (r.size() > 2) {
+          via = " via";
+          for (std::size_t k = 1; k + 1 < r.size(); ++k) via += " " + topo.label(r[k]);
+        }
+        out << fmt::format("  {} -> {}{}  {}\n", topo.label(t.src), topo.label(t.dst), via,
+                           buffer_to_string(tr, b));
+      }
+    } else {
+      out << fmt::format("({} transfers; --schedule prints them all)\n", tr.transfers.size());
+    }
+    if (o.schedule || p <= 64) {
+      out << "final buffers\n";
+      for (NodeId v = 0; v < p; ++v)
+        out << fmt::format("  {}: {}\n", topo.label(v), buffer_to_string(tr, tr.final_output[v]));
+    }
+    out << fmt::format("steps      {}", tr.steps);
+    if (tr.claimed_steps) out << fmt::format("   (claimed {})", *tr.claimed_steps);
+    out << "\n";
+    out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
+    if (tr.claimed_ts) out << fmt::format("   (claimed {})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw));
+    out << "\n";
+  }
+  if (failed) {
+    err << "collv: " << tr.failure.message << "\n";
+    return kExitViolation;
+  }
+  return kExitOk;
+}
+
+}  // namespace collv

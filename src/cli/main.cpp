@@ -1,0 +1,97 @@
+// The collv executable: parses the command line and calls the library. Nothing else lives here.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "topology/topology_cmd.hpp"
+#include "util/exit_codes.hpp"
+
+namespace {
+
+std::uint64_t parse_mib(const std::string& s) { return std::stoull(s) << 20; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace collv;
+  CLI::App app{
+      "collv: verify collective communication algorithms on interconnection networks.\n"
+      "Models (models/*.coll) are run by an exhaustive executor under the synchronous\n"
+      "single-port model. Exit codes: 0 ok, 1 violation, 2 bad usage or input, 3 inconclusive."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "collv 0.1.0");
+
+  TopologyCommandOptions topo_opts;
+  auto* topo = app.add_subcommand("topology", "Describe a topology: size, degree, diameter, DOT");
+  topo->add_option("spec", topo_opts.spec,
+                   "ring:P line:P mesh:RxC torus:RxC hypercube:D tree:P star:N complete:P "
+                   "debruijn:D, or a product A*B")
+      ->required();
+  topo->add_flag("--dot", topo_opts.dot, "write the network as Graphviz DOT");
+  topo->add_option("-o,--output", topo_opts.dot_file, "with --dot: file to write (default stdout)");
+  topo->footer("Examples:\n  collv topology star:5\n  collv topology mesh:4x4 --dot -o mesh.dot");
+
+  ListOptions list_opts;
+  auto* list = app.add_subcommand("list", "List the models with their collective, topology and source");
+  list->add_option("--models", list_opts.models_dir, "models directory (default: ./models)");
+
+  RunCommandOptions run_opts;
+  std::string domain = "exact", max_mem = "8192";
+  auto* run = app.add_subcommand("run", "Run one model on one topology and print its schedule");
+  run->add_option("model", run_opts.model, "a .coll file, or a model name from `collv list`")->required();
+  run->add_option("-t,--topology", run_opts.topology,
+                  "topology spec (default: a small member of the model's first family)");
+  run->add_option("-s,--source", run_opts.run.root, "root of a rooted collective (default 0)");
+  run->add_option("-q,--shift", run_opts.run.shift, "q of a circular shift (default 1)");
+  run->add_option("-d,--domain", domain, "exact | ordered | fingerprint")
+      ->check(CLI::IsMember({"exact", "ordered", "fingerprint"}));
+  run->add_option("--seed", run_opts.run.seed, "seed of the fingerprint domain");
+  run->add_option("--json", run_opts.json_file, "write the Trace as JSON to this file (- = stdout)");
+  run->add_flag("--schedule", run_opts.schedule, "print every transfer and buffer, even for large runs");
+  run->add_flag("--quiet", run_opts.quiet, "print nothing but errors");
+  run->add_option("--max-steps", run_opts.run.max_steps, "step limit (default 100000)");
+  run->add_option("--max-ops", run_opts.run.max_ops_per_node,
+                  "operations per node before the run is stopped (default 1000000)");
+  run->add_option("--max-memory", max_mem, "memory limit in MiB (default 8192)");
+  run->add_option("--models", run_opts.models_dir, "models directory for model names");
+  run->footer(
+      "Examples:\n  collv run allreduce_star --topology star:3\n"
+      "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
+      "  collv run prefix_sums_hypercube -t hypercube:3 -d ordered --json trace.json");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    if (*topo) return run_topology_command(topo_opts, std::cout, std::cerr);
+    if (*list) return run_list_command(list_opts, std::cout, std::cerr);
+    if (*run) {
+      run_opts.run.domain = *domain_from_name(domain);
+      run_opts.run.max_memory = parse_mib(max_mem);
+      return run_run_command(run_opts, std::cout, std::cerr);
+    }
+  } catch (const ModelError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitUsage;
+  } catch (const SpecError& e) {
+    std::cerr << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const InternalError& e) {
+    std::cerr << "collv: " << e.what() << " (please report this bug)\n";
+    return 70;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "collv: error: out of memory\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,204 @@
+// Exact, ordered and fingerprint value domains (see domain.hpp).
+#include "exec/domain.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+
+namespace collv {
+
+const char* domain_name(DomainKind k) {
+  switch (k) {
+    case DomainKind::Exact: return "exact";
+    case DomainKind::Ordered: return "ordered";
+    case DomainKind::Fingerprint: return "fingerprint";
+  }
+  return "?";
+}
+
+std::optional<DomainKind> domain_from_name(const std::string& s) {
+  if (s == "exact") return DomainKind::Exact;
+  if (s == "ordered") return DomainKind::Ordered;
+  if (s == "fingerprint") return DomainKind::Fingerprint;
+  return std::nullopt;
+}
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::string term_name(std::uint32_t c, std::uint32_t elems) {
+  if (elems == 1) return fmt::format("x{}", c);
+  return fmt::format("x{}.{}", c / elems, c % elems);
+}
+
+// Interned sequences of contribution ids with a memo of combines. Exact keeps them sorted
+// (a multiset), ordered keeps operand order.
+class InternedDomain : public Domain {
+ public:
+  InternedDomain(DomainKind kind, std::uint32_t p, std::uint32_t elems)
+      : Domain(p, elems), kind_(kind) {
+    values_.emplace_back();  // item 0: identity
+    hashes_.push_back(0);
+    index_.emplace(0, 0);
+  }
+  DomainKind kind() const override { return kind_; }
+
+  Item leaf(std::uint32_t node, std::uint32_t elem) override {
+    COLLV_ASSERT(node < p_ && elem < elems_);
+    std::uint32_t c = node * elems_ + elem;
+    return intern({c}, term_hash(c));
+  }
+
+  Item combine(Item a, Item b) override {
+    if (a == 0) return b;
+    if (b == 0) return a;
+    std::uint64_t key = (a << 32) | b;
+    if (kind_ == DomainKind::Exact && a > b) key = (b << 32) | a;
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    const auto& va = values_[a];
+    const auto& vb = values_[b];
+    std::vector<std::uint32_t> out;
+    out.reserve(va.size() + vb.size());
+    std::uint64_t h;
+    if (kind_ == DomainKind::Exact) {
+      std::merge(va.begin(), va.end(), vb.begin(), vb.end(), std::back_inserter(out));
+      h = hashes_[a] + hashes_[b];  // a sum of per-term hashes: order-free
+    } else {
+      out.insert(out.end(), va.begin(), va.end());
+      out.insert(out.end(), vb.begin(), vb.end());
+      h = hashes_[a] * pow_base(vb.size()) + hashes_[b];  // polynomial: order matters
+    }
+    Item r = intern(std::move(out), h);
+    memo_.emplace(key, r);
+    return r;
+  }
+
+  std::string describe(Item a) const override {
+    const auto& v = values_.at(a);
+    if (v.empty()) return "0";
+    std::string s;
+    auto emit = [&](const std::string& t) {
+      if (!s.empty()) s += "+";
+      s += t;
+    };
+    if (kind_ == DomainKind::Ordered) {
+      for (std::size_t i = 0; i < v.size();) {
+        // compress increasing runs of consecutive ids: x0..x3
+        std::size_t j = i;
+        while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+        if (j - i >= 2) {
+          emit(term_name(v[i], elems_) + ".." + term_name(v[j], elems_));
+        } else {
+          for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems_));
+        }
+        i = j + 1;
+      }
+      return s;
+    }
+    // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
+    for (auto c : v) {
+      if (!groups.empty() && groups.back().first == c) {
+        ++groups.back().second;
+      } else {
+        groups.push_back({c, 1});
+      }
+    }
+    for (std::size_t i = 0; i < groups.size();) {
+      if (groups[i].second > 1) {
+        emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems_)));
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j + 1 < groups.size() && groups[j + 1].second == 1 &&
+             groups[j + 1].first == groups[j].first + 1)
+        ++j;
+      if (j - i >= 2) {
+        emit(term_name(groups[i].first, elems_) + ".." + term_name(groups[j].first, elems_));
+      } else {
+        for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems_));
+      }
+      i = j + 1;
+    }
+    return s;
+  }
+
+  bool inspectable() const override { return true; }
+  std::vector<std::uint32_t> terms(Item a) const override { return values_.at(a); }
+  std::uint64_t weight(Item a) const override { return values_.at(a).size(); }
+  std::size_t memory_bytes() const override { return bytes_ + memo_.size() * 32; }
+
+ private:
+  static std::uint64_t term_hash(std::uint32_t c) { return splitmix64(c) | 1; }
+  std::uint64_t pow_base(std::size_t e) {
+    std::uint64_t r = 1, b = kBase;
+    while (e) {
+      if (e & 1) r *= b;
+      b *= b;
+      e >>= 1;
+    }
+    return r;
+  }
+  Item intern(std::vector<std::uint32_t> v, std::uint64_t h) {
+    auto [lo, hi] = index_.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (values_[it->second] == v) return it->second;
+    Item id = values_.size();
+    bytes_ += v.size() * sizeof(std::uint32_t) + 48;
+    values_.push_back(std::move(v));
+    hashes_.push_back(h);
+    index_.emplace(h, id);
+    return id;
+  }
+
+  static constexpr std::uint64_t kBase = 0x100000001B3ULL;
+  DomainKind kind_;
+  std::vector<std::vector<std::uint32_t>> values_;
+  std::vector<std::uint64_t> hashes_;
+  std::unordered_multimap<std::uint64_t, Item> index_;
+  std::unordered_map<std::uint64_t, Item> memo_;
+  std::size_t bytes_ = 0;
+};
+
+class FingerprintDomain : public Domain {
+ public:
+  FingerprintDomain(std::uint32_t p, std::uint32_t elems, std::uint64_t seed)
+      : Domain(p, elems), seed_(splitmix64(seed)) {}
+  DomainKind kind() const override { return DomainKind::Fingerprint; }
+  Item leaf(std::uint32_t node, std::uint32_t elem) override {
+    Item w = splitmix64(seed_ ^ (static_cast<std::uint64_t>(node) * elems_ + elem));
+    return w == 0 ? 1 : w;
+  }
+  Item combine(Item a, Item b) override { return a + b; }
+  std::string describe(Item a) const override {
+    return a == 0 ? "0" : fmt::format("#{:016x}", a);
+  }
+  bool inspectable() const override { return false; }
+  std::vector<std::uint32_t> terms(Item) const override { return {}; }
+  std::uint64_t weight(Item) const override { return 0; }
+  std::size_t memory_bytes() const override { return 0; }
+
+ private:
+  std::uint64_t seed_;
+};
+
+}  // namespace
+
+std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,
+                                    std::uint64_t seed) {
+  if (kind == DomainKind::Fingerprint) return std::make_unique<FingerprintDomain>(p, elems, seed);
+  return std::make_unique<InternedDomain>(kind, p, elems);
+}
+
+}  // namespace collv

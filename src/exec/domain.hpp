@@ -1,0 +1,58 @@
+// Value domains: what a data item is while the executor runs.
+//
+//   auto dom = collv::make_domain(collv::DomainKind::Exact, /*p=*/8, /*elems=*/1, /*seed=*/1);
+//   collv::Item a = dom->leaf(0, 0), b = dom->leaf(1, 0);
+//   dom->describe(dom->combine(a, b));   // "x0+x1"
+//
+// exact: an item is a multiset of contributions (node, element); identical multisets are interned
+//        and combines memoised, so regular algorithms cost little even at 40,320 nodes.
+// ordered: an item is a sequence of contributions (the free monoid): a + b keeps operand order.
+// fingerprint: an item is a sum of seeded random 64-bit weights; constant size, for very large p.
+// Item 0 is the identity (the empty multiset / sequence / weight 0) in every domain.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collv {
+
+using Item = std::uint64_t;
+
+enum class DomainKind { Exact, Ordered, Fingerprint };
+const char* domain_name(DomainKind k);
+std::optional<DomainKind> domain_from_name(const std::string& s);
+
+class Domain {
+ public:
+  virtual ~Domain() = default;
+  virtual DomainKind kind() const = 0;
+  // Node `node`'s input element `elem` (x[node] or x[node][elem]).
+  virtual Item leaf(std::uint32_t node, std::uint32_t elem) = 0;
+  // a + b, in operand order.
+  virtual Item combine(Item a, Item b) = 0;
+  // Human-readable: "x0+x1+x2", "x3.1", "x0..x7" (runs), "2*x3" (multiplicity), "0" (identity).
+  virtual std::string describe(Item a) const = 0;
+  // Whether terms() is available (exact and ordered; not fingerprint).
+  virtual bool inspectable() const = 0;
+  // The contributions of an item as contribution ids (node * elems + elem): sorted with repetition
+  // (exact) or in operand order (ordered). Empty for the identity.
+  virtual std::vector<std::uint32_t> terms(Item a) const = 0;
+  // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
+  virtual std::uint64_t weight(Item a) const = 0;
+  virtual std::size_t memory_bytes() const = 0;
+
+  std::uint32_t p() const { return p_; }
+  std::uint32_t elems() const { return elems_; }
+
+ protected:
+  Domain(std::uint32_t p, std::uint32_t elems) : p_(p), elems_(elems) {}
+  std::uint32_t p_, elems_;
+};
+
+std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,
+                                    std::uint64_t seed);
+
+}  // namespace collv

@@ -1,0 +1,809 @@
+// The batched executor (see executor.hpp). The procedure is compiled to a flat list of
+// instructions; each processor has a program point; all processors at the same point run its
+// instruction together, chunk by chunk, with every variable stored as one column per slot.
+#include "exec/executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "lang/check.hpp"
+
+namespace collv {
+
+namespace {
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+constexpr std::size_t kChunk = 1024;
+
+enum class IOp { Assign, Send, Recv, JumpIfFalse, Jump, ForInit, ForTest, ForNext };
+
+struct Instr {
+  IOp op;
+  const Stmt* stmt = nullptr;
+  const Expr* cond = nullptr;
+  int limit_slot = -1;  // For: hidden slot holding the evaluated limit
+  std::uint32_t target = 0;
+};
+
+struct Program {
+  std::vector<Instr> code;
+  int num_slots = 0;  // model variables + hidden loop limits
+};
+
+void compile_block(const std::vector<StmtPtr>& body, Program& prog);
+
+void compile_stmt(const Stmt& s, Program& prog) {
+  auto emit = [&](Instr in) {
+    prog.code.push_back(in);
+    return static_cast<std::uint32_t>(prog.code.size() - 1);
+  };
+  switch (s.kind) {
+    case StmtKind::Assign: emit({IOp::Assign, &s}); break;
+    case StmtKind::Send: emit({IOp::Send, &s}); break;
+    case StmtKind::Receive: emit({IOp::Recv, &s}); break;
+    case StmtKind::If: {
+      auto jf = emit({IOp::JumpIfFalse, &s, s.cond.get()});
+      compile_block(s.body, prog);
+      if (s.else_body.empty()) {
+        prog.code[jf].target = prog.code.size();
+      } else {
+        auto j = emit({IOp::Jump, &s});
+        prog.code[jf].target = prog.code.size();
+        compile_block(s.else_body, prog);
+        prog.code[j].target = prog.code.size();
+      }
+      break;
+    }
+    case StmtKind::While: {
+      auto test = emit({IOp::JumpIfFalse, &s, s.cond.get()});
+      compile_block(s.body, prog);
+      Instr back{IOp::Jump, &s};
+      back.target = test;
+      emit(back);
+      prog.code[test].target = prog.code.size();
+      break;
+    }
+    case StmtKind::For: {
+      int lim = prog.num_slots++;
+      Instr init{IOp::ForInit, &s};
+      init.limit_slot = lim;
+      emit(init);
+      Instr test_in{IOp::ForTest, &s};
+      test_in.limit_slot = lim;
+      auto test = emit(test_in);
+      compile_block(s.body, prog);
+      Instr next{IOp::ForNext, &s};
+      next.target = test;
+      emit(next);
+      prog.code[test].target = prog.code.size();
+      break;
+    }
+  }
+}
+
+void compile_block(const std::vector<StmtPtr>& body, Program& prog) {
+  for (const auto& s : body) compile_stmt(*s, prog);
+}
+
+// A runtime error of the model at one node.
+struct ModelRuntimeError {
+  SourceLoc loc;
+  NodeId node;
+  std::string msg;
+};
+
+std::int64_t ipow(std::int64_t b, std::int64_t e, bool& overflow) {
+  std::int64_t r = 1;
+  for (std::int64_t i = 0; i < e; ++i) {
+    if (__builtin_mul_overflow(r, b, &r)) {
+      overflow = true;
+      return 0;
+    }
+  }
+  return r;
+}
+
+class Machine {
+ public:
+  Machine(const Model& m, const Topology& t, const RunOptions& o, Trace& tr)
+      : m_(m), topo_(t), opts_(o), tr_(tr), p_(static_cast<std::uint32_t>(t.num_processors())) {
+    prog_.num_slots = static_cast<int>(m.var_names.size());
+    compile_block(m.body, prog_);
+    auto env = topology_env(t);
+    auto get = [&](const char* k) { return env.count(k) ? env.at(k) : -1; };
+    d_ = get("d");
+    n_ = get("n");
+    rows_ = get("rows");
+    cols_ = get("cols");
+    ints_.resize(prog_.num_slots);
+    int_init_.resize(prog_.num_slots);
+    data_.resize(prog_.num_slots);
+    for (int s = 0; s < prog_.num_slots; ++s) {
+      bool is_data = s < static_cast<int>(m.var_types.size()) && m.var_types[s] == Type::Data;
+      if (is_data) {
+        data_[s].resize(p_);
+      } else {
+        ints_[s].assign(p_, 0);
+        int_init_[s].assign(p_, 0);
+      }
+    }
+    clock_.assign(p_, 0);
+    waiting_on_.assign(p_, kNone);
+    blocked_pc_.assign(p_, kNone);
+    inbox_.resize(p_);
+    ready_.resize(prog_.code.size() + 1);
+  }
+
+  void set_input(int slot, std::vector<Buffer> init) {
+    for (NodeId v = 0; v < p_; ++v) data_[slot][v] = std::move(init[v]);
+  }
+  const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
+
+  void run() {
+    auto& all = ready_[0];
+    all.resize(p_);
+    for (NodeId v = 0; v < p_; ++v) all[v] = v;
+    std::uint64_t op_budget = opts_.max_ops_per_node * std::max<std::uint64_t>(p_, 1);
+    std::vector<NodeId> batch;
+    for (;;) {
+      std::uint32_t pc = kNone;
+      for (std::uint32_t i = 0; i < ready_.size(); ++i) {
+        if (!ready_[i].empty()) {
+          pc = i;
+          break;
+        }
+      }
+      if (pc == kNone) break;
+      batch.clear();
+      batch.swap(ready_[pc]);
+      if (pc == prog_.code.size()) {  // finished
+        finished_ += batch.size();
+        continue;
+      }
+      if (!std::is_sorted(batch.begin(), batch.end())) std::sort(batch.begin(), batch.end());
+      ops_ += batch.size();
+      if (ops_ > op_budget) {
+        fail(RunFailure::Kind::OpLimit,
+             fmt::format("the run exceeded {} operations per node on average (a loop that never "
+                         "ends?); raise --max-ops to allow more",
+                         opts_.max_ops_per_node));
+        return;
+      }
+      for (std::size_t off = 0; off < batch.size(); off += kChunk) {
+        std::size_t cnt = std::min(kChunk, batch.size() - off);
+        try {
+          exec(pc, batch.data() + off, cnt);
+        } catch (const ModelRuntimeError& e) {
+          fail(RunFailure::Kind::RuntimeError,
+               fmt::format("{}: runtime error at node {} ({}): {}", e.loc.str(), e.node,
+                           topo_.label(e.node), e.msg));
+          return;
+        }
+        if (tr_.failure.kind != RunFailure::Kind::None) return;
+      }
+    }
+    if (finished_ < p_) report_deadlock();
+  }
+
+ private:
+  void fail(RunFailure::Kind k, std::string msg) {
+    tr_.failure.kind = k;
+    tr_.failure.message = std::move(msg);
+  }
+
+  void report_deadlock() {
+    RunFailure& f = tr_.failure;
+    f.kind = RunFailure::Kind::Deadlock;
+    for (NodeId v = 0; v < p_; ++v)
+      if (waiting_on_[v] != kNone) f.waiting.push_back(v);
+    COLLV_ASSERT(!f.waiting.empty());
+    // Follow "waits for" edges from the first waiting node until a node repeats (a cycle) or the
+    // chain reaches a node that is not waiting (it finished without sending).
+    std::vector<std::uint32_t> seen_at(p_, kNone);
+    std::vector<NodeId> chain;
+    NodeId v = f.waiting.front();
+    while (v != kNone && seen_at[v] == kNone) {
+      seen_at[v] = chain.size();
+      chain.push_back(v);
+      v = waiting_on_[v];
+    }
+    if (v != kNone) {
+      f.waiting_cycle.assign(chain.begin() + seen_at[v], chain.end());
+      f.cycle_closed = true;
+    } else {
+      f.waiting_cycle = chain;
+      f.cycle_closed = false;
+    }
+    std::string desc;
+    for (NodeId u : f.waiting_cycle) desc += topo_.label(u) + " -> ";
+    if (f.cycle_closed) {
+      desc += topo_.label(f.waiting_cycle.front());
+    } else if (!f.waiting_cycle.empty()) {
+      desc += topo_.label(waiting_on_[f.waiting_cycle.back()]) + " (finished)";
+    }
+    const Stmt* at = prog_.code[blocked_pc_[f.waiting.front()]].stmt;
+    f.message = fmt::format("{}: deadlock: {} of {} nodes wait for ever; waiting chain: {}",
+                            at->loc.str(), f.waiting.size(), p_, desc);
+  }
+
+  [[noreturn]] void rt_error(const Expr& e, NodeId v, std::string msg) {
+    throw ModelRuntimeError{e.loc, v, std::move(msg)};
+  }
+  [[noreturn]] void rt_error(const Stmt& s, NodeId v, std::string msg) {
+    throw ModelRuntimeError{s.loc, v, std::move(msg)};
+  }
+
+  std::vector<std::int64_t>& iscratch(int depth) {
+    if (static_cast<int>(iscr_.size()) <= depth) iscr_.resize(depth + 1);
+    auto& v = iscr_[depth];
+    if (v.size() < kChunk) v.resize(kChunk);
+    return v;
+  }
+  std::vector<Buffer>& dscratch(int depth) {
+    if (static_cast<int>(dscr_.size()) <= depth) dscr_.resize(depth + 1);
+    auto& v = dscr_[depth];
+    if (v.size() < kChunk) v.resize(kChunk);
+    return v;
+  }
+
+  std::int64_t env_value(const Expr& e, NodeId v) {
+    const std::string& n = e.name;
+    auto dir = [&](Direction d) -> std::int64_t {
+      auto r = topo_.direction(v, d);
+      if (!r) rt_error(e, v, "'" + n + "' does not exist at this node");
+      return *r;
+    };
+    switch (n[0]) {
+      case 'm':
+        if (n == "my_id") return v;
+        if (n == "m") return 1;
+        break;
+      case 'p': return p_;
+      case 'd':
+        if (n == "d") return d_;
+        return dir(Direction::Down);
+      case 'n': return n_;
+      case 'r':
+        if (n == "rows") return rows_;
+        if (n == "root") return opts_.root;
+        return dir(Direction::Right);
+      case 'c': return cols_;
+      case 's': return opts_.root;
+      case 'q': return opts_.shift;
+      case 'l': return dir(Direction::Left);
+      case 'u': return dir(Direction::Up);
+    }
+    rt_error(e, v, "unknown name '" + n + "'");
+  }
+
+  void eval_int(const Expr& e, const NodeId* nodes, std::size_t cnt, std::int64_t* out, int depth) {
+    switch (e.kind) {
+      case ExprKind::Number:
+        std::fill(out, out + cnt, e.value);
+        return;
+      case ExprKind::Name:
+        if (e.slot >= 0) {
+          const auto& col = ints_[e.slot];
+          const auto& init = int_init_[e.slot];
+          for (std::size_t i = 0; i < cnt; ++i) {
+            if (!init[nodes[i]]) rt_error(e, nodes[i], "'" + e.name + "' is read before it is assigned");
+            out[i] = col[nodes[i]];
+          }
+        } else {
+          for (std::size_t i = 0; i < cnt; ++i) out[i] = env_value(e, nodes[i]);
+        }
+        return;
+      case ExprKind::Unary: {
+        eval_int(*e.args[0], nodes, cnt, out, depth + 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          if (e.op == Op::Neg) out[i] = -out[i];
+          else if (e.op == Op::BitNot) out[i] = ~out[i];
+          else out[i] = out[i] == 0;
+        }
+        return;
+      }
+      case ExprKind::Binary: {
+        eval_int(*e.args[0], nodes, cnt, out, depth + 1);
+        auto& b = iscratch(depth);
+        eval_int(*e.args[1], nodes, cnt, b.data(), depth + 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          std::int64_t x = out[i], y = b[i];
+          std::int64_t r = 0;
+          switch (e.op) {
+            case Op::Add:
+              if (__builtin_add_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              break;
+            case Op::Sub:
+              if (__builtin_sub_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              break;
+            case Op::Mul:
+              if (__builtin_mul_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              break;
+            case Op::Div:
+            case Op::IntDiv:
+              if (y == 0) rt_error(e, nodes[i], "division by zero");
+              r = x / y;
+              if ((x % y != 0) && ((x < 0) != (y < 0))) --r;  // floor
+              break;
+            case Op::Mod:
+              if (y == 0) rt_error(e, nodes[i], "'mod 0'");
+              r = x % y;
+              if (r < 0) r += (y < 0 ? -y : y);
+              break;
+            case Op::Pow: {
+              if (y < 0) rt_error(e, nodes[i], fmt::format("negative exponent {}", y));
+              bool of = false;
+              r = ipow(x, y, of);
+              if (of) rt_error(e, nodes[i], fmt::format("{}^{} overflows", x, y));
+              break;
+            }
+            case Op::BitXor: r = x ^ y; break;
+            case Op::BitAnd: r = x & y; break;
+            case Op::BitOr: r = x | y; break;
+            case Op::Eq: r = x == y; break;
+            case Op::Ne: r = x != y; break;
+            case Op::Lt: r = x < y; break;
+            case Op::Le: r = x <= y; break;
+            case Op::Gt: r = x > y; break;
+            case Op::Ge: r = x >= y; break;
+            case Op::And: r = (x != 0) && (y != 0); break;
+            case Op::Or: r = (x != 0) || (y != 0); break;
+            default: rt_error(e, nodes[i], "operator not defined on numbers");
+          }
+          out[i] = r;
+        }
+        return;
+      }
+      case ExprKind::Call: {
+        if (e.name == "len") {
+          auto& d = dscratch(depth);
+          eval_data(*e.args[0], nodes, cnt, d.data(), depth + 1);
+          for (std::size_t i = 0; i < cnt; ++i) out[i] = d[i].size();
+          return;
+        }
+        eval_int(*e.args[0], nodes, cnt, out, depth + 1);
+        if (e.name == "min" || e.name == "max") {
+          auto& b = iscratch(depth);
+          eval_int(*e.args[1], nodes, cnt, b.data(), depth + 1);
+          for (std::size_t i = 0; i < cnt; ++i)
+            out[i] = e.name == "min" ? std::min(out[i], b[i]) : std::max(out[i], b[i]);
+          return;
+        }
+        for (std::size_t i = 0; i < cnt; ++i) {
+          std::int64_t x = out[i];
+          if (e.name == "neighbor") {
+            if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+              rt_error(e, nodes[i], fmt::format("no link {} at this node", x));
+            auto r = topo_.neighbor(nodes[i], static_cast<int>(x));
+            if (!r) rt_error(e, nodes[i], fmt::format("no link {} at this node", x));
+            out[i] = *r;
+          } else if (e.name == "log2") {
+            if (x <= 0) rt_error(e, nodes[i], fmt::format("log2({}) is undefined", x));
+            out[i] = 63 - __builtin_clzll(static_cast<unsigned long long>(x));
+          } else {  // sqrt
+            if (x < 0) rt_error(e, nodes[i], fmt::format("sqrt({}) is undefined", x));
+            auto r = static_cast<std::int64_t>(std::sqrt(static_cast<double>(x)));
+            while (r * r > x) --r;
+            while ((r + 1) * (r + 1) <= x) ++r;
+            out[i] = r;
+          }
+        }
+        return;
+      }
+      default: rt_error(e, nodes[0], "a buffer where a number is needed");
+    }
+  }
+
+  void eval_data(const Expr& e, const NodeId* nodes, std::size_t cnt, Buffer* out, int depth) {
+    switch (e.kind) {
+      case ExprKind::Number:  // 0: the identity item
+        for (std::size_t i = 0; i < cnt; ++i) {
+          out[i].clear();
+          out[i].push_back(0);
+        }
+        return;
+      case ExprKind::EmptyBuf:
+        for (std::size_t i = 0; i < cnt; ++i) out[i].clear();
+        return;
+      case ExprKind::Name: {
+        const auto& col = data_[e.slot];
+        for (std::size_t i = 0; i < cnt; ++i) out[i] = col[nodes[i]];
+        return;
+      }
+      case ExprKind::Binary: {
+        const Expr& a = *e.args[0];
+        const Expr& b = *e.args[1];
+        bool a_zero = a.kind == ExprKind::Number, b_zero = b.kind == ExprKind::Number;
+        if (e.op == Op::Add && (a_zero || b_zero)) {  // 0 + x = x + 0 = x, whatever x's length
+          eval_data(a_zero ? b : a, nodes, cnt, out, depth + 1);
+          return;
+        }
+        eval_data(a, nodes, cnt, out, depth + 1);
+        auto& rhs = dscratch(depth);
+        eval_data(b, nodes, cnt, rhs.data(), depth + 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          Buffer& x = out[i];
+          const Buffer& y = rhs[i];
+          if (e.op == Op::Union) {
+            for (Item it : y) x.push_back(it);
+          } else {
+            if (x.size() != y.size())
+              rt_error(e, nodes[i],
+                       fmt::format("'+' combines buffers item by item, but they hold {} and {} items",
+                                   x.size(), y.size()));
+            for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(x[k], y[k]);
+          }
+        }
+        return;
+      }
+      case ExprKind::Index:
+      case ExprKind::Slice: {
+        auto& base = dscratch(depth);
+        eval_data(*e.args[0], nodes, cnt, base.data(), depth + 1);
+        auto& lo = iscratch(depth);
+        eval_int(*e.args[1], nodes, cnt, lo.data(), depth + 1);
+        std::vector<std::int64_t> hi_store;
+        if (e.kind == ExprKind::Slice) {
+          hi_store.resize(cnt);
+          eval_int(*e.args[2], nodes, cnt, hi_store.data(), depth + 1);
+        }
+        for (std::size_t i = 0; i < cnt; ++i) {
+          std::int64_t a = lo[i];
+          std::int64_t b = e.kind == ExprKind::Slice ? hi_store[i] : a;
+          const Buffer& src = base[i];
+          if (b == a - 1 && e.kind == ExprKind::Slice && a >= 0 && a <= src.size()) {
+            out[i].clear();
+            continue;
+          }
+          if (a < 0 || b < a || b >= static_cast<std::int64_t>(src.size()))
+            rt_error(e, nodes[i],
+                     e.kind == ExprKind::Index
+                         ? fmt::format("index {} is out of range for a buffer of {} items", a, src.size())
+                         : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items",
+                                       a, b, src.size()));
+          out[i].assign(src.data() + a, static_cast<std::uint32_t>(b - a + 1));
+        }
+        return;
+      }
+      default: rt_error(e, nodes[0], "a number where a buffer is needed");
+    }
+  }
+
+  // Stores `val` into the target lvalue at each node.
+  void store(const Expr& target, const NodeId* nodes, std::size_t cnt, Buffer* val, int depth) {
+    if (target.kind == ExprKind::Name) {
+      auto& col = data_[target.slot];
+      for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = std::move(val[i]);
+      return;
+    }
+    if (target.args[0]->kind != ExprKind::Name)
+      rt_error(target, nodes[0], "only one level of indexing can be assigned");
+    auto& col = data_[target.args[0]->slot];
+    auto& lo = iscratch(depth);
+    eval_int(*target.args[1], nodes, cnt, lo.data(), depth + 1);
+    std::vector<std::int64_t> hi(cnt);
+    if (target.kind == ExprKind::Slice) {
+      eval_int(*target.args[2], nodes, cnt, hi.data(), depth + 1);
+    } else {
+      for (std::size_t i = 0; i < cnt; ++i) hi[i] = lo[i];
+    }
+    for (std::size_t i = 0; i < cnt; ++i) {
+      std::int64_t a = lo[i], b = hi[i];
+      if (a < 0 || b < a - 1 || b > (1 << 24))
+        rt_error(target, nodes[i], fmt::format("cannot assign to positions [{} .. {}]", a, b));
+      if (val[i].size() != static_cast<std::uint64_t>(b - a + 1))
+        rt_error(target, nodes[i],
+                 fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
+      Buffer& dst = col[nodes[i]];
+      if (static_cast<std::int64_t>(dst.size()) <= b) dst.resize(static_cast<std::uint32_t>(b + 1), 0);
+      for (std::int64_t k = a; k <= b; ++k) dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
+    }
+  }
+
+  NodeId peer_of(const Stmt& s, NodeId v, std::int64_t x) {
+    if (s.along_link) {
+      if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+        rt_error(*s.peer, v, fmt::format("no link {} at this node", x));
+      auto r = topo_.neighbor(v, static_cast<int>(x));
+      if (!r) rt_error(*s.peer, v, fmt::format("no link {} at this node", x));
+      return *r;
+    }
+    if (x < 0 || x >= static_cast<std::int64_t>(p_))
+      rt_error(*s.peer, v, fmt::format("node {} does not exist (p = {})", x, p_));
+    if (static_cast<NodeId>(x) == v)
+      rt_error(*s.peer, v, "a node cannot send to or receive from itself");
+    return static_cast<NodeId>(x);
+  }
+
+  void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+    const Instr& in = prog_.code[pc];
+    const Stmt& s = *in.stmt;
+    auto advance_all = [&](std::uint32_t to) {
+      auto& r = ready_[to];
+      r.insert(r.end(), nodes, nodes + cnt);
+    };
+    switch (in.op) {
+      case IOp::Assign: {
+        const Expr& tgt = *s.target;
+        int slot = tgt.kind == ExprKind::Name ? tgt.slot : -1;
+        if (slot >= 0 && m_.var_types[slot] == Type::Int) {
+          auto& v = iscratch(0);
+          eval_int(*s.value, nodes, cnt, v.data(), 1);
+          for (std::size_t i = 0; i < cnt; ++i) {
+            ints_[slot][nodes[i]] = v[i];
+            int_init_[slot][nodes[i]] = 1;
+          }
+        } else {
+          auto& v = dscratch(0);
+          eval_data(*s.value, nodes, cnt, v.data(), 1);
+          store(tgt, nodes, cnt, v.data(), 1);
+        }
+        advance_all(pc + 1);
+        return;
+      }
+      case IOp::JumpIfFalse: {
+        auto& c = iscratch(0);
+        eval_int(*in.cond, nodes, cnt, c.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
+        return;
+      }
+      case IOp::Jump: advance_all(in.target); return;
+      case IOp::ForInit: {
+        auto& a = iscratch(0);
+        eval_int(*s.value, nodes, cnt, a.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          ints_[s.var_slot][nodes[i]] = a[i];
+          int_init_[s.var_slot][nodes[i]] = 1;
+        }
+        eval_int(*s.limit, nodes, cnt, a.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          ints_[in.limit_slot][nodes[i]] = a[i];
+          int_init_[in.limit_slot][nodes[i]] = 1;
+        }
+        advance_all(pc + 1);
+        return;
+      }
+      case IOp::ForTest: {
+        const auto& var = ints_[s.var_slot];
+        const auto& lim = ints_[in.limit_slot];
+        for (std::size_t i = 0; i < cnt; ++i) {
+          NodeId v = nodes[i];
+          bool go = s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
+          ready_[go ? pc + 1 : in.target].push_back(v);
+        }
+        return;
+      }
+      case IOp::ForNext: {
+        auto& var = ints_[s.var_slot];
+        for (std::size_t i = 0; i < cnt; ++i) var[nodes[i]] += s.downto ? -1 : 1;
+        advance_all(in.target);
+        return;
+      }
+      case IOp::Send: {
+        auto& val = dscratch(0);
+        eval_data(*s.value, nodes, cnt, val.data(), 1);
+        auto& peer = iscratch(0);
+        eval_int(*s.peer, nodes, cnt, peer.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          NodeId v = nodes[i];
+          NodeId dst = peer_of(s, v, peer[i]);
+          std::uint32_t step = ++clock_[v];
+          if (step > opts_.max_steps) {
+            fail(RunFailure::Kind::StepLimit,
+                 fmt::format("{}: node {} would send at step {}, past the step limit {} (raise "
+                             "--max-steps to allow more)",
+                             s.loc.str(), topo_.label(v), step, opts_.max_steps));
+            return;
+          }
+          if (val[i].size() > 0xFFFF) rt_error(s, v, "a message of more than 65535 items");
+          if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
+              tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
+            throw LimitError("the run records more than 2^32 transfers or items; it is too large");
+          auto tid = static_cast<std::uint32_t>(tr_.transfers.size());
+          tr_.transfers.push_back(Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
+                                           static_cast<std::uint16_t>(val[i].size()),
+                                           static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
+          tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
+          inbox_[dst].push_back(tid);
+          if (waiting_on_[dst] == v) {
+            waiting_on_[dst] = kNone;
+            ready_[blocked_pc_[dst]].push_back(dst);
+          }
+        }
+        if ((tr_.transfers.size() & 0xFFFF) < cnt) check_memory();
+        advance_all(pc + 1);
+        return;
+      }
+      case IOp::Recv: {
+        auto& peer = iscratch(0);
+        eval_int(*s.peer, nodes, cnt, peer.data(), 1);
+        // Nodes whose message is there receive now; the others wait at this instruction.
+        std::vector<NodeId> got;
+        std::vector<std::uint32_t> tids;
+        got.reserve(cnt);
+        tids.reserve(cnt);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          NodeId v = nodes[i];
+          NodeId src = peer_of(s, v, peer[i]);
+          auto& box = inbox_[v];
+          std::uint32_t k = 0;
+          while (k < box.size() && tr_.transfers[box[k]].src != src) ++k;
+          if (k == box.size()) {
+            waiting_on_[v] = src;
+            blocked_pc_[v] = pc;
+            continue;
+          }
+          std::uint32_t tid = box[k];
+          box.erase_at(k);
+          clock_[v] = std::max(clock_[v], tr_.transfers[tid].step);
+          got.push_back(v);
+          tids.push_back(tid);
+        }
+        if (got.empty()) return;
+        auto& val = dscratch(0);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          const Transfer& t = tr_.transfers[tids[i]];
+          val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+        }
+        store(*s.target, got.data(), got.size(), val.data(), 1);
+        auto& r = ready_[pc + 1];
+        r.insert(r.end(), got.begin(), got.end());
+        return;
+      }
+    }
+  }
+
+  void check_memory() {
+    std::uint64_t bytes = tr_.transfers.capacity() * sizeof(Transfer) +
+                          tr_.payload.capacity() * sizeof(Item) + dom_->memory_bytes();
+    if (bytes > opts_.max_memory)
+      throw LimitError(fmt::format(
+          "the run needs more than {} MiB (trace and values so far: {} MiB); raise --max-memory "
+          "or use a smaller topology or the fingerprint domain",
+          opts_.max_memory >> 20, bytes >> 20));
+  }
+
+ public:
+  Domain* dom_ = nullptr;
+
+ private:
+  const Model& m_;
+  const Topology& topo_;
+  const RunOptions& opts_;
+  Trace& tr_;
+  std::uint32_t p_;
+  Program prog_;
+  std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
+  std::vector<std::vector<std::int64_t>> ints_;
+  std::vector<std::vector<std::uint8_t>> int_init_;
+  std::vector<std::vector<Buffer>> data_;
+  std::vector<std::uint32_t> clock_, waiting_on_, blocked_pc_;
+  std::vector<SmallVec<std::uint32_t, 2>> inbox_;
+  std::vector<std::vector<NodeId>> ready_;
+  std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
+  std::deque<std::vector<Buffer>> dscr_;
+  std::uint64_t ops_ = 0, finished_ = 0;
+};
+
+std::uint32_t elems_per_node(Collective c, std::uint32_t p) {
+  return (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
+             ? p
+             : 1;
+}
+
+std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root) {
+  std::vector<Buffer> in(p);
+  for (NodeId v = 0; v < p; ++v) {
+    switch (c) {
+      case Collective::Broadcast:
+        if (v == root) in[v].push_back(dom.leaf(v, 0));
+        break;
+      case Collective::Scatter:
+        if (v == root)
+          for (std::uint32_t j = 0; j < p; ++j) in[v].push_back(dom.leaf(v, j));
+        break;
+      case Collective::ReduceScatter:
+      case Collective::Alltoall:
+        for (std::uint32_t j = 0; j < p; ++j) in[v].push_back(dom.leaf(v, j));
+        break;
+      default: in[v].push_back(dom.leaf(v, 0));
+    }
+  }
+  return in;
+}
+
+std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
+  std::map<std::string, double> env;
+  for (const auto& [k, v] : topology_env(t)) env[k] = static_cast<double>(v);
+  env["q"] = static_cast<double>(o.shift);
+  env["source"] = env["root"] = o.root;
+  return env;
+}
+
+}  // namespace
+
+std::optional<bool> model_applies(const Model& m, const Topology& t) {
+  if (!m.header.requires_) return true;
+  auto v = eval_header_expr(*m.header.requires_, header_env(t, RunOptions{}));
+  if (!v) return std::nullopt;
+  return *v != 0;
+}
+
+Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
+  if (t.num_processors() == 0) throw UsageError("the topology has no processors");
+  check_names_on(m, t);
+  auto p = static_cast<std::uint32_t>(t.num_processors());
+  if (collective_is_rooted(m.header.collective) && opts.root >= p)
+    throw UsageError(fmt::format("--source {} is not a processor of {} (0 .. {})", opts.root,
+                                 t.spec(), p - 1));
+  auto env = header_env(t, opts);
+  if (m.header.requires_) {
+    auto ok = eval_header_expr(*m.header.requires_, env);
+    if (!ok || *ok == 0)
+      throw UsageError(fmt::format("{}: model '{}' requires a condition that {} does not meet",
+                                   m.header.requires_->loc.str(), m.header.name, t.spec()));
+  }
+  Trace tr;
+  tr.model_name = m.header.name;
+  tr.model_file = m.file;
+  tr.collective = m.header.collective;
+  tr.op_class = m.header.op_class;
+  tr.topology = t;
+  tr.root = opts.root;
+  tr.shift = opts.shift;
+  std::uint32_t elems = elems_per_node(m.header.collective, p);
+
+  // Claimed step count and cost, evaluated on this topology.
+  if (m.header.steps) {
+    if (auto s = eval_header_expr(*m.header.steps, env)) tr.claimed_steps = std::llround(*s);
+  }
+  if (m.header.cost) {
+    auto e1 = env, e2 = env;
+    e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
+    e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
+    auto a = eval_header_expr(*m.header.cost, e1), b = eval_header_expr(*m.header.cost, e2);
+    if (a && b) {
+      tr.claimed_ts = *a;
+      tr.claimed_tw = *b;
+    }
+  }
+
+  // Up-front memory estimate: variable columns, plus the trace if the claimed step count holds
+  // (single-port: at most p transfers per step), plus the initial items.
+  std::uint64_t est = static_cast<std::uint64_t>(p) * (m.var_names.size() + 8) * 40 +
+                      static_cast<std::uint64_t>(p) * elems * 48;
+  if (tr.claimed_steps && *tr.claimed_steps > 0)
+    est += static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(*tr.claimed_steps) *
+           (sizeof(Transfer) + sizeof(Item));
+  if (opts.domain != DomainKind::Fingerprint && elems > 1)
+    est += static_cast<std::uint64_t>(p) * elems * 64;
+  if (est > opts.max_memory)
+    throw LimitError(fmt::format(
+        "running {} on {} needs about {} MiB, more than the limit of {} MiB; use a smaller "
+        "topology, the fingerprint domain, or raise --max-memory",
+        m.header.name, t.spec(), est >> 20, opts.max_memory >> 20));
+  if (tr.claimed_steps && *tr.claimed_steps > 0 && *tr.claimed_steps < (1LL << 30))
+    tr.transfers.reserve(static_cast<std::size_t>(p) * static_cast<std::size_t>(*tr.claimed_steps));
+
+  tr.domain = make_domain(opts.domain, p, elems, opts.seed);
+  Machine mach(m, t, opts, tr);
+  mach.dom_ = tr.domain.get();
+  int in_slot = -1, out_slot = -1;
+  for (std::size_t i = 0; i < m.var_names.size(); ++i) {
+    if (m.var_names[i] == m.header.input) in_slot = static_cast<int>(i);
+    if (m.var_names[i] == m.header.output) out_slot = static_cast<int>(i);
+  }
+  COLLV_ASSERT(in_slot >= 0 && out_slot >= 0);
+  tr.initial_input = initial_buffers(m.header.collective, *tr.domain, p, opts.root);
+  mach.set_input(in_slot, tr.initial_input);
+  mach.run();
+  tr.final_output = mach.column(out_slot);
+  tr.compute_stats();
+  return tr;
+}
+
+}  // namespace collv

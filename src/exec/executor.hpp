@@ -1,0 +1,46 @@
+// The exhaustive executor: runs a model on every processor of a topology under the timed
+// single-port rule (docs/language.md) and records the Trace.
+//
+//   collv::RunOptions o;  o.domain = collv::DomainKind::Ordered;
+//   collv::Trace t = collv::run_model(model, collv::Topology::parse("hypercube:3"), o);
+//   if (t.failure.kind != collv::RunFailure::Kind::None) { /* deadlock, limit, runtime error */ }
+//
+// All processors run each statement together (a batch per program point), so a statement is
+// dispatched once for thousands of nodes; nodes that take different branches or wait on a
+// receive are regrouped by program point, lowest first, so diverged groups meet again.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/trace.hpp"
+#include "lang/ast.hpp"
+#include "topology/topology.hpp"
+
+namespace collv {
+
+struct RunOptions {
+  DomainKind domain = DomainKind::Exact;
+  std::uint32_t root = 0;        // source/root of rooted collectives
+  std::int64_t shift = 1;        // q of a circular shift
+  std::uint64_t seed = 1;        // fingerprint weights
+  std::uint32_t max_steps = 100000;
+  std::uint64_t max_ops_per_node = 1000000;
+  std::uint64_t max_memory = 8ULL << 30;  // bytes; estimated up front and watched while running
+};
+
+// A run refused or stopped because it would exceed a resource limit.
+class LimitError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+// Throws ModelError (names the topology lacks), UsageError (bad root, requires not met) or
+// LimitError (too large). Deadlocks, step limits and runtime errors of the model are not thrown:
+// they are reported in Trace::failure with the partial trace.
+Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
+
+// Whether the model's `requires` holds on t (true if it has none). nullopt: it names something t
+// does not define.
+std::optional<bool> model_applies(const Model& m, const Topology& t);
+
+}  // namespace collv

@@ -1,0 +1,169 @@
+// Trace statistics (steps, per-step link loads, cost coefficients) and JSON output.
+#include "exec/trace.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+namespace collv {
+
+std::vector<std::uint32_t> Trace::ordered_transfers() const {
+  std::vector<std::uint32_t> idx(transfers.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const Transfer& x = transfers[a];
+    const Transfer& y = transfers[b];
+    if (x.step != y.step) return x.step < y.step;
+    if (x.src != y.src) return x.src < y.src;
+    return x.dst < y.dst;
+  });
+  return idx;
+}
+
+void Trace::compute_stats() {
+  steps = 0;
+  for (const auto& t : transfers) steps = std::max(steps, t.step);
+  per_step.assign(steps, StepStats{});
+  // Bucket transfers by step (counting sort, stable).
+  std::vector<std::uint32_t> start(steps + 2, 0);
+  for (const auto& t : transfers) ++start[t.step + 1];
+  for (std::uint32_t s = 1; s < start.size(); ++s) start[s] += start[s - 1];
+  std::vector<std::uint32_t> order(transfers.size());
+  {
+    std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+    for (std::uint32_t i = 0; i < transfers.size(); ++i) order[fill[transfers[i].step]++] = i;
+  }
+  // Per step: the load of each directed link. Most nodes forward at most one hop per step, so a
+  // per-node stamp holds the first link out of each node; other links out of the same node are
+  // collected and grouped by sorting.
+  std::size_t nn = topology.num_nodes();
+  std::vector<std::uint32_t> stamp(nn, 0), first_to(nn, 0), load_items(nn, 0), load_xfers(nn, 0);
+  struct Spill {
+    NodeId from, to;
+    std::uint32_t items;
+  };
+  std::vector<Spill> spill;
+  std::vector<NodeId> hops;
+  for (std::uint32_t s = 1; s <= steps; ++s) {
+    StepStats& st = per_step[s - 1];
+    spill.clear();
+    auto add_hop = [&](NodeId u, NodeId v, std::uint32_t items) {
+      if (stamp[u] != s) {
+        stamp[u] = s;
+        first_to[u] = v;
+        load_items[u] = items;
+        load_xfers[u] = 1;
+      } else if (first_to[u] == v) {
+        load_items[u] += items;
+        load_xfers[u] += 1;
+      } else {
+        spill.push_back({u, v, items});
+        return;
+      }
+      st.max_link_items = std::max(st.max_link_items, load_items[u]);
+      st.max_link_transfers = std::max(st.max_link_transfers, load_xfers[u]);
+    };
+    for (std::uint32_t k = start[s]; k < start[s + 1]; ++k) {
+      const Transfer& t = transfers[order[k]];
+      ++st.transfers;
+      if (topology.adjacent(t.src, t.dst)) {
+        add_hop(t.src, t.dst, t.payload_len);
+      } else {
+        hops = topology.route(t.src, t.dst);
+        for (std::size_t h = 0; h + 1 < hops.size(); ++h) add_hop(hops[h], hops[h + 1], t.payload_len);
+      }
+    }
+    if (!spill.empty()) {
+      std::sort(spill.begin(), spill.end(), [](const Spill& a, const Spill& b) {
+        return a.from != b.from ? a.from < b.from : a.to < b.to;
+      });
+      for (std::size_t i = 0; i < spill.size();) {
+        std::size_t j = i;
+        std::uint32_t items = 0, xf = 0;
+        while (j < spill.size() && spill[j].from == spill[i].from && spill[j].to == spill[i].to) {
+          items += spill[j].items;
+          ++xf;
+          ++j;
+        }
+        st.max_link_items = std::max(st.max_link_items, items);
+        st.max_link_transfers = std::max(st.max_link_transfers, xf);
+        i = j;
+      }
+    }
+  }
+  cost_ts = steps;
+  cost_tw = 0;
+  for (const auto& st : per_step) cost_tw += st.max_link_items;
+}
+
+std::string buffer_to_string(const Trace& t, const Buffer& b) {
+  std::string s = "[";
+  for (std::uint32_t i = 0; i < b.size(); ++i) {
+    if (i) s += ", ";
+    s += t.domain->describe(b[i]);
+  }
+  return s + "]";
+}
+
+nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
+  using nlohmann::json;
+  json j;
+  j["model"] = t.model_name;
+  j["file"] = t.model_file;
+  j["collective"] = collective_name(t.collective);
+  j["topology"] = t.topology.spec();
+  j["p"] = t.topology.num_processors();
+  j["domain"] = domain_name(t.domain->kind());
+  if (collective_is_rooted(t.collective)) j["source"] = t.root;
+  if (t.collective == Collective::Shift) j["q"] = t.shift;
+  j["steps"] = t.steps;
+  j["cost"] = {{"ts", t.cost_ts}, {"tw", t.cost_tw}};
+  if (t.claimed_steps) j["claimed"]["steps"] = *t.claimed_steps;
+  if (t.claimed_ts) j["claimed"]["cost"] = {{"ts", *t.claimed_ts}, {"tw", *t.claimed_tw}};
+  json steps = json::array();
+  for (std::size_t s = 0; s < t.per_step.size(); ++s) {
+    const auto& st = t.per_step[s];
+    steps.push_back({{"step", s + 1},
+                     {"transfers", st.transfers},
+                     {"max_link_items", st.max_link_items},
+                     {"max_link_transfers", st.max_link_transfers}});
+  }
+  j["per_step"] = std::move(steps);
+  j["transfer_count"] = t.transfers.size();
+  if (max_transfers == 0 || t.transfers.size() <= max_transfers) {
+    json xs = json::array();
+    for (auto i : t.ordered_transfers()) {
+      const Transfer& x = t.transfers[i];
+      json items = json::array();
+      for (std::uint32_t k = 0; k < x.payload_len; ++k)
+        items.push_back(t.domain->describe(t.payload[x.payload_begin + k]));
+      xs.push_back({{"step", x.step},
+                    {"src", x.src},
+                    {"dst", x.dst},
+                    {"route", t.route(x)},
+                    {"items", std::move(items)},
+                    {"words", x.payload_len},
+                    {"line", x.line}});
+    }
+    j["transfers"] = std::move(xs);
+  }
+  json finals = json::array();
+  for (std::size_t v = 0; v < t.final_output.size(); ++v) {
+    json items = json::array();
+    for (auto it : t.final_output[v]) items.push_back(t.domain->describe(it));
+    finals.push_back({{"node", v}, {"label", t.topology.label(v)}, {"output", std::move(items)}});
+  }
+  j["final"] = std::move(finals);
+  if (t.failure.kind != RunFailure::Kind::None) {
+    static const char* names[] = {"none", "deadlock", "step-limit", "op-limit", "runtime-error"};
+    j["failure"] = {{"kind", names[static_cast<int>(t.failure.kind)]},
+                    {"message", t.failure.message},
+                    {"waiting", t.failure.waiting},
+                    {"cycle", t.failure.waiting_cycle},
+                    {"cycle_closed", t.failure.cycle_closed}};
+  }
+  return j;
+}
+
+}  // namespace collv

@@ -1,0 +1,84 @@
+// The Trace: a schedule as the executor (or, later, a solver) produced it. It is the common
+// currency of collv: checkers judge Traces, renderers draw them, JSON stores them.
+//
+//   collv::Trace t = collv::run_model(model, topo, opts);
+//   t.steps;                     // the largest step of any transfer
+//   t.transfers[0].src;          // who sent the first recorded transfer
+//   t.route(t.transfers[0]);     // the nodes it passed, endpoints included
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "exec/domain.hpp"
+#include "lang/ast.hpp"
+#include "topology/topology.hpp"
+#include "util/smallvec.hpp"
+
+namespace collv {
+
+using Buffer = SmallVec<Item, 2>;
+
+struct Transfer {
+  std::uint32_t step;
+  NodeId src, dst;
+  std::uint32_t payload_begin;  // into Trace::payload
+  std::uint16_t payload_len;    // items carried
+  std::uint16_t line;           // source line of the send statement
+};
+
+// Why the run stopped early, if it did.
+struct RunFailure {
+  enum class Kind { None, Deadlock, StepLimit, OpLimit, RuntimeError } kind = Kind::None;
+  std::string message;               // one line, with file:line:col where there is one
+  std::vector<NodeId> waiting_cycle;  // Deadlock: a -> b means a waits for b; closed if a cycle
+  bool cycle_closed = false;          // false: the chain ends at a node that finished
+  std::vector<NodeId> waiting;        // Deadlock: every node left waiting
+};
+
+struct StepStats {
+  std::uint32_t transfers = 0;
+  std::uint32_t max_link_items = 0;  // L(s): largest number of items on one directed link
+  std::uint32_t max_link_transfers = 0;
+};
+
+struct Trace {
+  std::string model_name, model_file;
+  Collective collective = Collective::Allreduce;
+  OperatorClass op_class = OperatorClass::Associative;
+  Topology topology = Topology::parse("line:1");
+  std::shared_ptr<Domain> domain;
+  std::uint32_t root = 0;   // source of rooted collectives
+  std::int64_t shift = 1;   // q of a shift
+
+  std::vector<Transfer> transfers;  // in the order they were issued
+  std::vector<Item> payload;
+  std::vector<Buffer> final_output;  // per processor: the `output` variable at the end
+  std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start
+  RunFailure failure;
+
+  std::uint32_t steps = 0;
+  std::vector<StepStats> per_step;  // index s-1 for step s
+  double cost_ts = 0, cost_tw = 0;  // coefficients of ts and tw*m
+
+  std::optional<std::int64_t> claimed_steps;
+  std::optional<double> claimed_ts, claimed_tw;
+
+  std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }
+  // Transfer indices sorted by (step, src, dst, issue order): the order people read schedules in.
+  std::vector<std::uint32_t> ordered_transfers() const;
+  // Recomputes steps, per_step and the cost coefficients from the transfers.
+  void compute_stats();
+};
+
+// The Trace as JSON (docs/trace-format.md). Transfers are listed only if there are at most
+// `max_transfers` of them (0 = no limit).
+nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers = 0);
+std::string buffer_to_string(const Trace& t, const Buffer& b);
+
+}  // namespace collv

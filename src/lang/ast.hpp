@@ -1,0 +1,114 @@
+// The syntax tree of a model file (docs/language.md): a header and one procedure body.
+//
+//   collv::Model m = collv::parse_model_file("models/allreduce_star.coll");
+//   m.header.collective;          // Collective::Allreduce
+//   m.body;                       // statements, each with its SourceLoc
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace collv {
+
+enum class Collective {
+  Broadcast,
+  Reduce,
+  Allgather,
+  ReduceScatter,
+  Allreduce,
+  Scan,
+  Scatter,
+  Gather,
+  Alltoall,
+  Shift
+};
+const char* collective_name(Collective c);
+std::optional<Collective> collective_from_name(const std::string& s);
+bool collective_is_rooted(Collective c);
+
+enum class OperatorClass { Associative, Commutative };
+
+enum class ExprKind {
+  Number,   // value
+  Name,     // name (variable or environment name)
+  Unary,    // op, args[0]
+  Binary,   // op, args[0], args[1]
+  Call,     // name(args...)
+  Index,    // args[0][args[1]]
+  Slice,    // args[0][args[1] .. args[2]]
+  EmptyBuf  // []
+};
+
+enum class Op {
+  Add, Sub, Mul, Div, IntDiv, Mod, Pow,
+  BitXor, BitAnd, BitOr, BitNot,
+  Eq, Ne, Lt, Le, Gt, Ge,
+  And, Or, Not, Neg,
+  Union
+};
+const char* op_spelling(Op op);
+
+enum class Type : std::uint8_t { Unknown, Int, Data };
+
+struct Expr {
+  ExprKind kind;
+  SourceLoc loc;
+  Op op = Op::Add;
+  std::int64_t value = 0;
+  std::string name;
+  std::vector<std::unique_ptr<Expr>> args;
+  // Filled by the checker: the expression's type and, for Name, the variable slot (-1 = env).
+  Type type = Type::Unknown;
+  int slot = -1;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+enum class StmtKind { Assign, If, For, While, Send, Receive };
+
+struct Stmt {
+  StmtKind kind;
+  SourceLoc loc;
+  // Assign: target (Name, Index or Slice) := value.  Receive: target from/along peer.
+  // Send: value to/along peer.  If/While: cond.  For: var := value to/downto limit.
+  ExprPtr target, value, peer, cond, limit;
+  bool along_link = false;  // Send/Receive: peer is a link number, not a node id
+  bool downto = false;      // For
+  std::string var;          // For
+  int var_slot = -1;        // For
+  std::vector<std::unique_ptr<Stmt>> body, else_body;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct ModelHeader {
+  std::string name;
+  std::string source;
+  Collective collective = Collective::Allreduce;
+  std::vector<std::string> topologies;
+  OperatorClass op_class = OperatorClass::Associative;
+  std::string input, output;
+  ExprPtr requires_, steps, cost;
+  std::vector<std::string> notes;
+  SourceLoc loc;
+};
+
+struct Model {
+  std::string file;
+  ModelHeader header;
+  std::string procedure;
+  std::vector<std::string> params;
+  std::vector<StmtPtr> body;
+  // Variables after checking: name and type per slot.
+  std::vector<std::string> var_names;
+  std::vector<Type> var_types;
+};
+
+// Parses a model; throws ModelError with file:line:col and what was expected.
+Model parse_model(const std::string& text, const std::string& file);
+Model parse_model_file(const std::string& path);
+
+}  // namespace collv

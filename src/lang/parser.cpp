@@ -1,0 +1,748 @@
+// Lexer and recursive-descent parser for model files. Hand-written so that every error can say
+// what was expected at which file:line:col, in the words of the language reference.
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "lang/ast.hpp"
+#include "lang/check.hpp"
+
+namespace collv {
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::Allgather: return "allgather";
+    case Collective::ReduceScatter: return "reduce-scatter";
+    case Collective::Allreduce: return "allreduce";
+    case Collective::Scan: return "scan";
+    case Collective::Scatter: return "scatter";
+    case Collective::Gather: return "gather";
+    case Collective::Alltoall: return "alltoall";
+    case Collective::Shift: return "shift";
+  }
+  return "?";
+}
+
+std::optional<Collective> collective_from_name(const std::string& s) {
+  for (int i = 0; i <= static_cast<int>(Collective::Shift); ++i) {
+    auto c = static_cast<Collective>(i);
+    if (s == collective_name(c)) return c;
+  }
+  return std::nullopt;
+}
+
+bool collective_is_rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Scatter ||
+         c == Collective::Gather;
+}
+
+const char* op_spelling(Op op) {
+  switch (op) {
+    case Op::Add: return "+";
+    case Op::Sub: return "-";
+    case Op::Mul: return "*";
+    case Op::Div: return "/";
+    case Op::IntDiv: return "div";
+    case Op::Mod: return "mod";
+    case Op::Pow: return "^";
+    case Op::BitXor: return "XOR";
+    case Op::BitAnd: return "AND";
+    case Op::BitOr: return "OR";
+    case Op::BitNot: return "NOT";
+    case Op::Eq: return "=";
+    case Op::Ne: return "<>";
+    case Op::Lt: return "<";
+    case Op::Le: return "<=";
+    case Op::Gt: return ">";
+    case Op::Ge: return ">=";
+    case Op::And: return "and";
+    case Op::Or: return "or";
+    case Op::Not: return "not";
+    case Op::Neg: return "-";
+    case Op::Union: return "∪";
+  }
+  return "?";
+}
+
+namespace {
+
+enum class Tok { Ident, Number, String, Punct, End };
+
+struct Token {
+  Tok kind;
+  std::string text;  // identifier, punctuation (normalised: "<>" for ≠, "<=" for ≤ ...), string
+  std::int64_t value = 0;
+  int line = 0, col = 0;
+};
+
+class Lexer {
+ public:
+  Lexer(const std::string& text, std::string file) : s_(text), file_(std::move(file)) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> out;
+    for (;;) {
+      skip_space_and_comments();
+      Token t;
+      t.line = line_;
+      t.col = col_;
+      if (i_ >= s_.size()) {
+        t.kind = Tok::End;
+        t.text = "end of file";
+        out.push_back(t);
+        return out;
+      }
+      unsigned char c = s_[i_];
+      if (std::isalpha(c) || c == '_') {
+        t.kind = Tok::Ident;
+        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+          t.text += advance();
+      } else if (std::isdigit(c)) {
+        t.kind = Tok::Number;
+        while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
+          t.text += advance();
+          if (t.text.size() > 18) error(t, "number too large: " + t.text);
+        }
+        t.value = std::stoll(t.text);
+      } else if (c == '"') {
+        t.kind = Tok::String;
+        advance();
+        while (i_ < s_.size() && s_[i_] != '"' && s_[i_] != '\n') t.text += advance();
+        if (i_ >= s_.size() || s_[i_] != '"') error(t, "unterminated string (missing '\"')");
+        advance();
+      } else {
+        t.kind = Tok::Punct;
+        t.text = punct(t);
+      }
+      out.push_back(std::move(t));
+    }
+  }
+
+ private:
+  [[noreturn]] void error(const Token& t, const std::string& msg) {
+    throw ModelError(SourceLoc{file_, t.line, t.col}, msg);
+  }
+  char advance() {
+    char c = s_[i_++];
+    if (c == '\n') {
+      ++line_;
+      col_ = 1;
+    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      // Count code points, not bytes: a UTF-8 continuation byte does not move the column.
+      ++col_;
+    }
+    return c;
+  }
+  bool starts(const char* lit) const { return s_.compare(i_, std::strlen(lit), lit) == 0; }
+  void skip_space_and_comments() {
+    while (i_ < s_.size()) {
+      unsigned char c = s_[i_];
+      if (std::isspace(c)) {
+        advance();
+      } else if (c == '#') {
+        while (i_ < s_.size() && s_[i_] != '\n') advance();
+      } else if (starts("/*")) {
+        Token t{Tok::Punct, "", 0, line_, col_};
+        advance();
+        advance();
+        while (i_ < s_.size() && !starts("*/")) advance();
+        if (i_ >= s_.size()) error(t, "unterminated comment (missing '*/')");
+        advance();
+        advance();
+      } else {
+        return;
+      }
+    }
+  }
+  std::string punct(const Token& t) {
+    static const std::pair<const char*, const char*> multi[] = {
+        {":=", ":="}, {"..", ".."}, {"<>", "<>"}, {"!=", "<>"}, {"<=", "<="}, {">=", ">="},
+        {"\xE2\x89\xA0", "<>"},  // ≠
+        {"\xE2\x89\xA4", "<="},  // ≤
+        {"\xE2\x89\xA5", ">="},  // ≥
+        {"\xE2\x88\xAA", "∪"},   // ∪
+        {"\xE2\x88\x92", "-"},   // − (minus sign)
+    };
+    for (auto& [lit, norm] : multi) {
+      if (starts(lit)) {
+        for (std::size_t k = 0; k < std::strlen(lit); ++k) advance();
+        return norm;
+      }
+    }
+    char c = s_[i_];
+    if (std::strchr("+-*/^()[],;=<>", c)) {
+      advance();
+      return std::string(1, c);
+    }
+    std::string shown;
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      shown = "a non-ASCII character";
+    } else {
+      shown = std::string("'") + c + "'";
+    }
+    error(t, "unexpected character: " + shown);
+  }
+
+  const std::string& s_;
+  std::string file_;
+  std::size_t i_ = 0;
+  int line_ = 1, col_ = 1;
+};
+
+const std::unordered_map<std::string, bool>& block_enders() {
+  static const std::unordered_map<std::string, bool> m = {
+      {"endif", true}, {"else", true},     {"endelse", true}, {"endfor", true},
+      {"endwhile", true}, {"end", true}, {"procedure", true}};
+  return m;
+}
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, std::string file) : t_(std::move(toks)), file_(std::move(file)) {}
+
+  Model model() {
+    Model m;
+    m.file = file_;
+    header(m.header);
+    expect_word("procedure", "'procedure' after the model header");
+    m.procedure = ident("the procedure's name");
+    if (accept("(")) {
+      if (!accept(")")) {
+        do {
+          m.params.push_back(ident("a parameter name"));
+        } while (accept(","));
+        expect(")", "')' to close the parameter list");
+      }
+    }
+    expect_word("begin", "'begin' to start the procedure body");
+    m.body = block();
+    expect_word("end", "'end' to close the procedure (or a statement)");
+    if (peek().kind == Tok::Ident && peek().text == m.procedure) next();
+    accept(";");
+    if (peek().kind != Tok::End)
+      error(peek(), "expected end of file after the procedure, found " + describe(peek()));
+    return m;
+  }
+
+ private:
+  // ---- tokens ----
+  const Token& peek(int k = 0) const {
+    std::size_t i = std::min(pos_ + k, t_.size() - 1);
+    return t_[i];
+  }
+  const Token& next() {
+    const Token& t = t_[pos_];
+    if (pos_ + 1 < t_.size()) ++pos_;
+    return t;
+  }
+  SourceLoc loc(const Token& t) const { return SourceLoc{file_, t.line, t.col}; }
+  [[noreturn]] void error(const Token& t, const std::string& msg) const {
+    throw ModelError(loc(t), msg);
+  }
+  static std::string describe(const Token& t) {
+    switch (t.kind) {
+      case Tok::End: return "end of file";
+      case Tok::String: return "string \"" + t.text + "\"";
+      case Tok::Number: return "number " + t.text;
+      default: return "'" + t.text + "'";
+    }
+  }
+  bool is_punct(const char* p, int k = 0) const {
+    return peek(k).kind == Tok::Punct && peek(k).text == p;
+  }
+  bool is_word(const char* w, int k = 0) const {
+    return peek(k).kind == Tok::Ident && peek(k).text == w;
+  }
+  bool accept(const char* p) {
+    if (is_punct(p)) {
+      next();
+      return true;
+    }
+    return false;
+  }
+  bool accept_word(const char* w) {
+    if (is_word(w)) {
+      next();
+      return true;
+    }
+    return false;
+  }
+  void expect(const char* p, const std::string& what) {
+    if (!accept(p)) error(peek(), "expected " + what + ", found " + describe(peek()));
+  }
+  void expect_word(const char* w, const std::string& what) {
+    if (!accept_word(w)) error(peek(), "expected " + what + ", found " + describe(peek()));
+  }
+  std::string ident(const std::string& what) {
+    if (peek().kind != Tok::Ident) error(peek(), "expected " + what + ", found " + describe(peek()));
+    return next().text;
+  }
+  std::string string_lit(const std::string& what) {
+    if (peek().kind != Tok::String) error(peek(), "expected " + what + ", found " + describe(peek()));
+    return next().text;
+  }
+
+  // ---- header ----
+  void header(ModelHeader& h) {
+    h.loc = loc(peek());
+    expect_word("model", "'model NAME' at the start of the file");
+    h.name = ident("the model's name after 'model'");
+    bool have_collective = false, have_input = false, have_output = false;
+    while (peek().kind == Tok::Ident && peek().text != "procedure") {
+      const Token& key = next();
+      const std::string& k = key.text;
+      if (k == "source") {
+        h.source = string_lit("a quoted citation after 'source'");
+      } else if (k == "note") {
+        h.notes.push_back(string_lit("a quoted note after 'note'"));
+      } else if (k == "collective") {
+        const Token& v = peek();
+        std::string name = ident("a collective after 'collective'");
+        if (name == "reduce" && is_punct("-") && is_word("scatter", 1)) {
+          next();
+          next();
+          name = "reduce-scatter";
+        }
+        auto c = collective_from_name(name);
+        if (!c)
+          error(v, "unknown collective '" + name +
+                       "' (expected broadcast, reduce, allgather, reduce-scatter, allreduce, "
+                       "scan, scatter, gather, alltoall or shift)");
+        h.collective = *c;
+        have_collective = true;
+      } else if (k == "topology") {
+        do {
+          const Token& v = peek();
+          std::string f = ident("a topology family after 'topology'");
+          static const char* fams[] = {"ring", "line",     "mesh",     "torus",   "hypercube",
+                                       "tree", "star",     "complete", "debruijn"};
+          bool ok = false;
+          for (auto* x : fams) ok = ok || f == x;
+          if (!ok)
+            error(v, "unknown topology family '" + f +
+                         "' (expected ring, line, mesh, torus, hypercube, tree, star, complete "
+                         "or debruijn)");
+          h.topologies.push_back(f);
+        } while (accept(","));
+      } else if (k == "operator") {
+        const Token& v = peek();
+        std::string o = ident("'commutative' or 'associative' after 'operator'");
+        if (o == "commutative") {
+          h.op_class = OperatorClass::Commutative;
+        } else if (o == "associative") {
+          h.op_class = OperatorClass::Associative;
+        } else {
+          error(v, "expected 'commutative' or 'associative' after 'operator', found '" + o + "'");
+        }
+      } else if (k == "input") {
+        h.input = ident("the input variable's name after 'input'");
+        have_input = true;
+      } else if (k == "output") {
+        h.output = ident("the output variable's name after 'output'");
+        have_output = true;
+      } else if (k == "requires") {
+        h.requires_ = expr();
+      } else if (k == "steps") {
+        h.steps = expr();
+      } else if (k == "cost") {
+        h.cost = expr();
+      } else {
+        error(key,
+              "unknown header key '" + k +
+                  "' (expected source, collective, topology, operator, input, output, requires, "
+                  "steps, cost, note or procedure)");
+      }
+      accept(";");
+    }
+    if (!have_collective) error(peek(), "the header has no 'collective' line");
+    if (!have_input) error(peek(), "the header has no 'input' line");
+    if (!have_output) error(peek(), "the header has no 'output' line");
+  }
+
+  // ---- statements ----
+  bool at_block_end() const {
+    const Token& t = peek();
+    if (t.kind == Tok::End) return true;
+    return t.kind == Tok::Ident && block_enders().count(t.text);
+  }
+
+  std::vector<StmtPtr> block() {
+    std::vector<StmtPtr> out;
+    while (!at_block_end()) {
+      if (accept(";")) continue;
+      out.push_back(statement());
+    }
+    return out;
+  }
+
+  // The body after 'then', 'else' or 'do'. If it starts on the keyword's line, it is a one-line
+  // body ("if c then x := 1;" as the book prints it): the statements on that line. Otherwise it is
+  // a block closed by the matching end keyword.
+  std::vector<StmtPtr> body_after(const Token& kw, bool& one_line) {
+    one_line = peek().line == kw.line && !at_block_end();
+    if (!one_line) return block();
+    std::vector<StmtPtr> out;
+    while (peek().line == kw.line && !at_block_end()) {
+      if (accept(";")) continue;
+      out.push_back(statement());
+    }
+    return out;
+  }
+
+  StmtPtr statement() {
+    const Token& t = peek();
+    if (t.kind != Tok::Ident) error(t, "expected a statement, found " + describe(t));
+    if (t.text == "if") return if_stmt();
+    if (t.text == "for") return for_stmt();
+    if (t.text == "while") return while_stmt();
+    if (t.text == "send") return send_stmt();
+    if (t.text == "receive") return receive_stmt();
+    if (t.text == "begin") {
+      error(t, "nested 'begin' blocks are not part of the language; write the statements directly");
+    }
+    // assignment
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Assign;
+    s->loc = loc(t);
+    s->target = lvalue();
+    if (!is_punct(":=")) {
+      if (is_punct("="))
+        error(peek(), "expected ':=' in an assignment ('=' compares), found '='");
+      error(peek(), "expected ':=' after '" + t.text + "' (or a statement keyword), found " +
+                        describe(peek()));
+    }
+    next();
+    s->value = expr();
+    return s;
+  }
+
+  ExprPtr lvalue() {
+    const Token& t = peek();
+    auto e = std::make_unique<Expr>();
+    e->kind = ExprKind::Name;
+    e->loc = loc(t);
+    e->name = ident("a variable name");
+    if (is_punct("[")) return postfix_index(std::move(e));
+    return e;
+  }
+
+  StmtPtr if_stmt() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::If;
+    s->loc = loc(next());
+    s->cond = expr();
+    const Token& then_tok = peek();
+    expect_word("then", "'then' after the condition of 'if'");
+    bool one_line = false;
+    s->body = body_after(then_tok, one_line);
+    if (is_word("else") && (!one_line || peek().line == then_tok.line)) {
+      const Token& else_tok = next();
+      bool else_one = false;
+      s->else_body = body_after(else_tok, else_one);
+      if (else_one && !(peek().line == else_tok.line && (is_word("endif") || is_word("endelse"))))
+        return s;
+      if (!accept_word("endif") && !accept_word("endelse"))
+        error(peek(), "expected 'endif' (or 'endelse') to close the 'if' at line " +
+                          std::to_string(s->loc.line) + ", found " + describe(peek()));
+      return s;
+    }
+    if (one_line) {
+      if (peek().line == then_tok.line) accept_word("endif");
+      return s;
+    }
+    if (!accept_word("endif"))
+      error(peek(), "expected 'endif' or 'else' to close the 'if' at line " +
+                        std::to_string(s->loc.line) + ", found " + describe(peek()));
+    return s;
+  }
+
+  StmtPtr for_stmt() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::For;
+    s->loc = loc(next());
+    s->var = ident("the loop variable after 'for'");
+    expect(":=", "':=' after the loop variable");
+    s->value = expr();
+    if (accept_word("downto")) {
+      s->downto = true;
+    } else if (!accept_word("to")) {
+      error(peek(), "expected 'to' or 'downto' in the 'for' loop, found " + describe(peek()));
+    }
+    s->limit = expr();
+    const Token& do_tok = peek();
+    expect_word("do", "'do' after the bounds of 'for'");
+    bool one_line = false;
+    s->body = body_after(do_tok, one_line);
+    if (one_line && peek().line != do_tok.line) return s;
+    if (!accept_word("endfor"))
+      error(peek(), "expected 'endfor' to close the 'for' at line " + std::to_string(s->loc.line) +
+                        ", found " + describe(peek()));
+    return s;
+  }
+
+  StmtPtr while_stmt() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::While;
+    s->loc = loc(next());
+    s->cond = expr();
+    const Token& do_tok = peek();
+    expect_word("do", "'do' after the condition of 'while'");
+    bool one_line = false;
+    s->body = body_after(do_tok, one_line);
+    if (one_line && peek().line != do_tok.line) return s;
+    if (!accept_word("endwhile"))
+      error(peek(), "expected 'endwhile' to close the 'while' at line " +
+                        std::to_string(s->loc.line) + ", found " + describe(peek()));
+    return s;
+  }
+
+  void peer(Stmt& s, const char* dir_word, const char* verb) {
+    if (accept_word(dir_word)) {
+      s.peer = expr();
+    } else if (accept_word("along")) {
+      expect_word("link", "'link' after 'along'");
+      s.along_link = true;
+      s.peer = expr();
+    } else {
+      error(peek(), std::string("expected '") + dir_word + "' or 'along link' in '" + verb +
+                        "', found " + describe(peek()));
+    }
+  }
+
+  StmtPtr send_stmt() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Send;
+    s->loc = loc(next());
+    s->value = expr();
+    peer(*s, "to", "send");
+    return s;
+  }
+
+  StmtPtr receive_stmt() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = StmtKind::Receive;
+    s->loc = loc(next());
+    s->target = lvalue();
+    peer(*s, "from", "receive");
+    return s;
+  }
+
+  // ---- expressions (precedence climbing, loosest first) ----
+  ExprPtr make_binary(Op op, const Token& at, ExprPtr a, ExprPtr b) {
+    auto e = std::make_unique<Expr>();
+    e->kind = ExprKind::Binary;
+    e->op = op;
+    e->loc = loc(at);
+    e->args.push_back(std::move(a));
+    e->args.push_back(std::move(b));
+    return e;
+  }
+  ExprPtr make_unary(Op op, const Token& at, ExprPtr a) {
+    auto e = std::make_unique<Expr>();
+    e->kind = ExprKind::Unary;
+    e->op = op;
+    e->loc = loc(at);
+    e->args.push_back(std::move(a));
+    return e;
+  }
+
+  ExprPtr expr() { return or_expr(); }
+  ExprPtr or_expr() {
+    auto a = and_expr();
+    while (is_word("or")) {
+      const Token& t = next();
+      a = make_binary(Op::Or, t, std::move(a), and_expr());
+    }
+    return a;
+  }
+  ExprPtr and_expr() {
+    auto a = not_expr();
+    while (is_word("and")) {
+      const Token& t = next();
+      a = make_binary(Op::And, t, std::move(a), not_expr());
+    }
+    return a;
+  }
+  ExprPtr not_expr() {
+    if (is_word("not")) {
+      const Token& t = next();
+      return make_unary(Op::Not, t, not_expr());
+    }
+    return cmp_expr();
+  }
+  ExprPtr cmp_expr() {
+    auto a = bitor_expr();
+    for (;;) {
+      static const std::pair<const char*, Op> ops[] = {{"=", Op::Eq},  {"<>", Op::Ne},
+                                                       {"<=", Op::Le}, {">=", Op::Ge},
+                                                       {"<", Op::Lt},  {">", Op::Gt}};
+      bool found = false;
+      for (auto& [p, op] : ops) {
+        if (is_punct(p)) {
+          const Token& t = next();
+          a = make_binary(op, t, std::move(a), bitor_expr());
+          found = true;
+          break;
+        }
+      }
+      if (!found) return a;
+    }
+  }
+  ExprPtr bitor_expr() {
+    auto a = bitand_expr();
+    for (;;) {
+      if (is_word("OR") || is_word("XOR")) {
+        const Token& t = next();
+        Op op = t.text == "OR" ? Op::BitOr : Op::BitXor;
+        a = make_binary(op, t, std::move(a), bitand_expr());
+      } else {
+        return a;
+      }
+    }
+  }
+  ExprPtr bitand_expr() {
+    auto a = add_expr();
+    while (is_word("AND")) {
+      const Token& t = next();
+      a = make_binary(Op::BitAnd, t, std::move(a), add_expr());
+    }
+    return a;
+  }
+  ExprPtr add_expr() {
+    auto a = mul_expr();
+    for (;;) {
+      if (is_punct("+") || is_punct("-") || is_punct("∪") || is_word("union")) {
+        const Token& t = next();
+        Op op = t.text == "+" ? Op::Add : t.text == "-" ? Op::Sub : Op::Union;
+        a = make_binary(op, t, std::move(a), mul_expr());
+      } else {
+        return a;
+      }
+    }
+  }
+  ExprPtr mul_expr() {
+    auto a = unary_expr();
+    for (;;) {
+      if (is_punct("*") || is_punct("/") || is_word("div") || is_word("mod")) {
+        const Token& t = next();
+        Op op = t.text == "*"     ? Op::Mul
+                : t.text == "/"   ? Op::Div
+                : t.text == "div" ? Op::IntDiv
+                                  : Op::Mod;
+        a = make_binary(op, t, std::move(a), unary_expr());
+      } else {
+        return a;
+      }
+    }
+  }
+  ExprPtr unary_expr() {
+    if (is_punct("-")) {
+      const Token& t = next();
+      return make_unary(Op::Neg, t, unary_expr());
+    }
+    if (is_word("NOT")) {
+      const Token& t = next();
+      return make_unary(Op::BitNot, t, unary_expr());
+    }
+    return pow_expr();
+  }
+  ExprPtr pow_expr() {
+    auto a = postfix_expr();
+    if (is_punct("^")) {
+      const Token& t = next();
+      return make_binary(Op::Pow, t, std::move(a), unary_expr());
+    }
+    return a;
+  }
+  ExprPtr postfix_index(ExprPtr base) {
+    while (is_punct("[")) {
+      const Token& t = next();
+      auto first = expr();
+      auto e = std::make_unique<Expr>();
+      e->loc = loc(t);
+      e->args.push_back(std::move(base));
+      e->args.push_back(std::move(first));
+      if (accept("..")) {
+        e->kind = ExprKind::Slice;
+        e->args.push_back(expr());
+      } else {
+        e->kind = ExprKind::Index;
+      }
+      expect("]", "']' to close the index");
+      base = std::move(e);
+    }
+    return base;
+  }
+  ExprPtr postfix_expr() { return postfix_index(primary()); }
+  ExprPtr primary() {
+    const Token& t = peek();
+    auto e = std::make_unique<Expr>();
+    e->loc = loc(t);
+    if (t.kind == Tok::Number) {
+      e->kind = ExprKind::Number;
+      e->value = next().value;
+      return e;
+    }
+    if (is_punct("(")) {
+      next();
+      auto inner = expr();
+      expect(")", "')' to close '('");
+      return inner;
+    }
+    if (is_punct("[")) {
+      next();
+      expect("]", "']' (only the empty buffer '[]' can be written as a literal)");
+      e->kind = ExprKind::EmptyBuf;
+      return e;
+    }
+    if (t.kind == Tok::Ident) {
+      static const char* reserved[] = {"then", "do", "to", "downto", "endif", "endfor",
+                                       "endwhile", "else", "endelse", "end", "begin",
+                                       "procedure", "along", "from"};
+      for (auto* r : reserved)
+        if (t.text == r) error(t, "expected an expression, found '" + t.text + "'");
+      e->name = next().text;
+      if (accept("(")) {
+        e->kind = ExprKind::Call;
+        if (!accept(")")) {
+          do {
+            e->args.push_back(expr());
+          } while (accept(","));
+          expect(")", "')' to close the argument list of '" + e->name + "'");
+        }
+        return e;
+      }
+      e->kind = ExprKind::Name;
+      return e;
+    }
+    error(t, "expected an expression, found " + describe(t));
+  }
+
+  std::vector<Token> t_;
+  std::string file_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+Model parse_model(const std::string& text, const std::string& file) {
+  Lexer lx(text, file);
+  Parser ps(lx.run(), file);
+  Model m = ps.model();
+  check_model(m);
+  return m;
+}
+
+Model parse_model_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read model file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_model(ss.str(), path);
+}
+
+}  // namespace collv
