@@ -1,0 +1,84 @@
+// Private to src/topology: the representation behind collv::Topology.
+//
+// Adjacency is stored in CSR form: `adj` holds every node's links back to back, sorted by link
+// number within a node. When every node has the same degree (`uniform_degree` > 0 or the graph has
+// no links at all) the offsets array is dropped and node v's links start at v * uniform_degree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/topology.hpp"
+
+namespace collv {
+
+enum class Family : std::uint8_t {
+  Ring,
+  Line,
+  Mesh,
+  Torus,
+  Hypercube,
+  Tree,
+  Star,
+  Complete,
+  DeBruijn,
+  Product
+};
+
+// Memory limits, enforced from the spec before anything is allocated.
+inline constexpr std::uint64_t kMaxNodes = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMaxAdjacency = std::uint64_t{1} << 27;  // directed link entries
+inline constexpr std::size_t kMaxFactors = 16;
+
+struct Topology::Impl {
+  Family fam = Family::Ring;
+  std::string spec;    // canonical
+  std::string family;  // printable family name
+  // Family sizes: ring/line/complete/tree: a = p; hypercube/debruijn: a = d; star: a = n;
+  // mesh/torus: a = rows, b = cols.
+  std::uint64_t a = 0, b = 0;
+
+  std::size_t n_nodes = 0;
+  std::size_t n_proc = 0;
+  std::size_t n_links = 0;
+  // Right-factor link numbers in a product are offset by the left factor's number_space.
+  int number_space = 0;
+
+  bool uniform = false;
+  std::uint32_t uniform_degree = 0;
+  std::vector<std::uint32_t> offsets;  // n_nodes + 1 entries unless uniform
+  std::vector<Link> adj;
+
+  std::map<std::string, std::int64_t> params;
+  std::shared_ptr<const Impl> left, right;  // product factors
+
+  std::size_t min_deg = 0, max_deg = 0;  // over processors
+  bool transitive = false;
+
+  mutable std::once_flag diameter_once;
+  mutable std::size_t diameter_value = 0;
+
+  std::span<const Link> links_of(NodeId v) const {
+    if (uniform) return {adj.data() + std::size_t{v} * uniform_degree, uniform_degree};
+    return {adj.data() + offsets[v], offsets[v + 1] - offsets[v]};
+  }
+
+  std::string label(NodeId v) const;
+  std::optional<NodeId> node_of_label(std::string_view s) const;
+  std::vector<NodeId> route(NodeId a, NodeId b) const;
+  std::size_t diameter() const;
+};
+
+// Builds a validated, size-checked family (topology_build.cpp).
+std::shared_ptr<Topology::Impl> build_family(Family fam, std::uint64_t a, std::uint64_t b);
+std::shared_ptr<Topology::Impl> build_product(std::shared_ptr<const Topology::Impl> left,
+                                              std::shared_ptr<const Topology::Impl> right);
+
+// Closed-form diameter of a family (used for big non-vertex-transitive networks).
+std::size_t closed_form_diameter(const Topology::Impl& t);
+
+}  // namespace collv
