@@ -218,13 +218,11 @@ class Machine {
       f.waiting_cycle = chain;
       f.cycle_closed = false;
     }
+    // When the chain is not closed its last node is the one that finished.
     std::string desc;
-    for (NodeId u : f.waiting_cycle) desc += topo_.label(u) + " -> ";
-    if (f.cycle_closed) {
-      desc += topo_.label(f.waiting_cycle.front());
-    } else if (!f.waiting_cycle.empty()) {
-      desc += topo_.label(waiting_on_[f.waiting_cycle.back()]) + " (finished)";
-    }
+    for (std::size_t i = 0; i < f.waiting_cycle.size(); ++i)
+      desc += (i ? " -> " : "") + topo_.label(f.waiting_cycle[i]);
+    desc += f.cycle_closed ? " -> " + topo_.label(f.waiting_cycle.front()) : " (finished)";
     const Stmt* at = prog_.code[blocked_pc_[f.waiting.front()]].stmt;
     f.message = fmt::format("{}: deadlock: {} of {} nodes wait for ever; waiting chain: {}",
                             at->loc.str(), f.waiting.size(), p_, desc);

@@ -15,6 +15,11 @@ const std::set<std::string>& env_names() {
                                           "root",  "q",  "m", "left",  "right", "up",  "down"};
   return s;
 }
+// The book's pseudo-code computes its own neighbours (`left := (my_id - 1) mod p`): these
+// built-in names may be assigned, and the variable then hides the built-in.
+bool shadowable(const std::string& n) {
+  return n == "left" || n == "right" || n == "up" || n == "down";
+}
 const std::set<std::string>& functions() {
   static const std::set<std::string> s = {"neighbor", "log2", "sqrt", "min", "max", "len"};
   return s;
@@ -75,7 +80,7 @@ class Checker {
       const Expr& b = base_of(*s.target);
       if (b.kind != ExprKind::Name)
         throw ModelError(s.target->loc, "the target of an assignment must be a variable");
-      if (env_names().count(b.name))
+      if (env_names().count(b.name) && !shadowable(b.name))
         throw ModelError(b.loc, "'" + b.name + "' is a built-in name and cannot be assigned");
       declare(b.name);
       if (s.kind == StmtKind::Receive || s.target->kind != ExprKind::Name) data_.insert(b.name);
