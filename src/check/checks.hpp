@@ -1,0 +1,81 @@
+// Invariant checkers. Each reads a finished Trace (it is not woven into the executor), has a fixed
+// name, and returns a verdict with its own counterexamples.
+//
+//   collv::Trace t = collv::run_model(model, topo, opts);
+//   for (const collv::CheckResult& r : collv::check_trace(t, {}))
+//     if (r.verdict == collv::Verdict::Fail) std::cout << r.violations[0].message << "\n";
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/trace.hpp"
+
+namespace collv {
+
+enum class Verdict { Pass, Fail, Unknown, NotChecked };
+const char* verdict_name(Verdict v);  // "pass", "fail", "unknown", "not-checked"
+
+// The fixed check names, in report order.
+inline constexpr const char* kCheckNames[] = {"single-port", "route",  "congestion",
+                                              "nodup",       "postcondition", "final-buffers",
+                                              "steps",       "cost",   "deadlock"};
+
+struct LinkLoad {
+  NodeId from, to;
+  std::uint32_t transfers;  // how many transfers cross from -> to in the step
+  std::uint32_t items;
+};
+
+struct NodeBuffer {
+  NodeId node;
+  std::string what;      // "output", "received", "expected", "held", ...
+  std::string contents;  // the buffer, as Domain::describe prints it
+};
+
+// One violation of one invariant: what broke, where (step, nodes, transfers) and the buffers.
+struct Counterexample {
+  std::string invariant;
+  std::optional<std::uint32_t> step;
+  std::vector<NodeId> nodes;
+  std::vector<std::uint32_t> transfers;  // indices into Trace::transfers
+  std::vector<LinkLoad> loads;           // congestion: every loaded link of the step
+  std::vector<NodeBuffer> buffers;
+  std::string message;  // one line, readable on its own
+};
+
+struct CheckResult {
+  std::string name;
+  Verdict verdict = Verdict::NotChecked;
+  std::vector<Counterexample> violations;  // at most CheckOptions::max_violations kept
+  std::size_t violation_count = 0;         // all of them, kept or not
+  std::string note;                        // why not checked / unknown, or extra facts
+};
+
+struct CheckOptions {
+  std::size_t max_violations = 5;
+  bool nodup_claimed = true;  // the model claims NODUP (header `nodup yes`, the default)
+};
+
+// Runs every check, in kCheckNames order.
+std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o);
+
+// The individual checks, for tests and for callers that want one.
+CheckResult check_single_port(const Trace& t, const CheckOptions& o);
+CheckResult check_route(const Trace& t, const CheckOptions& o);
+CheckResult check_congestion(const Trace& t, const CheckOptions& o);
+CheckResult check_nodup(const Trace& t, const CheckOptions& o);
+CheckResult check_postcondition(const Trace& t, const CheckOptions& o);
+CheckResult check_final_buffers(const Trace& t, const CheckOptions& o);
+CheckResult check_steps(const Trace& t, const CheckOptions& o);
+CheckResult check_cost(const Trace& t, const CheckOptions& o);
+CheckResult check_deadlock(const Trace& t, const CheckOptions& o);
+
+// The output the collective's definition asks of each processor, built with the trace's domain
+// (so Item ids compare directly). Entries for processors with no requirement are nullopt (e.g.
+// non-roots of a reduce). For allgather, gather and alltoall the order of items is free.
+std::vector<std::optional<Buffer>> expected_outputs(const Trace& t);
+
+}  // namespace collv
