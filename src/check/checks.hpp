@@ -52,11 +52,14 @@ struct CheckResult {
   std::vector<Counterexample> violations;  // at most CheckOptions::max_violations kept
   std::size_t violation_count = 0;         // all of them, kept or not
   std::string note;                        // why not checked / unknown, or extra facts
+  // postcondition under the ordered domain: every difference is one of operand order only (the
+  // multisets of contributions are right). A model that declares `operator commutative` is
+  // expected to fail this way.
+  bool order_only = false;
 };
 
 struct CheckOptions {
   std::size_t max_violations = 5;
-  bool nodup_claimed = true;  // the model claims NODUP (header `nodup yes`, the default)
 };
 
 // Runs every check, in kCheckNames order.

@@ -2,7 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "app/commands.hpp"
+#include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
 #include "util/exit_codes.hpp"
 
@@ -59,6 +62,36 @@ int main(int argc, char** argv) {
       "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
       "  collv run prefix_sums_hypercube -t hypercube:3 -d ordered --json trace.json");
 
+  VerifyOptions ver_opts;
+  std::string sizes, ver_mem = "8192";
+  auto* ver = app.add_subcommand(
+      "verify", "Run models over topologies, sizes, sources and domains and judge every invariant");
+  ver->add_option("targets", ver_opts.targets, "model files, model names or directories");
+  ver->add_flag("--all", ver_opts.all, "every model in the models directory");
+  ver->add_option("-t,--topology", ver_opts.topologies,
+                  "topology spec(s) to run on (default: every size of each model's families)");
+  ver->add_option("--sizes", sizes,
+                  "A..B: processors for ring/line/complete/tree/mesh/torus, d for hypercube and "
+                  "de Bruijn, n for star (default: p <= 64, star n <= 6)");
+  ver->add_option("-s,--source", ver_opts.source, "root of rooted collectives: all (default) or a node id");
+  ver->add_option("-d,--domain", ver_opts.domain,
+                  "exact | ordered | fingerprint | all (default: exact and ordered)");
+  ver->add_option("--engine", ver_opts.engine, "exec (default) | smt | both")
+      ->check(CLI::IsMember({"exec", "smt", "both"}));
+  ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");
+  ver->add_option("--junit", ver_opts.junit_file, "write the report as JUnit XML (- = stdout)");
+  ver->add_flag("--quiet", ver_opts.quiet, "print only the summary line");
+  ver->add_option("--max-p", ver_opts.max_p, "default bound on processors (64)");
+  ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
+  ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
+  ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
+  ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
+  ver->footer(
+      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage or input, 3 inconclusive.\n"
+      "Examples:\n  collv verify --all\n  collv verify allreduce_star --sizes 2..5\n"
+      "  collv verify models/ --json report.json --junit report.xml\n"
+      "  collv verify allgather_hypercube --topology ring:8   # the book's Figure 4.12");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,6 +102,12 @@ int main(int argc, char** argv) {
   try {
     if (*topo) return run_topology_command(topo_opts, std::cout, std::cerr);
     if (*list) return run_list_command(list_opts, std::cout, std::cerr);
+    if (*ver) {
+      if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
+      ver_opts.run.max_memory = parse_mib(ver_mem);
+      ver_opts.progress = isatty(2) != 0;
+      return run_verify_command(ver_opts, nullptr, std::cout, std::cerr);
+    }
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
       run_opts.run.max_memory = parse_mib(max_mem);

@@ -687,18 +687,26 @@ class Machine {
   std::uint64_t ops_ = 0, finished_ = 0;
 };
 
-std::uint32_t elems_per_node(Collective c, std::uint32_t p) {
-  return (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
-             ? p
-             : 1;
+// Elements per input: p for the collectives whose inputs are indexed by destination, else the
+// header's `elements` (1 by default).
+std::uint32_t elems_per_node(const Model& m, std::uint32_t p, const std::map<std::string, double>& env) {
+  Collective c = m.header.collective;
+  if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall) return p;
+  if (!m.header.elements) return 1;
+  auto e = eval_header_expr(*m.header.elements, env);
+  if (!e || *e < 1 || *e > 65535 || *e != std::floor(*e))
+    throw ModelError(m.header.elements->loc, "'elements' must be a whole number from 1 to 65535 here");
+  return static_cast<std::uint32_t>(*e);
 }
 
 std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root) {
   std::vector<Buffer> in(p);
+  std::uint32_t e = dom.elems();
   for (NodeId v = 0; v < p; ++v) {
     switch (c) {
       case Collective::Broadcast:
-        if (v == root) in[v].push_back(dom.leaf(v, 0));
+        if (v == root)
+          for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
         break;
       case Collective::Scatter:
         if (v == root)
@@ -708,7 +716,8 @@ std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p, 
       case Collective::Alltoall:
         for (std::uint32_t j = 0; j < p; ++j) in[v].push_back(dom.leaf(v, j));
         break;
-      default: in[v].push_back(dom.leaf(v, 0));
+      default:
+        for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
     }
   }
   return in;
@@ -724,9 +733,9 @@ std::map<std::string, double> header_env(const Topology& t, const RunOptions& o)
 
 }  // namespace
 
-std::optional<bool> model_applies(const Model& m, const Topology& t) {
+std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
-  auto v = eval_header_expr(*m.header.requires_, header_env(t, RunOptions{}));
+  auto v = eval_header_expr(*m.header.requires_, header_env(t, o));
   if (!v) return std::nullopt;
   return *v != 0;
 }
@@ -750,10 +759,11 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.model_file = m.file;
   tr.collective = m.header.collective;
   tr.op_class = m.header.op_class;
+  tr.nodup_claimed = m.header.nodup;
   tr.topology = t;
   tr.root = opts.root;
   tr.shift = opts.shift;
-  std::uint32_t elems = elems_per_node(m.header.collective, p);
+  std::uint32_t elems = elems_per_node(m, p, env);
 
   // Claimed step count and cost, evaluated on this topology.
   if (m.header.steps) {

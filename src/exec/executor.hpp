@@ -39,8 +39,8 @@ class LimitError : public UsageError {
 // they are reported in Trace::failure with the partial trace.
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
 
-// Whether the model's `requires` holds on t (true if it has none). nullopt: it names something t
-// does not define.
-std::optional<bool> model_applies(const Model& m, const Topology& t);
+// Whether the model's `requires` holds on t with o's source and shift (true if it has none).
+// nullopt: it names something t does not define.
+std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o);
 
 }  // namespace collv

@@ -51,6 +51,7 @@ struct Trace {
   std::string model_name, model_file;
   Collective collective = Collective::Allreduce;
   OperatorClass op_class = OperatorClass::Associative;
+  bool nodup_claimed = true;  // the model's header claims NODUP
   Topology topology = Topology::parse("line:1");
   std::shared_ptr<Domain> domain;
   std::uint32_t root = 0;   // source of rooted collectives

@@ -90,8 +90,10 @@ struct ModelHeader {
   Collective collective = Collective::Allreduce;
   std::vector<std::string> topologies;
   OperatorClass op_class = OperatorClass::Associative;
+  bool nodup = true;  // the model claims NODUP (the paper's term): `nodup no` turns the check off
   std::string input, output;
   ExprPtr requires_, steps, cost;
+  ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts
   std::vector<std::string> notes;
   SourceLoc loc;
 };

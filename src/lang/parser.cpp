@@ -338,6 +338,12 @@ class Parser {
         } else {
           error(v, "expected 'commutative' or 'associative' after 'operator', found '" + o + "'");
         }
+      } else if (k == "nodup") {
+        const Token& v = peek();
+        std::string o = ident("'yes' or 'no' after 'nodup'");
+        if (o != "yes" && o != "no")
+          error(v, "expected 'yes' or 'no' after 'nodup', found '" + o + "'");
+        h.nodup = o == "yes";
       } else if (k == "input") {
         h.input = ident("the input variable's name after 'input'");
         have_input = true;
@@ -346,6 +352,8 @@ class Parser {
         have_output = true;
       } else if (k == "requires") {
         h.requires_ = expr();
+      } else if (k == "elements") {
+        h.elements = expr();
       } else if (k == "steps") {
         h.steps = expr();
       } else if (k == "cost") {
@@ -353,8 +361,8 @@ class Parser {
       } else {
         error(key,
               "unknown header key '" + k +
-                  "' (expected source, collective, topology, operator, input, output, requires, "
-                  "steps, cost, note or procedure)");
+                  "' (expected source, collective, topology, operator, nodup, input, output, "
+                  "elements, requires, steps, cost, note or procedure)");
       }
       accept(";");
     }

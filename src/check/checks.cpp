@@ -1,0 +1,486 @@
+// The invariant checkers (see checks.hpp). Each one reads the Trace only.
+#include "check/checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace collv {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Fail: return "fail";
+    case Verdict::Unknown: return "unknown";
+    case Verdict::NotChecked: return "not-checked";
+  }
+  return "?";
+}
+
+namespace {
+
+CheckResult make(const char* name) {
+  CheckResult r;
+  r.name = name;
+  r.verdict = Verdict::Pass;
+  return r;
+}
+
+void add_violation(CheckResult& r, const CheckOptions& o, Counterexample c) {
+  r.verdict = Verdict::Fail;
+  c.invariant = r.name;
+  ++r.violation_count;
+  if (r.violations.size() < o.max_violations) r.violations.push_back(std::move(c));
+}
+
+CheckResult not_checked(const char* name, std::string why) {
+  CheckResult r;
+  r.name = name;
+  r.verdict = Verdict::NotChecked;
+  r.note = std::move(why);
+  return r;
+}
+
+std::string payload_of(const Trace& t, const Transfer& x) {
+  Buffer b;
+  b.assign(t.payload.data() + x.payload_begin, x.payload_len);
+  return buffer_to_string(t, b);
+}
+
+std::string xfer_text(const Trace& t, const Transfer& x) {
+  return fmt::format("{} -> {} {}", t.topology.label(x.src), t.topology.label(x.dst), payload_of(t, x));
+}
+
+// Transfer indices grouped by step: result[s] lists the transfers of step s (index 0 unused).
+std::vector<std::vector<std::uint32_t>> by_step(const Trace& t) {
+  std::vector<std::vector<std::uint32_t>> out(t.steps + 1);
+  for (auto i : t.ordered_transfers()) out[t.transfers[i].step].push_back(i);
+  return out;
+}
+
+bool order_free(Collective c) {
+  return c == Collective::Allgather || c == Collective::Gather || c == Collective::Alltoall;
+}
+
+std::vector<Item> sorted_items(const Buffer& b) {
+  std::vector<Item> v(b.begin(), b.end());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Items as multisets of contributions (sorted terms), for comparisons that ignore operand order.
+std::vector<std::vector<std::uint32_t>> term_multisets(const Domain& d, const Buffer& b, bool sort_items) {
+  std::vector<std::vector<std::uint32_t>> out;
+  for (Item it : b) {
+    auto ts = d.terms(it);
+    std::sort(ts.begin(), ts.end());
+    out.push_back(std::move(ts));
+  }
+  if (sort_items) std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
+  Domain& d = *t.domain;
+  auto p = static_cast<std::uint32_t>(t.topology.num_processors());
+  std::uint32_t e = d.elems();
+  std::vector<std::optional<Buffer>> out(p);
+  // Element j reduced over nodes lo..hi, in node order.
+  auto fold = [&](std::uint32_t lo, std::uint32_t hi, std::uint32_t j) {
+    Item acc = 0;
+    for (std::uint32_t i = lo; i <= hi; ++i) acc = d.combine(acc, d.leaf(i, j));
+    return acc;
+  };
+  // Every element of an input, or every element reduced over lo..hi.
+  auto input_of = [&](std::uint32_t i) {
+    Buffer b;
+    for (std::uint32_t j = 0; j < e; ++j) b.push_back(d.leaf(i, j));
+    return b;
+  };
+  auto reduced = [&](std::uint32_t lo, std::uint32_t hi) {
+    Buffer b;
+    for (std::uint32_t j = 0; j < e; ++j) b.push_back(fold(lo, hi, j));
+    return b;
+  };
+  auto one = [](Item it) {
+    Buffer b;
+    b.push_back(it);
+    return b;
+  };
+  switch (t.collective) {
+    case Collective::Broadcast:
+      for (auto& o : out) o = input_of(t.root);
+      break;
+    case Collective::Reduce: out[t.root] = reduced(0, p - 1); break;
+    case Collective::Allreduce: {
+      Buffer all = reduced(0, p - 1);
+      for (auto& o : out) o = all;
+      break;
+    }
+    case Collective::Scan:
+      for (std::uint32_t v = 0; v < p; ++v) out[v] = reduced(0, v);
+      break;
+    case Collective::Allgather:
+    case Collective::Gather: {
+      Buffer all;
+      for (std::uint32_t i = 0; i < p; ++i)
+        for (Item it : input_of(i)) all.push_back(it);
+      if (t.collective == Collective::Gather) {
+        out[t.root] = all;
+      } else {
+        for (auto& o : out) o = all;
+      }
+      break;
+    }
+    case Collective::ReduceScatter:
+      for (std::uint32_t j = 0; j < p; ++j) out[j] = one(fold(0, p - 1, j));
+      break;
+    case Collective::Scatter:
+      for (std::uint32_t j = 0; j < p; ++j) out[j] = one(d.leaf(t.root, j));
+      break;
+    case Collective::Alltoall:
+      for (std::uint32_t j = 0; j < p; ++j) {
+        Buffer b;
+        for (std::uint32_t i = 0; i < p; ++i) b.push_back(d.leaf(i, j));
+        out[j] = b;
+      }
+      break;
+    case Collective::Shift:
+      for (std::uint32_t i = 0; i < p; ++i) {
+        std::int64_t dst = ((static_cast<std::int64_t>(i) + t.shift) % p + p) % p;
+        out[static_cast<std::size_t>(dst)] = input_of(i);
+      }
+      break;
+  }
+  return out;
+}
+
+CheckResult check_single_port(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("single-port");
+  auto steps = by_step(t);
+  for (std::uint32_t s = 1; s <= t.steps; ++s) {
+    std::map<NodeId, std::vector<std::uint32_t>> sends, recvs;
+    for (auto i : steps[s]) {
+      sends[t.transfers[i].src].push_back(i);
+      recvs[t.transfers[i].dst].push_back(i);
+    }
+    for (auto* side : {&sends, &recvs}) {
+      bool is_send = side == &sends;
+      for (auto& [v, xs] : *side) {
+        if (xs.size() <= 1) continue;
+        Counterexample c;
+        c.step = s;
+        c.nodes = {v};
+        c.transfers = xs;
+        std::string list;
+        for (auto i : xs) list += (list.empty() ? "" : "; ") + xfer_text(t, t.transfers[i]);
+        c.message = fmt::format("step {}: node {} {} {} transfers ({})", s, t.topology.label(v),
+                                is_send ? "sends" : "receives", xs.size(), list);
+        add_violation(r, o, std::move(c));
+      }
+    }
+  }
+  return r;
+}
+
+CheckResult check_route(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("route");
+  for (auto i : t.ordered_transfers()) {
+    const Transfer& x = t.transfers[i];
+    if (t.topology.adjacent(x.src, x.dst)) continue;
+    auto path = t.route(x);
+    for (std::size_t h = 0; h + 1 < path.size(); ++h) {
+      if (t.topology.adjacent(path[h], path[h + 1])) continue;
+      Counterexample c;
+      c.step = x.step;
+      c.nodes = {x.src, x.dst};
+      c.transfers = {i};
+      c.message = fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}", x.step,
+                              t.topology.label(x.src), t.topology.label(x.dst),
+                              t.topology.label(path[h]), t.topology.label(path[h + 1]),
+                              t.topology.spec());
+      add_violation(r, o, std::move(c));
+      break;
+    }
+  }
+  return r;
+}
+
+CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("congestion");
+  auto steps = by_step(t);
+  std::uint32_t worst = 0;
+  for (std::uint32_t s = 1; s <= t.steps; ++s) {
+    std::map<std::pair<NodeId, NodeId>, std::pair<std::vector<std::uint32_t>, std::uint32_t>> load;
+    for (auto i : steps[s]) {
+      const Transfer& x = t.transfers[i];
+      auto path = t.topology.adjacent(x.src, x.dst) ? std::vector<NodeId>{x.src, x.dst} : t.route(x);
+      for (std::size_t h = 0; h + 1 < path.size(); ++h) {
+        auto& e = load[{path[h], path[h + 1]}];
+        e.first.push_back(i);
+        e.second += x.payload_len;
+      }
+    }
+    std::uint32_t max_load = 0;
+    for (auto& [k, v] : load) max_load = std::max<std::uint32_t>(max_load, v.first.size());
+    worst = std::max(worst, max_load);
+    if (max_load <= 1) continue;
+    Counterexample c;
+    c.step = s;
+    std::vector<std::uint32_t> xs;
+    for (auto& [k, v] : load) {
+      c.loads.push_back({k.first, k.second, static_cast<std::uint32_t>(v.first.size()), v.second});
+      if (v.first.size() > 1) xs.insert(xs.end(), v.first.begin(), v.first.end());
+    }
+    std::sort(c.loads.begin(), c.loads.end(), [](const LinkLoad& a, const LinkLoad& b) {
+      if (a.transfers != b.transfers) return a.transfers > b.transfers;
+      return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+    });
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    c.transfers = xs;
+    for (auto i : xs) {
+      c.nodes.push_back(t.transfers[i].src);
+      c.nodes.push_back(t.transfers[i].dst);
+    }
+    std::sort(c.nodes.begin(), c.nodes.end());
+    c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
+    const LinkLoad& top = c.loads.front();
+    c.message = fmt::format("step {}: link {} -> {} carries {} transfers ({} items); largest load "
+                            "per link in this step: {}",
+                            s, t.topology.label(top.from), t.topology.label(top.to), top.transfers,
+                            top.items, max_load);
+    add_violation(r, o, std::move(c));
+  }
+  r.note = fmt::format("largest load on one directed link in one step: {}", worst);
+  return r;
+}
+
+CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
+  if (!t.nodup_claimed)
+    return not_checked("nodup", "the model does not claim NODUP (header: nodup no)");
+  if (!t.domain->inspectable())
+    return not_checked("nodup", "the fingerprint domain cannot see contributions");
+  CheckResult r = make("nodup");
+  const Domain& d = *t.domain;
+  // (1) No item anywhere may hold a contribution twice: a combine added overlapping operands.
+  auto dup_term = [&](Item it) -> std::optional<std::uint32_t> {
+    auto ts = d.terms(it);
+    std::sort(ts.begin(), ts.end());
+    for (std::size_t k = 1; k < ts.size(); ++k)
+      if (ts[k] == ts[k - 1]) return ts[k];
+    return std::nullopt;
+  };
+  auto steps = by_step(t);
+  for (std::uint32_t s = 1; s <= t.steps; ++s) {
+    for (auto i : steps[s]) {
+      const Transfer& x = t.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+        Item it = t.payload[x.payload_begin + k];
+        if (auto c = dup_term(it)) {
+          Counterexample ce;
+          ce.step = s;
+          ce.nodes = {x.src, x.dst};
+          ce.transfers = {i};
+          ce.buffers.push_back({x.src, "sent", d.describe(it)});
+          ce.message = fmt::format("step {}: {} -> {} carries {}, which counts a contribution twice "
+                                   "(a combine added overlapping operands)",
+                                   s, t.topology.label(x.src), t.topology.label(x.dst), d.describe(it));
+          add_violation(r, o, std::move(ce));
+        }
+      }
+    }
+  }
+  for (NodeId v = 0; v < t.final_output.size(); ++v) {
+    for (Item it : t.final_output[v]) {
+      if (dup_term(it)) {
+        Counterexample ce;
+        ce.nodes = {v};
+        ce.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
+        ce.message = fmt::format("node {} ends with {}, which counts a contribution twice",
+                                 t.topology.label(v), d.describe(it));
+        add_violation(r, o, std::move(ce));
+        break;
+      }
+    }
+  }
+  // (2) No node receives data it already holds: its input, or what it received in earlier steps.
+  std::size_t universe = static_cast<std::size_t>(d.p()) * d.elems();
+  std::vector<std::vector<std::uint32_t>> when(t.topology.num_processors());
+  auto held_at = [&](NodeId v) -> std::vector<std::uint32_t>& {
+    auto& w = when[v];
+    if (w.empty()) {
+      w.assign(universe, UINT32_MAX);
+      for (Item it : t.initial_input[v])
+        for (auto c : d.terms(it)) w[c] = 0;
+    }
+    return w;
+  };
+  std::vector<std::pair<NodeId, std::uint32_t>> learned;
+  for (std::uint32_t s = 1; s <= t.steps; ++s) {
+    learned.clear();
+    for (auto i : steps[s]) {
+      const Transfer& x = t.transfers[i];
+      auto& w = held_at(x.dst);
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+        Item it = t.payload[x.payload_begin + k];
+        for (auto c : d.terms(it)) {
+          if (w[c] != UINT32_MAX && w[c] < s) {
+            Counterexample ce;
+            ce.step = s;
+            ce.nodes = {x.dst, x.src};
+            ce.transfers = {i};
+            ce.buffers.push_back({x.dst, "received", d.describe(it)});
+            std::string from = w[c] == 0 ? "its input" : fmt::format("step {}", w[c]);
+            std::string term = d.elems() == 1 ? fmt::format("x{}", c)
+                                              : fmt::format("x{}.{}", c / d.elems(), c % d.elems());
+            ce.message = fmt::format("step {}: {} receives {} from {}, but it already holds {} "
+                                     "(since {})",
+                                     s, t.topology.label(x.dst), d.describe(it),
+                                     t.topology.label(x.src), term, from);
+            add_violation(r, o, std::move(ce));
+            goto next_transfer;
+          }
+        }
+      }
+    next_transfer:
+      for (std::uint32_t k = 0; k < x.payload_len; ++k)
+        for (auto c : d.terms(t.payload[x.payload_begin + k])) learned.push_back({x.dst, c});
+    }
+    for (auto [v, c] : learned) {
+      auto& w = held_at(v);
+      if (w[c] == UINT32_MAX) w[c] = s;
+    }
+  }
+  return r;
+}
+
+CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("postcondition");
+  const Domain& d = *t.domain;
+  auto want = expected_outputs(t);
+  bool free_order = order_free(t.collective);
+  bool all_order_only = true;
+  for (NodeId v = 0; v < want.size(); ++v) {
+    if (!want[v]) continue;
+    const Buffer& got = t.final_output[v];
+    bool ok = free_order ? sorted_items(got) == sorted_items(*want[v]) : got == *want[v];
+    if (ok) continue;
+    bool order_only = d.kind() == DomainKind::Ordered &&
+                      term_multisets(d, got, free_order) == term_multisets(d, *want[v], free_order);
+    all_order_only = all_order_only && order_only;
+    Counterexample c;
+    c.nodes = {v};
+    c.buffers.push_back({v, "output", buffer_to_string(t, got)});
+    c.buffers.push_back({v, "expected", buffer_to_string(t, *want[v])});
+    c.message = fmt::format("node {} ends with {} but {} requires {}{}", t.topology.label(v),
+                            buffer_to_string(t, got), collective_name(t.collective),
+                            buffer_to_string(t, *want[v]),
+                            order_only ? " (the same contributions in another order)" : "");
+    add_violation(r, o, std::move(c));
+  }
+  if (r.verdict == Verdict::Fail && all_order_only) {
+    r.order_only = true;
+    r.note = "every difference is operand order only: right for commutative operators";
+  }
+  if (d.kind() == DomainKind::Fingerprint && r.verdict == Verdict::Pass)
+    r.note = "fingerprint domain: equal sums of random 64-bit weights (probabilistic)";
+  return r;
+}
+
+CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
+  if (t.collective != Collective::Allreduce && t.collective != Collective::Allgather)
+    return not_checked("final-buffers", "only all-reduce and all-to-all broadcast end with equal buffers");
+  CheckResult r = make("final-buffers");
+  bool free_order = t.collective == Collective::Allgather;
+  auto key = [&](const Buffer& b) { return free_order ? sorted_items(b) : std::vector<Item>(b.begin(), b.end()); };
+  if (t.final_output.empty()) return r;
+  auto ref = key(t.final_output[0]);
+  bool all_order_only = true;
+  const Domain& d = *t.domain;
+  auto ref_terms = d.inspectable() ? term_multisets(d, t.final_output[0], free_order)
+                                   : std::vector<std::vector<std::uint32_t>>{};
+  for (NodeId v = 1; v < t.final_output.size(); ++v) {
+    if (key(t.final_output[v]) == ref) continue;
+    all_order_only = all_order_only && d.kind() == DomainKind::Ordered &&
+                     term_multisets(d, t.final_output[v], free_order) == ref_terms;
+    Counterexample c;
+    c.nodes = {0, v};
+    c.buffers.push_back({0, "output", buffer_to_string(t, t.final_output[0])});
+    c.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
+    c.message = fmt::format("node {} ends with {} but node {} with {}", t.topology.label(v),
+                            buffer_to_string(t, t.final_output[v]), t.topology.label(0),
+                            buffer_to_string(t, t.final_output[0]));
+    add_violation(r, o, std::move(c));
+  }
+  if (r.verdict == Verdict::Fail && all_order_only) {
+    r.order_only = true;
+    r.note = "the buffers differ in operand order only: equal for commutative operators";
+  }
+  return r;
+}
+
+CheckResult check_steps(const Trace& t, const CheckOptions& o) {
+  if (!t.claimed_steps) return not_checked("steps", "the model claims no step count here");
+  if (t.failure.kind != RunFailure::Kind::None)
+    return not_checked("steps", "the run did not finish");
+  CheckResult r = make("steps");
+  if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
+    Counterexample c;
+    c.message = fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
+CheckResult check_cost(const Trace& t, const CheckOptions& o) {
+  if (!t.claimed_ts) return not_checked("cost", "the model claims no cost formula here");
+  if (t.failure.kind != RunFailure::Kind::None) return not_checked("cost", "the run did not finish");
+  CheckResult r = make("cost");
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); };
+  if (!near(t.cost_ts, *t.claimed_ts) || !near(t.cost_tw, *t.claimed_tw)) {
+    Counterexample c;
+    auto f = [](double x) {
+      return x == std::floor(x) ? fmt::format("{}", static_cast<long long>(x)) : fmt::format("{:.4g}", x);
+    };
+    c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {} ts + {} tw*m",
+                            f(t.cost_ts), f(t.cost_tw), f(*t.claimed_ts), f(*t.claimed_tw));
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
+CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("deadlock");
+  const RunFailure& f = t.failure;
+  switch (f.kind) {
+    case RunFailure::Kind::None: break;
+    case RunFailure::Kind::StepLimit:
+    case RunFailure::Kind::OpLimit:
+      r.verdict = Verdict::Unknown;
+      r.note = f.message;
+      break;
+    case RunFailure::Kind::Deadlock:
+    case RunFailure::Kind::RuntimeError: {
+      Counterexample c;
+      c.nodes = f.kind == RunFailure::Kind::Deadlock ? f.waiting_cycle : std::vector<NodeId>{};
+      c.message = f.message;
+      add_violation(r, o, std::move(c));
+      break;
+    }
+  }
+  return r;
+}
+
+std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
+  return {check_single_port(t, o), check_route(t, o),          check_congestion(t, o),
+          check_nodup(t, o),       check_postcondition(t, o),  check_final_buffers(t, o),
+          check_steps(t, o),       check_cost(t, o),           check_deadlock(t, o)};
+}
+
+}  // namespace collv
