@@ -181,7 +181,8 @@ TEST_CASE("hypercube all-to-all broadcast: log p steps, cost ts log p + tw m (p-
   for (NodeId v = 0; v < 8; ++v) CHECK(t.final_output[v].size() == 8);
 }
 
-TEST_CASE("the hypercube pattern on ring:8 congests links 1, 2 and 4 deep (Figure 4.12)", "[exec]") {
+TEST_CASE("the hypercube pattern on ring:8 congests links 1, 2 and 4 deep (Figure 4.12)",
+          "[exec]") {
   Trace t = run_text(kHcubeAllgather, "ring:8");
   REQUIRE(t.per_step.size() == 3);
   CHECK(t.per_step[0].max_link_transfers == 1);
@@ -221,9 +222,10 @@ TEST_CASE("the fingerprint domain agrees with the exact one on sums", "[exec]") 
 }
 
 TEST_CASE("a receive written before the matching send in program order still completes", "[exec]") {
-  Trace t = run_text(simple("  if my_id = 1 then\n    receive x from 0;\n  else\n    send x to 1;\n  endif\n",
-                            "broadcast"),
-                     "line:2");
+  Trace t = run_text(
+      simple("  if my_id = 1 then\n    receive x from 0;\n  else\n    send x to 1;\n  endif\n",
+             "broadcast"),
+      "line:2");
   REQUIRE(t.failure.kind == RunFailure::Kind::None);
   CHECK(t.steps == 1);
   REQUIRE(t.final_output[1].size() == 1);
@@ -231,8 +233,9 @@ TEST_CASE("a receive written before the matching send in program order still com
 }
 
 TEST_CASE("a deadlock is reported with the cycle of waiting nodes", "[exec]") {
-  Trace t = run_text(simple("  partner := my_id XOR 1;\n  receive y from partner;\n  send x to partner;\n"),
-                     "hypercube:1");
+  Trace t = run_text(
+      simple("  partner := my_id XOR 1;\n  receive y from partner;\n  send x to partner;\n"),
+      "hypercube:1");
   REQUIRE(t.failure.kind == RunFailure::Kind::Deadlock);
   CHECK(t.failure.cycle_closed);
   CHECK(t.failure.waiting_cycle == std::vector<NodeId>{0, 1});
@@ -250,7 +253,8 @@ TEST_CASE("a node waiting for one that finished is a deadlock chain, not a cycle
 TEST_CASE("a run past the step limit stops with a clear message", "[exec]") {
   RunOptions o;
   o.max_steps = 50;
-  Trace t = run_text(simple("  while 1 = 1 do\n    send x to (my_id + 1) mod p;\n    receive x from (my_id - 1) mod p;\n  endwhile\n"),
+  Trace t = run_text(simple("  while 1 = 1 do\n    send x to (my_id + 1) mod p;\n    receive x "
+                            "from (my_id - 1) mod p;\n  endwhile\n"),
                      "ring:4", o);
   REQUIRE(t.failure.kind == RunFailure::Kind::StepLimit);
   CHECK(t.failure.message.find("past the step limit 50") != std::string::npos);
@@ -272,7 +276,8 @@ TEST_CASE("runtime errors name the position and the node", "[exec]") {
   Trace s = run_text(simple("  send x to p;\n"), "ring:3");
   CHECK(s.failure.message.find("node 3 does not exist (p = 3)") != std::string::npos);
   Trace z = run_text(simple("  y := 1 div (my_id - 1);\n"), "ring:3");
-  CHECK(z.failure.message.find("runtime error at node 1 (1): division by zero") != std::string::npos);
+  CHECK(z.failure.message.find("runtime error at node 1 (1): division by zero") !=
+        std::string::npos);
   Trace l = run_text(simple("  send x along link 5;\n"), "star:3");
   CHECK(l.failure.message.find("no link 5 at this node") != std::string::npos);
 }

@@ -93,27 +93,34 @@ TEST_CASE("syntax errors name the position and what was expected", "[lang]") {
         "bad.coll:8:5: error: expected ':=' in an assignment ('=' compares), found '='");
   CHECK(error_of(with_body("  send x too 3;\n")) ==
         "bad.coll:8:10: error: expected 'to' or 'along link' in 'send', found 'too'");
-  CHECK(error_of("model m\n  collective allreduce\n  input x\n  output x\nprocedure P\nbegin\n  y := @;\nend P\n") ==
-        "bad.coll:7:8: error: unexpected character: '@'");
-  CHECK(error_of("model m\n  colective allreduce\n").find("bad.coll:2:3: error: unknown header key 'colective'") == 0);
-  CHECK(error_of("model m\n  collective allsum\n").find("bad.coll:2:14: error: unknown collective 'allsum'") == 0);
+  CHECK(error_of("model m\n  collective allreduce\n  input x\n  output x\nprocedure P\nbegin\n  y "
+                 ":= @;\nend P\n") == "bad.coll:7:8: error: unexpected character: '@'");
+  CHECK(error_of("model m\n  colective allreduce\n")
+            .find("bad.coll:2:3: error: unknown header key 'colective'") == 0);
+  CHECK(error_of("model m\n  collective allsum\n")
+            .find("bad.coll:2:14: error: unknown collective 'allsum'") == 0);
   CHECK(error_of("model m\n  collective allreduce\n  output x\nprocedure P begin end P\n")
             .find("error: the header has no 'input' line") != std::string::npos);
   CHECK(error_of(with_body("  y := \"s\";\n")) ==
         "bad.coll:8:8: error: expected an expression, found string \"s\"");
-  CHECK(error_of(with_body("  /* never closed\n")).find("bad.coll:8:3: error: unterminated comment") == 0);
+  CHECK(error_of(with_body("  /* never closed\n"))
+            .find("bad.coll:8:3: error: unterminated comment") == 0);
   // Columns count characters, not bytes: '≠' is one column.
   CHECK(error_of(with_body("  if 1 ≠ 2 then y := ; endif\n")) ==
         "bad.coll:8:22: error: expected an expression, found ';'");
 }
 
 TEST_CASE("type and name errors are found before the run", "[lang]") {
-  CHECK(error_of(with_body("  y := zz + 1;\n")).find("bad.coll:8:8: error: unknown name 'zz'") == 0);
+  CHECK(error_of(with_body("  y := zz + 1;\n")).find("bad.coll:8:8: error: unknown name 'zz'") ==
+        0);
   CHECK(error_of(with_body("  y := x * 2;\n")).find("bad.coll:8:8: error: 'x' is a buffer") == 0);
   CHECK(error_of(with_body("  x := 5;\n")).find("bad.coll:8:8: error: 'x' is a buffer") == 0);
-  CHECK(error_of(with_body("  my_id := 5;\n")).find("'my_id' is a built-in name") != std::string::npos);
-  CHECK(error_of(with_body("  y := frob(2);\n")).find("unknown function 'frob'") != std::string::npos);
-  CHECK(error_of(with_body("  y := min(2);\n")).find("'min' takes 2 arguments") != std::string::npos);
+  CHECK(error_of(with_body("  my_id := 5;\n")).find("'my_id' is a built-in name") !=
+        std::string::npos);
+  CHECK(error_of(with_body("  y := frob(2);\n")).find("unknown function 'frob'") !=
+        std::string::npos);
+  CHECK(error_of(with_body("  y := min(2);\n")).find("'min' takes 2 arguments") !=
+        std::string::npos);
   // 0 is the identity and may stand for a buffer (Algorithm 4.5's `recv := 0`).
   CHECK(error_of(with_body("  r := 0;\n  receive r from 1;\n")) == "");
 }
@@ -135,9 +142,10 @@ TEST_CASE("names a topology lacks are refused with their position", "[lang]") {
 }
 
 TEST_CASE("header expressions evaluate with real arithmetic", "[lang]") {
-  Model m = parse_model(std::string(kHeader) +
-                            "  steps n*(n-1)/2\n  cost (ts + tw*m*p/2)*(p-1)\nprocedure P\nbegin\nend P\n",
-                        "h.coll");
+  Model m = parse_model(
+      std::string(kHeader) +
+          "  steps n*(n-1)/2\n  cost (ts + tw*m*p/2)*(p-1)\nprocedure P\nbegin\nend P\n",
+      "h.coll");
   std::map<std::string, double> env{{"n", 5}, {"p", 5}, {"ts", 0}, {"tw", 1}, {"m", 1}};
   CHECK(*eval_header_expr(*m.header.steps, env) == 10);
   CHECK(*eval_header_expr(*m.header.cost, env) == Approx(10.0));  // 5/2 * 4

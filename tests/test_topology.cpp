@@ -86,18 +86,18 @@ TEST_CASE("topology: sizes, degrees and diameters of known networks", "[topology
   // Hypercube Q_d: 2^d nodes, degree d, diameter d. Binary de Bruijn B(2,D): degree <= 4,
   // diameter D. Cartesian product: degrees add, diameters add.
   const Fact facts[] = {
-      {"star:5", 120, 4, 4, 6},          {"star:6", 720, 5, 5, 7},
-      {"hypercube:7", 128, 7, 7, 7},     {"hypercube:10", 1024, 10, 10, 10},
-      {"debruijn:7", 128, 2, 4, 7},      {"debruijn:10", 1024, 2, 4, 10},
-      {"star:4*star:3", 144, 5, 5, 7},   {"ring:8", 8, 2, 2, 4},
-      {"ring:7", 7, 2, 2, 3},            {"ring:2", 2, 1, 1, 1},
-      {"line:8", 8, 1, 2, 7},            {"line:1", 1, 0, 0, 0},
-      {"mesh:3x4", 12, 2, 4, 5},         {"torus:3x4", 12, 4, 4, 3},
-      {"torus:5x5", 25, 4, 4, 4},        {"mesh:1x1", 1, 0, 0, 0},
-      {"tree:8", 8, 1, 1, 6},            {"tree:1", 1, 0, 0, 0},
-      {"complete:5", 5, 4, 4, 1},        {"complete:1", 1, 0, 0, 0},
-      {"hypercube:0", 1, 0, 0, 0},       {"ring:4*ring:4", 16, 4, 4, 4},
-      {"line:3*line:4", 12, 2, 4, 5},    {"hypercube:2*ring:5*line:2", 40, 5, 5, 5},
+      {"star:5", 120, 4, 4, 6},        {"star:6", 720, 5, 5, 7},
+      {"hypercube:7", 128, 7, 7, 7},   {"hypercube:10", 1024, 10, 10, 10},
+      {"debruijn:7", 128, 2, 4, 7},    {"debruijn:10", 1024, 2, 4, 10},
+      {"star:4*star:3", 144, 5, 5, 7}, {"ring:8", 8, 2, 2, 4},
+      {"ring:7", 7, 2, 2, 3},          {"ring:2", 2, 1, 1, 1},
+      {"line:8", 8, 1, 2, 7},          {"line:1", 1, 0, 0, 0},
+      {"mesh:3x4", 12, 2, 4, 5},       {"torus:3x4", 12, 4, 4, 3},
+      {"torus:5x5", 25, 4, 4, 4},      {"mesh:1x1", 1, 0, 0, 0},
+      {"tree:8", 8, 1, 1, 6},          {"tree:1", 1, 0, 0, 0},
+      {"complete:5", 5, 4, 4, 1},      {"complete:1", 1, 0, 0, 0},
+      {"hypercube:0", 1, 0, 0, 0},     {"ring:4*ring:4", 16, 4, 4, 4},
+      {"line:3*line:4", 12, 2, 4, 5},  {"hypercube:2*ring:5*line:2", 40, 5, 5, 5},
   };
   for (const auto& f : facts) {
     INFO(f.spec);
@@ -109,7 +109,8 @@ TEST_CASE("topology: sizes, degrees and diameters of known networks", "[topology
     if (t.num_nodes() <= 1024) CHECK(brute_diameter(t) == static_cast<int>(f.diam));
   }
   CHECK(Topology::parse("tree:8").num_nodes() == 15);
-  CHECK(Topology::parse("debruijn:7").num_links() == 253);  // 2^(D+1) arcs - 2 loops - 1 merged pair
+  CHECK(Topology::parse("debruijn:7").num_links() ==
+        253);  // 2^(D+1) arcs - 2 loops - 1 merged pair
 }
 
 TEST_CASE("topology: star diameter is floor(3(n-1)/2) for n = 1..7", "[topology]") {
@@ -211,8 +212,8 @@ TEST_CASE("topology: num_links", "[topology]") {
 
 TEST_CASE("topology: links are symmetric with consistent numbers", "[topology]") {
   for (const char* spec : {"ring:2", "ring:3", "ring:8", "line:5", "mesh:3x4", "torus:3x4",
-                           "torus:2x2", "torus:1x5", "hypercube:4", "tree:8", "star:4", "complete:5",
-                           "debruijn:5", "star:3*hypercube:2", "ring:4*mesh:2x3"}) {
+                           "torus:2x2", "torus:1x5", "hypercube:4", "tree:8", "star:4",
+                           "complete:5", "debruijn:5", "star:3*hypercube:2", "ring:4*mesh:2x3"}) {
     INFO(spec);
     Topology t = Topology::parse(spec);
     std::size_t entries = 0;
@@ -278,13 +279,13 @@ TEST_CASE("topology: routes", "[topology]") {
   CHECK(q3.route(5, 2) == ids({5, 4, 6, 2}));
 
   Topology m = Topology::parse("mesh:4x4");
-  CHECK(m.route(0, 15) == ids({0, 1, 2, 3, 7, 11, 15}));   // row first, then column
+  CHECK(m.route(0, 15) == ids({0, 1, 2, 3, 7, 11, 15}));  // row first, then column
   CHECK(m.route(15, 0) == ids({15, 14, 13, 12, 8, 4, 0}));
   CHECK(m.route(13, 4) == ids({13, 12, 8, 4}));
 
   Topology to = Topology::parse("torus:4x4");
-  CHECK(to.route(0, 3) == ids({0, 3}));              // wrap, shorter way
-  CHECK(to.route(0, 10) == ids({0, 1, 2, 6, 10}));   // ties go +1 in both dimensions
+  CHECK(to.route(0, 3) == ids({0, 3}));             // wrap, shorter way
+  CHECK(to.route(0, 10) == ids({0, 1, 2, 6, 10}));  // ties go +1 in both dimensions
   CHECK(to.route(0, 12) == ids({0, 12}));
 
   Topology tr = Topology::parse("tree:8");
@@ -322,9 +323,9 @@ TEST_CASE("topology: routes", "[topology]") {
 }
 
 TEST_CASE("topology: routes are shortest walks (every family but star)", "[topology]") {
-  for (const char* spec : {"ring:7", "ring:8", "line:6", "mesh:3x5", "torus:4x5", "torus:2x3",
-                           "hypercube:4", "tree:8", "debruijn:5", "complete:4", "ring:5*hypercube:2",
-                           "mesh:2x3*line:3"}) {
+  for (const char* spec :
+       {"ring:7", "ring:8", "line:6", "mesh:3x5", "torus:4x5", "torus:2x3", "hypercube:4", "tree:8",
+        "debruijn:5", "complete:4", "ring:5*hypercube:2", "mesh:2x3*line:3"}) {
     INFO(spec);
     Topology t = Topology::parse(spec);
     for (NodeId a = 0; a < t.num_nodes(); ++a) {
@@ -403,12 +404,43 @@ TEST_CASE("topology: params, specs and families", "[topology]") {
 
 TEST_CASE("topology: bad specs throw SpecError with one line", "[topology]") {
   for (const char* spec :
-       {"", "foo:3", "star:0", "mesh:3x", "mesh:x3", "mesh:3", "mesh:0x3", "ring:-1", "ring:abc",
-        "ring:1", "ring", "ring:", "ring:8x", "ring:8 ", " ring:8", "ring:+8", "line:0", "tree:6",
-        "tree:0", "complete:0", "hypercube:40", "hypercube:23", "hypercube:99999999999", "star:11",
-        "star:12", "star:99999999999", "mesh:99999x99999", "torus:4097x4096",
-        "ring:99999999999999999999999999", "ring:4*", "*ring:4", "ring:4**ring:4",
-        "tree:4*ring:3", "ring:3*tree:2", "star:6*star:6*star:6", "Ring:8", "ring:8:9",
+       {"",
+        "foo:3",
+        "star:0",
+        "mesh:3x",
+        "mesh:x3",
+        "mesh:3",
+        "mesh:0x3",
+        "ring:-1",
+        "ring:abc",
+        "ring:1",
+        "ring",
+        "ring:",
+        "ring:8x",
+        "ring:8 ",
+        " ring:8",
+        "ring:+8",
+        "line:0",
+        "tree:6",
+        "tree:0",
+        "complete:0",
+        "hypercube:40",
+        "hypercube:23",
+        "hypercube:99999999999",
+        "star:11",
+        "star:12",
+        "star:99999999999",
+        "mesh:99999x99999",
+        "torus:4097x4096",
+        "ring:99999999999999999999999999",
+        "ring:4*",
+        "*ring:4",
+        "ring:4**ring:4",
+        "tree:4*ring:3",
+        "ring:3*tree:2",
+        "star:6*star:6*star:6",
+        "Ring:8",
+        "ring:8:9",
         "ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:"
         "2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2*ring:2",
         "ring:\n8"}) {

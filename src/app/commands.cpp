@@ -27,10 +27,11 @@ std::vector<std::string> list_model_files(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UsageError("models directory '" + dir + "' does not exist");
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
-    if (it->is_regular_file() && it->path().extension() == ".coll") out.push_back(it->path().string());
+    if (it->is_regular_file() && it->path().extension() == ".coll")
+      out.push_back(it->path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -76,7 +77,8 @@ int run_list_command(const ListOptions& o, std::ostream& out, std::ostream& err)
   out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", "MODEL", w0, "COLLECTIVE", w1, "TOPOLOGY", w2,
                      "SOURCE");
   for (const auto& r : rows)
-    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w0, r.coll, w1, r.fams, w2, r.source);
+    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w0, r.coll, w1, r.fams, w2,
+                       r.source);
   out << fmt::format("{} models in {}\n", rows.size(), dir);
   return status;
 }
@@ -84,7 +86,8 @@ int run_list_command(const ListOptions& o, std::ostream& out, std::ostream& err)
 namespace {
 
 std::string fmt_num(double x) {
-  if (x == static_cast<double>(static_cast<long long>(x))) return fmt::format("{}", static_cast<long long>(x));
+  if (x == static_cast<double>(static_cast<long long>(x)))
+    return fmt::format("{}", static_cast<long long>(x));
   return fmt::format("{:.4g}", x);
 }
 
@@ -103,9 +106,9 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     if (m.header.topologies.empty())
       throw UsageError("model '" + m.header.name + "' names no topology family; pass --topology");
     static const std::map<std::string, std::string> defaults = {
-        {"ring", "ring:8"},         {"line", "line:8"},   {"mesh", "mesh:4x4"},
-        {"torus", "torus:4x4"},     {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
-        {"star", "star:4"},         {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
+        {"ring", "ring:8"},     {"line", "line:8"},           {"mesh", "mesh:4x4"},
+        {"torus", "torus:4x4"}, {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
+        {"star", "star:4"},     {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
     spec = defaults.at(m.header.topologies.front());
   }
   Topology topo = Topology::parse(spec);
@@ -164,7 +167,8 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     if (tr.claimed_steps) out << fmt::format("   (claimed {})", *tr.claimed_steps);
     out << "\n";
     out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
-    if (tr.claimed_ts) out << fmt::format("   (claimed {})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw));
+    if (tr.claimed_ts)
+      out << fmt::format("   (claimed {})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw));
     out << "\n";
   }
   if (failed) {

@@ -58,10 +58,12 @@ std::vector<std::string> family_sizes(const std::string& fam, const VerifyOption
   } else if (fam == "hypercube" || fam == "debruijn") {
     std::int64_t maxd = 0;
     while ((std::int64_t{2} << maxd) <= maxp) ++maxd;
-    for (std::int64_t d = 1; d <= (o.sizes ? std::min<std::int64_t>(o.sizes->second, 20) : maxd); ++d)
+    for (std::int64_t d = 1; d <= (o.sizes ? std::min<std::int64_t>(o.sizes->second, 20) : maxd);
+         ++d)
       if (in_range(d, 1, maxd)) out.push_back(fmt::format("{}:{}", fam, d));
   } else if (fam == "star") {
-    for (std::int64_t n = 2; n <= (o.sizes ? std::min<std::int64_t>(o.sizes->second, 10) : o.max_star); ++n)
+    for (std::int64_t n = 2;
+         n <= (o.sizes ? std::min<std::int64_t>(o.sizes->second, 10) : o.max_star); ++n)
       if (in_range(n, 2, o.max_star)) out.push_back(fmt::format("star:{}", n));
   }
   return out;
@@ -90,16 +92,19 @@ std::vector<std::string> model_files(const VerifyOptions& o) {
       files.push_back(resolve_model_path(t, dir));
     }
   }
-  if (files.empty()) throw UsageError("nothing to verify: name models or directories, or pass --all");
+  if (files.empty())
+    throw UsageError("nothing to verify: name models or directories, or pass --all");
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
   return files;
 }
 
 // Folds the SMT engine's verdicts into the executor's, per the chosen engine.
-void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt, const std::string& engine) {
+void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
+                  const std::string& engine) {
   for (auto& s : smt) {
-    auto it = std::find_if(exec.begin(), exec.end(), [&](const CheckResult& c) { return c.name == s.name; });
+    auto it = std::find_if(exec.begin(), exec.end(),
+                           [&](const CheckResult& c) { return c.name == s.name; });
     if (it == exec.end() || s.verdict == Verdict::NotChecked) continue;
     if (engine == "smt") {
       *it = std::move(s);
@@ -109,8 +114,8 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt, 
     } else if (s.verdict != it->verdict && it->verdict != Verdict::NotChecked) {
       Counterexample c;
       c.invariant = it->name;
-      c.message = fmt::format("the engines disagree: executor {}, smt {}", verdict_name(it->verdict),
-                              verdict_name(s.verdict));
+      c.message = fmt::format("the engines disagree: executor {}, smt {}",
+                              verdict_name(it->verdict), verdict_name(s.verdict));
       it->verdict = Verdict::Fail;
       it->violations.insert(it->violations.begin(), c);
       ++it->violation_count;
@@ -137,8 +142,9 @@ std::string run_status(const std::vector<CheckResult>& checks, const Trace& t, D
 
 std::string short_cost(double ts, double tw) {
   auto f = [](double x) {
-    return x == static_cast<double>(static_cast<long long>(x)) ? fmt::format("{}", static_cast<long long>(x))
-                                                               : fmt::format("{:.4g}", x);
+    return x == static_cast<double>(static_cast<long long>(x))
+               ? fmt::format("{}", static_cast<long long>(x))
+               : fmt::format("{:.4g}", x);
   };
   return f(ts) + "ts+" + f(tw) + "tw";
 }
@@ -148,7 +154,8 @@ std::string short_cost(double ts, double tw) {
 VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& err) {
   if (o.engine != "exec" && o.engine != "smt" && o.engine != "both")
     throw UsageError("--engine must be exec, smt or both, not '" + o.engine + "'");
-  if ((o.engine != "exec") && !smt) throw UsageError("the SMT engine is not available in this build");
+  if ((o.engine != "exec") && !smt)
+    throw UsageError("the SMT engine is not available in this build");
   std::optional<std::uint32_t> fixed_source;
   if (o.source != "all") {
     auto r = parse_size_range(o.source);
@@ -243,7 +250,10 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     unknown = unknown || r.status == "inconclusive";
     error = error || r.status == "error";
   }
-  rep.exit_code = fail ? kExitViolation : error ? kExitUsage : unknown ? kExitInconclusive : kExitOk;
+  rep.exit_code = fail      ? kExitViolation
+                  : error   ? kExitUsage
+                  : unknown ? kExitInconclusive
+                            : kExitOk;
   return rep;
 }
 
@@ -263,7 +273,8 @@ nlohmann::json cex_json(const Counterexample& c) {
   }
   if (!c.buffers.empty()) {
     auto& b = j["buffers"] = nlohmann::json::array();
-    for (const auto& x : c.buffers) b.push_back({{"node", x.node}, {"what", x.what}, {"contents", x.contents}});
+    for (const auto& x : c.buffers)
+      b.push_back({{"node", x.node}, {"what", x.what}, {"contents", x.contents}});
   }
   return j;
 }
@@ -272,11 +283,21 @@ std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&apos;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
           o += ' ';
@@ -327,9 +348,8 @@ std::string report_to_json(const VerifyReport& rep) {
     if (r.status == "commutative-only") ++comm;
     if (r.status == "error") ++errors;
   }
-  j["summary"] = {{"runs", rep.runs.size()},       {"passed", passed + comm},
-                  {"failed", failed},               {"inconclusive", inconclusive},
-                  {"commutative_only", comm},       {"errors", errors},
+  j["summary"] = {{"runs", rep.runs.size()},         {"passed", passed + comm},  {"failed", failed},
+                  {"inconclusive", inconclusive},    {"commutative_only", comm}, {"errors", errors},
                   {"skipped_runs", rep.skipped_runs}};
   return j.dump(2) + "\n";
 }
@@ -342,8 +362,10 @@ std::string report_to_junit(const VerifyReport& rep) {
     if (r.status == "error") {
       ++tests;
       ++errors;
-      body += fmt::format("    <testcase classname=\"{}\" name=\"run\">\n      <error message=\"{}\"/>\n    </testcase>\n",
-                          cls, xml_escape(r.error));
+      body += fmt::format(
+          "    <testcase classname=\"{}\" name=\"run\">\n      <error message=\"{}\"/>\n    "
+          "</testcase>\n",
+          cls, xml_escape(r.error));
       continue;
     }
     for (const auto& c : r.checks) {
@@ -351,13 +373,16 @@ std::string report_to_junit(const VerifyReport& rep) {
       body += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n", cls, xml_escape(c.name));
       if (c.verdict == Verdict::Fail && r.status == "commutative-only") {
         ++skipped;
-        body += "      <skipped message=\"operand order only; the model declares a commutative operator\"/>\n";
+        body +=
+            "      <skipped message=\"operand order only; the model declares a commutative "
+            "operator\"/>\n";
       } else if (c.verdict == Verdict::Fail) {
         ++failures;
         std::string msg = c.violations.empty() ? c.name : c.violations.front().message;
         std::string all;
         for (const auto& v : c.violations) all += v.message + "\n";
-        body += fmt::format("      <failure message=\"{}\">{}</failure>\n", xml_escape(msg), xml_escape(all));
+        body += fmt::format("      <failure message=\"{}\">{}</failure>\n", xml_escape(msg),
+                            xml_escape(all));
       } else if (c.verdict == Verdict::Unknown) {
         ++errors;
         body += fmt::format("      <error message=\"inconclusive: {}\"/>\n", xml_escape(c.note));
@@ -370,7 +395,8 @@ std::string report_to_junit(const VerifyReport& rep) {
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"collv verify\" tests=\"{}\" "
-      "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n  <testsuite name=\"collv verify\" tests=\"{}\" "
+      "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n  <testsuite name=\"collv verify\" "
+      "tests=\"{}\" "
       "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
       tests, failures, errors, skipped, tests, failures, errors, skipped, body);
 }
@@ -404,20 +430,24 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       w0 = std::max(w0, r.model.size());
       w1 = std::max(w1, r.topology.size());
     }
-    out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", "MODEL", w0, "TOPOLOGY", w1,
-                       "SRC", "DOMAIN", "STEPS", "COST", "RESULT");
+    out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", "MODEL", w0,
+                       "TOPOLOGY", w1, "SRC", "DOMAIN", "STEPS", "COST", "RESULT");
     for (const auto& r : rep.runs) {
-      std::string src = r.source ? std::to_string(*r.source) : r.shift ? "q" + std::to_string(*r.shift) : "-";
+      std::string src = r.source  ? std::to_string(*r.source)
+                        : r.shift ? "q" + std::to_string(*r.shift)
+                                  : "-";
       std::string result = r.status;
       if (r.status == "fail" || r.status == "inconclusive") {
         std::string names;
         for (const auto& c : r.checks)
-          if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown) names += (names.empty() ? "" : ",") + c.name;
+          if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
+            names += (names.empty() ? "" : ",") + c.name;
         result += " (" + names + ")";
       }
       if (r.status == "error") result += ": " + r.error;
-      out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0, r.topology, w1, src,
-                         r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw), result);
+      out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0,
+                         r.topology, w1, src, r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw),
+                         result);
     }
     bool header = false;
     for (const auto& r : rep.runs) {
@@ -428,7 +458,8 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       }
       out << fmt::format("- {}\n", run_label(r));
       for (const auto& c : r.checks) {
-        if (c.verdict == Verdict::Unknown) out << fmt::format("    {}: inconclusive: {}\n", c.name, c.note);
+        if (c.verdict == Verdict::Unknown)
+          out << fmt::format("    {}: inconclusive: {}\n", c.name, c.note);
         if (c.verdict != Verdict::Fail || c.violations.empty()) continue;
         const auto& v = c.violations.front();
         out << fmt::format("    {}: {}", c.name, v.message);
@@ -437,16 +468,17 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
         for (const auto& b : v.buffers)
           out << fmt::format("      node {} {}: {}\n", b.node, b.what, b.contents);
         for (std::size_t k = 0; k < v.loads.size() && k < 6; ++k)
-          out << fmt::format("      link {} -> {}: {} transfers, {} items\n", v.loads[k].from, v.loads[k].to,
-                             v.loads[k].transfers, v.loads[k].items);
+          out << fmt::format("      link {} -> {}: {} transfers, {} items\n", v.loads[k].from,
+                             v.loads[k].to, v.loads[k].transfers, v.loads[k].items);
       }
     }
   }
   if (o.json_file != "-" && o.junit_file != "-")
-    out << fmt::format("{}{} runs: {} passed, {} failed, {} inconclusive, {} commutative-only (expected "
-                       "under the ordered domain), {} errors; {} runs skipped by `requires`\n",
-                       o.quiet ? "" : "\n", rep.runs.size(), passed, failed, inconclusive, comm, errors,
-                       rep.skipped_runs);
+    out << fmt::format(
+        "{}{} runs: {} passed, {} failed, {} inconclusive, {} commutative-only (expected "
+        "under the ordered domain), {} errors; {} runs skipped by `requires`\n",
+        o.quiet ? "" : "\n", rep.runs.size(), passed, failed, inconclusive, comm, errors,
+        rep.skipped_runs);
   return rep.exit_code;
 }
 

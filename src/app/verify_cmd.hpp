@@ -20,15 +20,15 @@ struct VerifyOptions {
   std::string models_dir;
   std::vector<std::string> topologies;  // explicit specs; empty = the models' families
   std::optional<std::pair<std::int64_t, std::int64_t>> sizes;  // --sizes A..B
-  std::string source = "all";        // "all" or a node id, for rooted collectives
-  std::string domain = "default";    // exact | ordered | fingerprint | all | default (exact+ordered)
-  std::string engine = "exec";       // exec | smt | both
-  std::uint32_t max_p = 64;          // default bound on processors
-  std::uint32_t max_star = 6;        // default bound on the star's n
+  std::string source = "all";      // "all" or a node id, for rooted collectives
+  std::string domain = "default";  // exact | ordered | fingerprint | all | default (exact+ordered)
+  std::string engine = "exec";     // exec | smt | both
+  std::uint32_t max_p = 64;        // default bound on processors
+  std::uint32_t max_star = 6;      // default bound on the star's n
   std::string json_file, junit_file, cex_dir;
   bool quiet = false;
-  bool progress = false;             // progress line on stderr (the CLI sets it when stderr is a tty)
-  RunOptions run;                    // limits; domain/root/shift are set per run
+  bool progress = false;  // progress line on stderr (the CLI sets it when stderr is a tty)
+  RunOptions run;         // limits; domain/root/shift are set per run
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.

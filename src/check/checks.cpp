@@ -12,10 +12,14 @@ namespace collv {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::Pass: return "pass";
-    case Verdict::Fail: return "fail";
-    case Verdict::Unknown: return "unknown";
-    case Verdict::NotChecked: return "not-checked";
+    case Verdict::Pass:
+      return "pass";
+    case Verdict::Fail:
+      return "fail";
+    case Verdict::Unknown:
+      return "unknown";
+    case Verdict::NotChecked:
+      return "not-checked";
   }
   return "?";
 }
@@ -51,7 +55,8 @@ std::string payload_of(const Trace& t, const Transfer& x) {
 }
 
 std::string xfer_text(const Trace& t, const Transfer& x) {
-  return fmt::format("{} -> {} {}", t.topology.label(x.src), t.topology.label(x.dst), payload_of(t, x));
+  return fmt::format("{} -> {} {}", t.topology.label(x.src), t.topology.label(x.dst),
+                     payload_of(t, x));
 }
 
 // Transfer indices grouped by step: result[s] lists the transfers of step s (index 0 unused).
@@ -72,7 +77,8 @@ std::vector<Item> sorted_items(const Buffer& b) {
 }
 
 // Items as multisets of contributions (sorted terms), for comparisons that ignore operand order.
-std::vector<std::vector<std::uint32_t>> term_multisets(const Domain& d, const Buffer& b, bool sort_items) {
+std::vector<std::vector<std::uint32_t>> term_multisets(const Domain& d, const Buffer& b,
+                                                       bool sort_items) {
   std::vector<std::vector<std::uint32_t>> out;
   for (Item it : b) {
     auto ts = d.terms(it);
@@ -116,7 +122,9 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
     case Collective::Broadcast:
       for (auto& o : out) o = input_of(t.root);
       break;
-    case Collective::Reduce: out[t.root] = reduced(0, p - 1); break;
+    case Collective::Reduce:
+      out[t.root] = reduced(0, p - 1);
+      break;
     case Collective::Allreduce: {
       Buffer all = reduced(0, p - 1);
       for (auto& o : out) o = all;
@@ -200,10 +208,10 @@ CheckResult check_route(const Trace& t, const CheckOptions& o) {
       c.step = x.step;
       c.nodes = {x.src, x.dst};
       c.transfers = {i};
-      c.message = fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}", x.step,
-                              t.topology.label(x.src), t.topology.label(x.dst),
-                              t.topology.label(path[h]), t.topology.label(path[h + 1]),
-                              t.topology.spec());
+      c.message =
+          fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}", x.step,
+                      t.topology.label(x.src), t.topology.label(x.dst), t.topology.label(path[h]),
+                      t.topology.label(path[h + 1]), t.topology.spec());
       add_violation(r, o, std::move(c));
       break;
     }
@@ -219,7 +227,8 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
     std::map<std::pair<NodeId, NodeId>, std::pair<std::vector<std::uint32_t>, std::uint32_t>> load;
     for (auto i : steps[s]) {
       const Transfer& x = t.transfers[i];
-      auto path = t.topology.adjacent(x.src, x.dst) ? std::vector<NodeId>{x.src, x.dst} : t.route(x);
+      auto path =
+          t.topology.adjacent(x.src, x.dst) ? std::vector<NodeId>{x.src, x.dst} : t.route(x);
       for (std::size_t h = 0; h + 1 < path.size(); ++h) {
         auto& e = load[{path[h], path[h + 1]}];
         e.first.push_back(i);
@@ -251,10 +260,11 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
     std::sort(c.nodes.begin(), c.nodes.end());
     c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
     const LinkLoad& top = c.loads.front();
-    c.message = fmt::format("step {}: link {} -> {} carries {} transfers ({} items); largest load "
-                            "per link in this step: {}",
-                            s, t.topology.label(top.from), t.topology.label(top.to), top.transfers,
-                            top.items, max_load);
+    c.message = fmt::format(
+        "step {}: link {} -> {} carries {} transfers ({} items); largest load "
+        "per link in this step: {}",
+        s, t.topology.label(top.from), t.topology.label(top.to), top.transfers, top.items,
+        max_load);
     add_violation(r, o, std::move(c));
   }
   r.note = fmt::format("largest load on one directed link in one step: {}", worst);
@@ -288,9 +298,10 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
           ce.nodes = {x.src, x.dst};
           ce.transfers = {i};
           ce.buffers.push_back({x.src, "sent", d.describe(it)});
-          ce.message = fmt::format("step {}: {} -> {} carries {}, which counts a contribution twice "
-                                   "(a combine added overlapping operands)",
-                                   s, t.topology.label(x.src), t.topology.label(x.dst), d.describe(it));
+          ce.message = fmt::format(
+              "step {}: {} -> {} carries {}, which counts a contribution twice "
+              "(a combine added overlapping operands)",
+              s, t.topology.label(x.src), t.topology.label(x.dst), d.describe(it));
           add_violation(r, o, std::move(ce));
         }
       }
@@ -339,10 +350,10 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
             std::string from = w[c] == 0 ? "its input" : fmt::format("step {}", w[c]);
             std::string term = d.elems() == 1 ? fmt::format("x{}", c)
                                               : fmt::format("x{}.{}", c / d.elems(), c % d.elems());
-            ce.message = fmt::format("step {}: {} receives {} from {}, but it already holds {} "
-                                     "(since {})",
-                                     s, t.topology.label(x.dst), d.describe(it),
-                                     t.topology.label(x.src), term, from);
+            ce.message = fmt::format(
+                "step {}: {} receives {} from {}, but it already holds {} "
+                "(since {})",
+                s, t.topology.label(x.dst), d.describe(it), t.topology.label(x.src), term, from);
             add_violation(r, o, std::move(ce));
             goto next_transfer;
           }
@@ -395,10 +406,13 @@ CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
 
 CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
   if (t.collective != Collective::Allreduce && t.collective != Collective::Allgather)
-    return not_checked("final-buffers", "only all-reduce and all-to-all broadcast end with equal buffers");
+    return not_checked("final-buffers",
+                       "only all-reduce and all-to-all broadcast end with equal buffers");
   CheckResult r = make("final-buffers");
   bool free_order = t.collective == Collective::Allgather;
-  auto key = [&](const Buffer& b) { return free_order ? sorted_items(b) : std::vector<Item>(b.begin(), b.end()); };
+  auto key = [&](const Buffer& b) {
+    return free_order ? sorted_items(b) : std::vector<Item>(b.begin(), b.end());
+  };
   if (t.final_output.empty()) return r;
   auto ref = key(t.final_output[0]);
   bool all_order_only = true;
@@ -432,7 +446,8 @@ CheckResult check_steps(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("steps");
   if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
     Counterexample c;
-    c.message = fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);
+    c.message =
+        fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);
     add_violation(r, o, std::move(c));
   }
   return r;
@@ -440,13 +455,17 @@ CheckResult check_steps(const Trace& t, const CheckOptions& o) {
 
 CheckResult check_cost(const Trace& t, const CheckOptions& o) {
   if (!t.claimed_ts) return not_checked("cost", "the model claims no cost formula here");
-  if (t.failure.kind != RunFailure::Kind::None) return not_checked("cost", "the run did not finish");
+  if (t.failure.kind != RunFailure::Kind::None)
+    return not_checked("cost", "the run did not finish");
   CheckResult r = make("cost");
-  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); };
+  auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
+  };
   if (!near(t.cost_ts, *t.claimed_ts) || !near(t.cost_tw, *t.claimed_tw)) {
     Counterexample c;
     auto f = [](double x) {
-      return x == std::floor(x) ? fmt::format("{}", static_cast<long long>(x)) : fmt::format("{:.4g}", x);
+      return x == std::floor(x) ? fmt::format("{}", static_cast<long long>(x))
+                                : fmt::format("{:.4g}", x);
     };
     c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {} ts + {} tw*m",
                             f(t.cost_ts), f(t.cost_tw), f(*t.claimed_ts), f(*t.claimed_tw));
@@ -459,7 +478,8 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("deadlock");
   const RunFailure& f = t.failure;
   switch (f.kind) {
-    case RunFailure::Kind::None: break;
+    case RunFailure::Kind::None:
+      break;
     case RunFailure::Kind::StepLimit:
     case RunFailure::Kind::OpLimit:
       r.verdict = Verdict::Unknown;
@@ -478,9 +498,9 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
 }
 
 std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
-  return {check_single_port(t, o), check_route(t, o),          check_congestion(t, o),
-          check_nodup(t, o),       check_postcondition(t, o),  check_final_buffers(t, o),
-          check_steps(t, o),       check_cost(t, o),           check_deadlock(t, o)};
+  return {check_single_port(t, o), check_route(t, o),         check_congestion(t, o),
+          check_nodup(t, o),       check_postcondition(t, o), check_final_buffers(t, o),
+          check_steps(t, o),       check_cost(t, o),          check_deadlock(t, o)};
 }
 
 }  // namespace collv

@@ -19,9 +19,9 @@ enum class Verdict { Pass, Fail, Unknown, NotChecked };
 const char* verdict_name(Verdict v);  // "pass", "fail", "unknown", "not-checked"
 
 // The fixed check names, in report order.
-inline constexpr const char* kCheckNames[] = {"single-port", "route",  "congestion",
+inline constexpr const char* kCheckNames[] = {"single-port", "route",         "congestion",
                                               "nodup",       "postcondition", "final-buffers",
-                                              "steps",       "cost",   "deadlock"};
+                                              "steps",       "cost",          "deadlock"};
 
 struct LinkLoad {
   NodeId from, to;

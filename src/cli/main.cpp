@@ -35,13 +35,15 @@ int main(int argc, char** argv) {
   topo->footer("Examples:\n  collv topology star:5\n  collv topology mesh:4x4 --dot -o mesh.dot");
 
   ListOptions list_opts;
-  auto* list = app.add_subcommand("list", "List the models with their collective, topology and source");
+  auto* list =
+      app.add_subcommand("list", "List the models with their collective, topology and source");
   list->add_option("--models", list_opts.models_dir, "models directory (default: ./models)");
 
   RunCommandOptions run_opts;
   std::string domain = "exact", max_mem = "8192";
   auto* run = app.add_subcommand("run", "Run one model on one topology and print its schedule");
-  run->add_option("model", run_opts.model, "a .coll file, or a model name from `collv list`")->required();
+  run->add_option("model", run_opts.model, "a .coll file, or a model name from `collv list`")
+      ->required();
   run->add_option("-t,--topology", run_opts.topology,
                   "topology spec (default: a small member of the model's first family)");
   run->add_option("-s,--source", run_opts.run.root, "root of a rooted collective (default 0)");
@@ -49,8 +51,10 @@ int main(int argc, char** argv) {
   run->add_option("-d,--domain", domain, "exact | ordered | fingerprint")
       ->check(CLI::IsMember({"exact", "ordered", "fingerprint"}));
   run->add_option("--seed", run_opts.run.seed, "seed of the fingerprint domain");
-  run->add_option("--json", run_opts.json_file, "write the Trace as JSON to this file (- = stdout)");
-  run->add_flag("--schedule", run_opts.schedule, "print every transfer and buffer, even for large runs");
+  run->add_option("--json", run_opts.json_file,
+                  "write the Trace as JSON to this file (- = stdout)");
+  run->add_flag("--schedule", run_opts.schedule,
+                "print every transfer and buffer, even for large runs");
   run->add_flag("--quiet", run_opts.quiet, "print nothing but errors");
   run->add_option("--max-steps", run_opts.run.max_steps, "step limit (default 100000)");
   run->add_option("--max-ops", run_opts.run.max_ops_per_node,
@@ -73,7 +77,8 @@ int main(int argc, char** argv) {
   ver->add_option("--sizes", sizes,
                   "A..B: processors for ring/line/complete/tree/mesh/torus, d for hypercube and "
                   "de Bruijn, n for star (default: p <= 64, star n <= 6)");
-  ver->add_option("-s,--source", ver_opts.source, "root of rooted collectives: all (default) or a node id");
+  ver->add_option("-s,--source", ver_opts.source,
+                  "root of rooted collectives: all (default) or a node id");
   ver->add_option("-d,--domain", ver_opts.domain,
                   "exact | ordered | fingerprint | all (default: exact and ordered)");
   ver->add_option("--engine", ver_opts.engine, "exec (default) | smt | both")

@@ -12,9 +12,12 @@ namespace collv {
 
 const char* domain_name(DomainKind k) {
   switch (k) {
-    case DomainKind::Exact: return "exact";
-    case DomainKind::Ordered: return "ordered";
-    case DomainKind::Fingerprint: return "fingerprint";
+    case DomainKind::Exact:
+      return "exact";
+    case DomainKind::Ordered:
+      return "ordered";
+    case DomainKind::Fingerprint:
+      return "fingerprint";
   }
   return "?";
 }
@@ -181,9 +184,7 @@ class FingerprintDomain : public Domain {
     return w == 0 ? 1 : w;
   }
   Item combine(Item a, Item b) override { return a + b; }
-  std::string describe(Item a) const override {
-    return a == 0 ? "0" : fmt::format("#{:016x}", a);
-  }
+  std::string describe(Item a) const override { return a == 0 ? "0" : fmt::format("#{:016x}", a); }
   bool inspectable() const override { return false; }
   std::vector<std::uint32_t> terms(Item) const override { return {}; }
   std::uint64_t weight(Item) const override { return 0; }

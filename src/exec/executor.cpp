@@ -42,9 +42,15 @@ void compile_stmt(const Stmt& s, Program& prog) {
     return static_cast<std::uint32_t>(prog.code.size() - 1);
   };
   switch (s.kind) {
-    case StmtKind::Assign: emit({IOp::Assign, &s}); break;
-    case StmtKind::Send: emit({IOp::Send, &s}); break;
-    case StmtKind::Receive: emit({IOp::Recv, &s}); break;
+    case StmtKind::Assign:
+      emit({IOp::Assign, &s});
+      break;
+    case StmtKind::Send:
+      emit({IOp::Send, &s});
+      break;
+    case StmtKind::Receive:
+      emit({IOp::Recv, &s});
+      break;
     case StmtKind::If: {
       auto jf = emit({IOp::JumpIfFalse, &s, s.cond.get()});
       compile_block(s.body, prog);
@@ -260,20 +266,27 @@ class Machine {
         if (n == "my_id") return v;
         if (n == "m") return 1;
         break;
-      case 'p': return p_;
+      case 'p':
+        return p_;
       case 'd':
         if (n == "d") return d_;
         return dir(Direction::Down);
-      case 'n': return n_;
+      case 'n':
+        return n_;
       case 'r':
         if (n == "rows") return rows_;
         if (n == "root") return opts_.root;
         return dir(Direction::Right);
-      case 'c': return cols_;
-      case 's': return opts_.root;
-      case 'q': return opts_.shift;
-      case 'l': return dir(Direction::Left);
-      case 'u': return dir(Direction::Up);
+      case 'c':
+        return cols_;
+      case 's':
+        return opts_.root;
+      case 'q':
+        return opts_.shift;
+      case 'l':
+        return dir(Direction::Left);
+      case 'u':
+        return dir(Direction::Up);
     }
     rt_error(e, v, "unknown name '" + n + "'");
   }
@@ -288,7 +301,8 @@ class Machine {
           const auto& col = ints_[e.slot];
           const auto& init = int_init_[e.slot];
           for (std::size_t i = 0; i < cnt; ++i) {
-            if (!init[nodes[i]]) rt_error(e, nodes[i], "'" + e.name + "' is read before it is assigned");
+            if (!init[nodes[i]])
+              rt_error(e, nodes[i], "'" + e.name + "' is read before it is assigned");
             out[i] = col[nodes[i]];
           }
         } else {
@@ -298,9 +312,12 @@ class Machine {
       case ExprKind::Unary: {
         eval_int(*e.args[0], nodes, cnt, out, depth + 1);
         for (std::size_t i = 0; i < cnt; ++i) {
-          if (e.op == Op::Neg) out[i] = -out[i];
-          else if (e.op == Op::BitNot) out[i] = ~out[i];
-          else out[i] = out[i] == 0;
+          if (e.op == Op::Neg)
+            out[i] = -out[i];
+          else if (e.op == Op::BitNot)
+            out[i] = ~out[i];
+          else
+            out[i] = out[i] == 0;
         }
         return;
       }
@@ -339,18 +356,41 @@ class Machine {
               if (of) rt_error(e, nodes[i], fmt::format("{}^{} overflows", x, y));
               break;
             }
-            case Op::BitXor: r = x ^ y; break;
-            case Op::BitAnd: r = x & y; break;
-            case Op::BitOr: r = x | y; break;
-            case Op::Eq: r = x == y; break;
-            case Op::Ne: r = x != y; break;
-            case Op::Lt: r = x < y; break;
-            case Op::Le: r = x <= y; break;
-            case Op::Gt: r = x > y; break;
-            case Op::Ge: r = x >= y; break;
-            case Op::And: r = (x != 0) && (y != 0); break;
-            case Op::Or: r = (x != 0) || (y != 0); break;
-            default: rt_error(e, nodes[i], "operator not defined on numbers");
+            case Op::BitXor:
+              r = x ^ y;
+              break;
+            case Op::BitAnd:
+              r = x & y;
+              break;
+            case Op::BitOr:
+              r = x | y;
+              break;
+            case Op::Eq:
+              r = x == y;
+              break;
+            case Op::Ne:
+              r = x != y;
+              break;
+            case Op::Lt:
+              r = x < y;
+              break;
+            case Op::Le:
+              r = x <= y;
+              break;
+            case Op::Gt:
+              r = x > y;
+              break;
+            case Op::Ge:
+              r = x >= y;
+              break;
+            case Op::And:
+              r = (x != 0) && (y != 0);
+              break;
+            case Op::Or:
+              r = (x != 0) || (y != 0);
+              break;
+            default:
+              rt_error(e, nodes[i], "operator not defined on numbers");
           }
           out[i] = r;
         }
@@ -392,7 +432,8 @@ class Machine {
         }
         return;
       }
-      default: rt_error(e, nodes[0], "a buffer where a number is needed");
+      default:
+        rt_error(e, nodes[0], "a buffer where a number is needed");
     }
   }
 
@@ -430,9 +471,10 @@ class Machine {
             for (Item it : y) x.push_back(it);
           } else {
             if (x.size() != y.size())
-              rt_error(e, nodes[i],
-                       fmt::format("'+' combines buffers item by item, but they hold {} and {} items",
-                                   x.size(), y.size()));
+              rt_error(
+                  e, nodes[i],
+                  fmt::format("'+' combines buffers item by item, but they hold {} and {} items",
+                              x.size(), y.size()));
             for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(x[k], y[k]);
           }
         }
@@ -460,14 +502,16 @@ class Machine {
           if (a < 0 || b < a || b >= static_cast<std::int64_t>(src.size()))
             rt_error(e, nodes[i],
                      e.kind == ExprKind::Index
-                         ? fmt::format("index {} is out of range for a buffer of {} items", a, src.size())
+                         ? fmt::format("index {} is out of range for a buffer of {} items", a,
+                                       src.size())
                          : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items",
                                        a, b, src.size()));
           out[i].assign(src.data() + a, static_cast<std::uint32_t>(b - a + 1));
         }
         return;
       }
-      default: rt_error(e, nodes[0], "a number where a buffer is needed");
+      default:
+        rt_error(e, nodes[0], "a number where a buffer is needed");
     }
   }
 
@@ -497,8 +541,10 @@ class Machine {
         rt_error(target, nodes[i],
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
       Buffer& dst = col[nodes[i]];
-      if (static_cast<std::int64_t>(dst.size()) <= b) dst.resize(static_cast<std::uint32_t>(b + 1), 0);
-      for (std::int64_t k = a; k <= b; ++k) dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
+      if (static_cast<std::int64_t>(dst.size()) <= b)
+        dst.resize(static_cast<std::uint32_t>(b + 1), 0);
+      for (std::int64_t k = a; k <= b; ++k)
+        dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
     }
   }
 
@@ -549,7 +595,9 @@ class Machine {
         for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
         return;
       }
-      case IOp::Jump: advance_all(in.target); return;
+      case IOp::Jump:
+        advance_all(in.target);
+        return;
       case IOp::ForInit: {
         auto& a = iscratch(0);
         eval_int(*s.value, nodes, cnt, a.data(), 1);
@@ -602,9 +650,10 @@ class Machine {
               tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
             throw LimitError("the run records more than 2^32 transfers or items; it is too large");
           auto tid = static_cast<std::uint32_t>(tr_.transfers.size());
-          tr_.transfers.push_back(Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
-                                           static_cast<std::uint16_t>(val[i].size()),
-                                           static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
+          tr_.transfers.push_back(
+              Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
+                       static_cast<std::uint16_t>(val[i].size()),
+                       static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
           tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
           inbox_[dst].push_back(tid);
           if (waiting_on_[dst] == v) {
@@ -689,17 +738,21 @@ class Machine {
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
 // header's `elements` (1 by default).
-std::uint32_t elems_per_node(const Model& m, std::uint32_t p, const std::map<std::string, double>& env) {
+std::uint32_t elems_per_node(const Model& m, std::uint32_t p,
+                             const std::map<std::string, double>& env) {
   Collective c = m.header.collective;
-  if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall) return p;
+  if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
+    return p;
   if (!m.header.elements) return 1;
   auto e = eval_header_expr(*m.header.elements, env);
   if (!e || *e < 1 || *e > 65535 || *e != std::floor(*e))
-    throw ModelError(m.header.elements->loc, "'elements' must be a whole number from 1 to 65535 here");
+    throw ModelError(m.header.elements->loc,
+                     "'elements' must be a whole number from 1 to 65535 here");
   return static_cast<std::uint32_t>(*e);
 }
 
-std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root) {
+std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p,
+                                    std::uint32_t root) {
   std::vector<Buffer> in(p);
   std::uint32_t e = dom.elems();
   for (NodeId v = 0; v < p; ++v) {
@@ -745,8 +798,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   check_names_on(m, t);
   auto p = static_cast<std::uint32_t>(t.num_processors());
   if (collective_is_rooted(m.header.collective) && opts.root >= p)
-    throw UsageError(fmt::format("--source {} is not a processor of {} (0 .. {})", opts.root,
-                                 t.spec(), p - 1));
+    throw UsageError(
+        fmt::format("--source {} is not a processor of {} (0 .. {})", opts.root, t.spec(), p - 1));
   auto env = header_env(t, opts);
   if (m.header.requires_) {
     auto ok = eval_header_expr(*m.header.requires_, env);

@@ -20,9 +20,9 @@ namespace collv {
 
 struct RunOptions {
   DomainKind domain = DomainKind::Exact;
-  std::uint32_t root = 0;        // source/root of rooted collectives
-  std::int64_t shift = 1;        // q of a circular shift
-  std::uint64_t seed = 1;        // fingerprint weights
+  std::uint32_t root = 0;  // source/root of rooted collectives
+  std::int64_t shift = 1;  // q of a circular shift
+  std::uint64_t seed = 1;  // fingerprint weights
   std::uint32_t max_steps = 100000;
   std::uint64_t max_ops_per_node = 1000000;
   std::uint64_t max_memory = 8ULL << 30;  // bytes; estimated up front and watched while running

@@ -71,7 +71,8 @@ void Trace::compute_stats() {
         add_hop(t.src, t.dst, t.payload_len);
       } else {
         hops = topology.route(t.src, t.dst);
-        for (std::size_t h = 0; h + 1 < hops.size(); ++h) add_hop(hops[h], hops[h + 1], t.payload_len);
+        for (std::size_t h = 0; h + 1 < hops.size(); ++h)
+          add_hop(hops[h], hops[h + 1], t.payload_len);
       }
     }
     if (!spill.empty()) {

@@ -35,7 +35,7 @@ struct Transfer {
 // Why the run stopped early, if it did.
 struct RunFailure {
   enum class Kind { None, Deadlock, StepLimit, OpLimit, RuntimeError } kind = Kind::None;
-  std::string message;               // one line, with file:line:col where there is one
+  std::string message;                // one line, with file:line:col where there is one
   std::vector<NodeId> waiting_cycle;  // Deadlock: a -> b means a waits for b; closed if a cycle
   bool cycle_closed = false;          // false: the chain ends at a node that finished
   std::vector<NodeId> waiting;        // Deadlock: every node left waiting
@@ -54,12 +54,12 @@ struct Trace {
   bool nodup_claimed = true;  // the model's header claims NODUP
   Topology topology = Topology::parse("line:1");
   std::shared_ptr<Domain> domain;
-  std::uint32_t root = 0;   // source of rooted collectives
-  std::int64_t shift = 1;   // q of a shift
+  std::uint32_t root = 0;  // source of rooted collectives
+  std::int64_t shift = 1;  // q of a shift
 
   std::vector<Transfer> transfers;  // in the order they were issued
   std::vector<Item> payload;
-  std::vector<Buffer> final_output;  // per processor: the `output` variable at the end
+  std::vector<Buffer> final_output;   // per processor: the `output` variable at the end
   std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start
   RunFailure failure;
 

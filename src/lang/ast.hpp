@@ -45,10 +45,27 @@ enum class ExprKind {
 };
 
 enum class Op {
-  Add, Sub, Mul, Div, IntDiv, Mod, Pow,
-  BitXor, BitAnd, BitOr, BitNot,
-  Eq, Ne, Lt, Le, Gt, Ge,
-  And, Or, Not, Neg,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  IntDiv,
+  Mod,
+  Pow,
+  BitXor,
+  BitAnd,
+  BitOr,
+  BitNot,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Not,
+  Neg,
   Union
 };
 const char* op_spelling(Op op);

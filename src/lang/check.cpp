@@ -11,8 +11,8 @@ namespace collv {
 namespace {
 
 const std::set<std::string>& env_names() {
-  static const std::set<std::string> s = {"my_id", "p",  "d", "n",     "rows", "cols", "source",
-                                          "root",  "q",  "m", "left",  "right", "up",  "down"};
+  static const std::set<std::string> s = {"my_id", "p", "d", "n",    "rows",  "cols", "source",
+                                          "root",  "q", "m", "left", "right", "up",   "down"};
   return s;
 }
 // The book's pseudo-code computes its own neighbours (`left := (my_id - 1) mod p`): these
@@ -95,28 +95,30 @@ class Checker {
   }
   bool is_data(const Expr& e) const {
     switch (e.kind) {
-      case ExprKind::Name: return data_.count(e.name) > 0;
+      case ExprKind::Name:
+        return data_.count(e.name) > 0;
       case ExprKind::EmptyBuf:
       case ExprKind::Index:
-      case ExprKind::Slice: return true;
+      case ExprKind::Slice:
+        return true;
       case ExprKind::Binary:
         if (e.op == Op::Union) return true;
         if (e.op == Op::Add) return is_data(*e.args[0]) || is_data(*e.args[1]);
         return false;
-      default: return false;
+      default:
+        return false;
     }
   }
-  static bool is_zero_literal(const Expr& e) {
-    return e.kind == ExprKind::Number && e.value == 0;
-  }
+  static bool is_zero_literal(const Expr& e) { return e.kind == ExprKind::Number && e.value == 0; }
 
   // Type-checks e and records types and slots. want: the type the context needs.
   void expr(Expr& e, Type want) {
     switch (e.kind) {
       case ExprKind::Number:
         if (want == Type::Data && e.value != 0)
-          throw ModelError(e.loc, "a number where a buffer is needed (only 0, the identity, can "
-                                  "stand for a buffer)");
+          throw ModelError(e.loc,
+                           "a number where a buffer is needed (only 0, the identity, can "
+                           "stand for a buffer)");
         e.type = want == Type::Data ? Type::Data : Type::Int;
         return;
       case ExprKind::EmptyBuf:
@@ -137,23 +139,26 @@ class Checker {
                                       "built-in name)");
         }
         if (e.type != want)
-          throw ModelError(e.loc, "'" + e.name + "' is " + (e.type == Type::Data ? "a buffer" : "a number") +
-                                      " but " + (want == Type::Data ? "a buffer" : "a number") +
+          throw ModelError(e.loc, "'" + e.name + "' is " +
+                                      (e.type == Type::Data ? "a buffer" : "a number") + " but " +
+                                      (want == Type::Data ? "a buffer" : "a number") +
                                       " is needed here");
         return;
       }
       case ExprKind::Index:
       case ExprKind::Slice:
         if (want != Type::Data)
-          throw ModelError(e.loc, "indexing gives a buffer, but a number is needed here (use "
-                                  "len(...) for the length)");
+          throw ModelError(e.loc,
+                           "indexing gives a buffer, but a number is needed here (use "
+                           "len(...) for the length)");
         expr(*e.args[0], Type::Data);
         for (std::size_t i = 1; i < e.args.size(); ++i) expr(*e.args[i], Type::Int);
         e.type = Type::Data;
         return;
       case ExprKind::Unary:
         if (want == Type::Data)
-          throw ModelError(e.loc, std::string("'") + op_spelling(e.op) + "' gives a number, but a buffer is needed here");
+          throw ModelError(e.loc, std::string("'") + op_spelling(e.op) +
+                                      "' gives a number, but a buffer is needed here");
         expr(*e.args[0], Type::Int);
         e.type = Type::Int;
         return;
@@ -167,7 +172,8 @@ class Checker {
           e.type = Type::Data;
           return;
         }
-        if (e.op == Op::Union) throw ModelError(e.loc, "'∪' gives a buffer, but a number is needed here");
+        if (e.op == Op::Union)
+          throw ModelError(e.loc, "'∪' gives a buffer, but a number is needed here");
         for (auto& a : e.args) expr(*a, Type::Int);
         e.type = Type::Int;
         return;
@@ -210,7 +216,9 @@ class Checker {
         expr(*s.peer, Type::Int);
         break;
       case StmtKind::If:
-      case StmtKind::While: expr(*s.cond, Type::Int); break;
+      case StmtKind::While:
+        expr(*s.cond, Type::Int);
+        break;
       case StmtKind::For:
         s.var_slot = slots_.at(s.var);
         if (m_.var_types[s.var_slot] != Type::Int)
@@ -254,7 +262,8 @@ void names_in(const Expr& e, const std::function<void(const Expr&)>& f) {
 }
 void stmt_exprs(const std::vector<StmtPtr>& v, const std::function<void(const Expr&)>& f) {
   for (const auto& s : v) {
-    for (const Expr* e : {s->target.get(), s->value.get(), s->peer.get(), s->cond.get(), s->limit.get()})
+    for (const Expr* e :
+         {s->target.get(), s->value.get(), s->peer.get(), s->cond.get(), s->limit.get()})
       if (e) names_in(*e, f);
     stmt_exprs(s->body, f);
     stmt_exprs(s->else_body, f);
@@ -270,8 +279,8 @@ void check_names_on(const Model& m, const Topology& t) {
     const std::string& n = e.name;
     std::string why;
     if (n == "d" && !env.count("d"))
-      why = "'d' (log2 p) needs p to be a power of two, and " + t.spec() + " has p = " +
-            std::to_string(t.num_processors());
+      why = "'d' (log2 p) needs p to be a power of two, and " + t.spec() +
+            " has p = " + std::to_string(t.num_processors());
     else if (n == "n" && !env.count("n"))
       why = "'n' is defined only on star graphs";
     else if ((n == "rows" || n == "cols") && !env.count(n))
@@ -288,7 +297,8 @@ void check_names_on(const Model& m, const Topology& t) {
 std::optional<double> eval_header_expr(const Expr& e, const std::map<std::string, double>& env) {
   auto arg = [&](std::size_t i) { return eval_header_expr(*e.args[i], env); };
   switch (e.kind) {
-    case ExprKind::Number: return static_cast<double>(e.value);
+    case ExprKind::Number:
+      return static_cast<double>(e.value);
     case ExprKind::Name: {
       auto it = env.find(e.name);
       if (it == env.end()) return std::nullopt;
@@ -306,25 +316,44 @@ std::optional<double> eval_header_expr(const Expr& e, const std::map<std::string
       if (!a || !b) return std::nullopt;
       double x = *a, y = *b;
       switch (e.op) {
-        case Op::Add: return x + y;
-        case Op::Sub: return x - y;
-        case Op::Mul: return x * y;
-        case Op::Div: return y == 0 ? std::optional<double>() : x / y;
-        case Op::IntDiv: return y == 0 ? std::optional<double>() : std::floor(x / y);
-        case Op::Mod: return y == 0 ? std::optional<double>() : x - y * std::floor(x / y);
-        case Op::Pow: return std::pow(x, y);
-        case Op::Eq: return x == y ? 1.0 : 0.0;
-        case Op::Ne: return x != y ? 1.0 : 0.0;
-        case Op::Lt: return x < y ? 1.0 : 0.0;
-        case Op::Le: return x <= y ? 1.0 : 0.0;
-        case Op::Gt: return x > y ? 1.0 : 0.0;
-        case Op::Ge: return x >= y ? 1.0 : 0.0;
-        case Op::And: return (x != 0 && y != 0) ? 1.0 : 0.0;
-        case Op::Or: return (x != 0 || y != 0) ? 1.0 : 0.0;
-        case Op::BitXor: return static_cast<double>(static_cast<std::int64_t>(x) ^ static_cast<std::int64_t>(y));
-        case Op::BitAnd: return static_cast<double>(static_cast<std::int64_t>(x) & static_cast<std::int64_t>(y));
-        case Op::BitOr: return static_cast<double>(static_cast<std::int64_t>(x) | static_cast<std::int64_t>(y));
-        default: return std::nullopt;
+        case Op::Add:
+          return x + y;
+        case Op::Sub:
+          return x - y;
+        case Op::Mul:
+          return x * y;
+        case Op::Div:
+          return y == 0 ? std::optional<double>() : x / y;
+        case Op::IntDiv:
+          return y == 0 ? std::optional<double>() : std::floor(x / y);
+        case Op::Mod:
+          return y == 0 ? std::optional<double>() : x - y * std::floor(x / y);
+        case Op::Pow:
+          return std::pow(x, y);
+        case Op::Eq:
+          return x == y ? 1.0 : 0.0;
+        case Op::Ne:
+          return x != y ? 1.0 : 0.0;
+        case Op::Lt:
+          return x < y ? 1.0 : 0.0;
+        case Op::Le:
+          return x <= y ? 1.0 : 0.0;
+        case Op::Gt:
+          return x > y ? 1.0 : 0.0;
+        case Op::Ge:
+          return x >= y ? 1.0 : 0.0;
+        case Op::And:
+          return (x != 0 && y != 0) ? 1.0 : 0.0;
+        case Op::Or:
+          return (x != 0 || y != 0) ? 1.0 : 0.0;
+        case Op::BitXor:
+          return static_cast<double>(static_cast<std::int64_t>(x) ^ static_cast<std::int64_t>(y));
+        case Op::BitAnd:
+          return static_cast<double>(static_cast<std::int64_t>(x) & static_cast<std::int64_t>(y));
+        case Op::BitOr:
+          return static_cast<double>(static_cast<std::int64_t>(x) | static_cast<std::int64_t>(y));
+        default:
+          return std::nullopt;
       }
     }
     case ExprKind::Call: {
@@ -340,7 +369,8 @@ std::optional<double> eval_header_expr(const Expr& e, const std::map<std::string
       if (e.name == "max" && v.size() == 2) return std::max(v[0], v[1]);
       return std::nullopt;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -13,16 +13,26 @@ namespace collv {
 
 const char* collective_name(Collective c) {
   switch (c) {
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-    case Collective::Allgather: return "allgather";
-    case Collective::ReduceScatter: return "reduce-scatter";
-    case Collective::Allreduce: return "allreduce";
-    case Collective::Scan: return "scan";
-    case Collective::Scatter: return "scatter";
-    case Collective::Gather: return "gather";
-    case Collective::Alltoall: return "alltoall";
-    case Collective::Shift: return "shift";
+    case Collective::Broadcast:
+      return "broadcast";
+    case Collective::Reduce:
+      return "reduce";
+    case Collective::Allgather:
+      return "allgather";
+    case Collective::ReduceScatter:
+      return "reduce-scatter";
+    case Collective::Allreduce:
+      return "allreduce";
+    case Collective::Scan:
+      return "scan";
+    case Collective::Scatter:
+      return "scatter";
+    case Collective::Gather:
+      return "gather";
+    case Collective::Alltoall:
+      return "alltoall";
+    case Collective::Shift:
+      return "shift";
   }
   return "?";
 }
@@ -42,28 +52,50 @@ bool collective_is_rooted(Collective c) {
 
 const char* op_spelling(Op op) {
   switch (op) {
-    case Op::Add: return "+";
-    case Op::Sub: return "-";
-    case Op::Mul: return "*";
-    case Op::Div: return "/";
-    case Op::IntDiv: return "div";
-    case Op::Mod: return "mod";
-    case Op::Pow: return "^";
-    case Op::BitXor: return "XOR";
-    case Op::BitAnd: return "AND";
-    case Op::BitOr: return "OR";
-    case Op::BitNot: return "NOT";
-    case Op::Eq: return "=";
-    case Op::Ne: return "<>";
-    case Op::Lt: return "<";
-    case Op::Le: return "<=";
-    case Op::Gt: return ">";
-    case Op::Ge: return ">=";
-    case Op::And: return "and";
-    case Op::Or: return "or";
-    case Op::Not: return "not";
-    case Op::Neg: return "-";
-    case Op::Union: return "∪";
+    case Op::Add:
+      return "+";
+    case Op::Sub:
+      return "-";
+    case Op::Mul:
+      return "*";
+    case Op::Div:
+      return "/";
+    case Op::IntDiv:
+      return "div";
+    case Op::Mod:
+      return "mod";
+    case Op::Pow:
+      return "^";
+    case Op::BitXor:
+      return "XOR";
+    case Op::BitAnd:
+      return "AND";
+    case Op::BitOr:
+      return "OR";
+    case Op::BitNot:
+      return "NOT";
+    case Op::Eq:
+      return "=";
+    case Op::Ne:
+      return "<>";
+    case Op::Lt:
+      return "<";
+    case Op::Le:
+      return "<=";
+    case Op::Gt:
+      return ">";
+    case Op::Ge:
+      return ">=";
+    case Op::And:
+      return "and";
+    case Op::Or:
+      return "or";
+    case Op::Not:
+      return "not";
+    case Op::Neg:
+      return "-";
+    case Op::Union:
+      return "∪";
   }
   return "?";
 }
@@ -99,7 +131,8 @@ class Lexer {
       unsigned char c = s_[i_];
       if (std::isalpha(c) || c == '_') {
         t.kind = Tok::Ident;
-        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+        while (i_ < s_.size() &&
+               (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
           t.text += advance();
       } else if (std::isdigit(c)) {
         t.kind = Tok::Number;
@@ -160,12 +193,12 @@ class Lexer {
   }
   std::string punct(const Token& t) {
     static const std::pair<const char*, const char*> multi[] = {
-        {":=", ":="}, {"..", ".."}, {"<>", "<>"}, {"!=", "<>"}, {"<=", "<="}, {">=", ">="},
-        {"\xE2\x89\xA0", "<>"},  // ≠
-        {"\xE2\x89\xA4", "<="},  // ≤
-        {"\xE2\x89\xA5", ">="},  // ≥
-        {"\xE2\x88\xAA", "∪"},   // ∪
-        {"\xE2\x88\x92", "-"},   // − (minus sign)
+        {":=", ":="},           {"..", ".."}, {"<>", "<>"},           {"!=", "<>"},
+        {"<=", "<="},           {">=", ">="}, {"\xE2\x89\xA0", "<>"},  // ≠
+        {"\xE2\x89\xA4", "<="},                                        // ≤
+        {"\xE2\x89\xA5", ">="},                                        // ≥
+        {"\xE2\x88\xAA", "∪"},                                         // ∪
+        {"\xE2\x88\x92", "-"},                                         // − (minus sign)
     };
     for (auto& [lit, norm] : multi) {
       if (starts(lit)) {
@@ -195,8 +228,8 @@ class Lexer {
 
 const std::unordered_map<std::string, bool>& block_enders() {
   static const std::unordered_map<std::string, bool> m = {
-      {"endif", true}, {"else", true},     {"endelse", true}, {"endfor", true},
-      {"endwhile", true}, {"end", true}, {"procedure", true}};
+      {"endif", true},    {"else", true}, {"endelse", true},  {"endfor", true},
+      {"endwhile", true}, {"end", true},  {"procedure", true}};
   return m;
 }
 
@@ -245,10 +278,14 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case Tok::End: return "end of file";
-      case Tok::String: return "string \"" + t.text + "\"";
-      case Tok::Number: return "number " + t.text;
-      default: return "'" + t.text + "'";
+      case Tok::End:
+        return "end of file";
+      case Tok::String:
+        return "string \"" + t.text + "\"";
+      case Tok::Number:
+        return "number " + t.text;
+      default:
+        return "'" + t.text + "'";
     }
   }
   bool is_punct(const char* p, int k = 0) const {
@@ -278,11 +315,13 @@ class Parser {
     if (!accept_word(w)) error(peek(), "expected " + what + ", found " + describe(peek()));
   }
   std::string ident(const std::string& what) {
-    if (peek().kind != Tok::Ident) error(peek(), "expected " + what + ", found " + describe(peek()));
+    if (peek().kind != Tok::Ident)
+      error(peek(), "expected " + what + ", found " + describe(peek()));
     return next().text;
   }
   std::string string_lit(const std::string& what) {
-    if (peek().kind != Tok::String) error(peek(), "expected " + what + ", found " + describe(peek()));
+    if (peek().kind != Tok::String)
+      error(peek(), "expected " + what + ", found " + describe(peek()));
     return next().text;
   }
 
@@ -318,8 +357,8 @@ class Parser {
         do {
           const Token& v = peek();
           std::string f = ident("a topology family after 'topology'");
-          static const char* fams[] = {"ring", "line",     "mesh",     "torus",   "hypercube",
-                                       "tree", "star",     "complete", "debruijn"};
+          static const char* fams[] = {"ring", "line", "mesh",     "torus",   "hypercube",
+                                       "tree", "star", "complete", "debruijn"};
           bool ok = false;
           for (auto* x : fams) ok = ok || f == x;
           if (!ok)
@@ -359,10 +398,9 @@ class Parser {
       } else if (k == "cost") {
         h.cost = expr();
       } else {
-        error(key,
-              "unknown header key '" + k +
-                  "' (expected source, collective, topology, operator, nodup, input, output, "
-                  "elements, requires, steps, cost, note or procedure)");
+        error(key, "unknown header key '" + k +
+                       "' (expected source, collective, topology, operator, nodup, input, output, "
+                       "elements, requires, steps, cost, note or procedure)");
       }
       accept(";");
     }
@@ -418,8 +456,7 @@ class Parser {
     s->loc = loc(t);
     s->target = lvalue();
     if (!is_punct(":=")) {
-      if (is_punct("="))
-        error(peek(), "expected ':=' in an assignment ('=' compares), found '='");
+      if (is_punct("=")) error(peek(), "expected ':=' in an assignment ('=' compares), found '='");
       error(peek(), "expected ':=' after '" + t.text + "' (or a statement keyword), found " +
                         describe(peek()));
     }
@@ -708,9 +745,9 @@ class Parser {
       return e;
     }
     if (t.kind == Tok::Ident) {
-      static const char* reserved[] = {"then", "do", "to", "downto", "endif", "endfor",
-                                       "endwhile", "else", "endelse", "end", "begin",
-                                       "procedure", "along", "from"};
+      static const char* reserved[] = {"then",   "do",        "to",    "downto",  "endif",
+                                       "endfor", "endwhile",  "else",  "endelse", "end",
+                                       "begin",  "procedure", "along", "from"};
       for (auto* r : reserved)
         if (t.text == r) error(t, "expected an expression, found '" + t.text + "'");
       e->name = next().text;

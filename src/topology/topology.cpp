@@ -95,16 +95,26 @@ constexpr std::uint64_t kBfsBudget = std::uint64_t{1} << 30;
 
 std::size_t closed_form_diameter(const Impl& t) {
   switch (t.fam) {
-    case Family::Ring: return t.a / 2;
-    case Family::Line: return t.a - 1;
-    case Family::Mesh: return (t.a - 1) + (t.b - 1);
-    case Family::Torus: return t.a / 2 + t.b / 2;
-    case Family::Hypercube: return t.a;
-    case Family::Tree: return 2 * static_cast<std::size_t>(std::countr_zero(t.a));
-    case Family::Star: return 3 * (t.a - 1) / 2;
-    case Family::Complete: return t.a > 1 ? 1 : 0;
-    case Family::DeBruijn: return t.a;
-    case Family::Product: return t.left->diameter() + t.right->diameter();
+    case Family::Ring:
+      return t.a / 2;
+    case Family::Line:
+      return t.a - 1;
+    case Family::Mesh:
+      return (t.a - 1) + (t.b - 1);
+    case Family::Torus:
+      return t.a / 2 + t.b / 2;
+    case Family::Hypercube:
+      return t.a;
+    case Family::Tree:
+      return 2 * static_cast<std::size_t>(std::countr_zero(t.a));
+    case Family::Star:
+      return 3 * (t.a - 1) / 2;
+    case Family::Complete:
+      return t.a > 1 ? 1 : 0;
+    case Family::DeBruijn:
+      return t.a;
+    case Family::Product:
+      return t.left->diameter() + t.right->diameter();
   }
   return 0;
 }
@@ -139,14 +149,17 @@ std::vector<NodeId> Impl::route(NodeId from, NodeId to) const {
   switch (fam) {
     case Family::Ring:
     case Family::Line:
-      walk_dim(from, to, a, fam == Family::Ring, [&](std::uint64_t i) { r.push_back(static_cast<NodeId>(i)); });
+      walk_dim(from, to, a, fam == Family::Ring,
+               [&](std::uint64_t i) { r.push_back(static_cast<NodeId>(i)); });
       break;
     case Family::Mesh:
     case Family::Torus: {
       bool cyc = fam == Family::Torus;
       std::uint64_t r0 = from / b, c0 = from % b, r1 = to / b, c1 = to % b;
-      walk_dim(c0, c1, b, cyc, [&](std::uint64_t c) { r.push_back(static_cast<NodeId>(r0 * b + c)); });
-      walk_dim(r0, r1, a, cyc, [&](std::uint64_t rr) { r.push_back(static_cast<NodeId>(rr * b + c1)); });
+      walk_dim(c0, c1, b, cyc,
+               [&](std::uint64_t c) { r.push_back(static_cast<NodeId>(r0 * b + c)); });
+      walk_dim(r0, r1, a, cyc,
+               [&](std::uint64_t rr) { r.push_back(static_cast<NodeId>(rr * b + c1)); });
       break;
     }
     case Family::Hypercube: {
@@ -377,10 +390,18 @@ std::optional<NodeId> Topology::direction(NodeId v, Direction dir) const {
     case Family::Torus: {
       std::uint64_t r = v / t.b, c = v % t.b;
       switch (dir) {
-        case Direction::Left: c = step(c, t.b, false); break;
-        case Direction::Right: c = step(c, t.b, true); break;
-        case Direction::Up: r = step(r, t.a, false); break;
-        case Direction::Down: r = step(r, t.a, true); break;
+        case Direction::Left:
+          c = step(c, t.b, false);
+          break;
+        case Direction::Right:
+          c = step(c, t.b, true);
+          break;
+        case Direction::Up:
+          r = step(r, t.a, false);
+          break;
+        case Direction::Down:
+          r = step(r, t.a, true);
+          break;
       }
       return static_cast<NodeId>(r * t.b + c);
     }
@@ -434,7 +455,8 @@ std::string Topology::to_dot() const {
   };
   for (NodeId v = 0; v < t.n_nodes; ++v) {
     bool sw = v >= t.n_proc;
-    out += fmt::format("  {} [label=\"{}\"{}{}];\n", v, t.label(v), sw ? ", shape=box" : "", pos(v));
+    out +=
+        fmt::format("  {} [label=\"{}\"{}{}];\n", v, t.label(v), sw ? ", shape=box" : "", pos(v));
   }
   for (NodeId v = 0; v < t.n_nodes; ++v) {
     for (const Link& l : t.links_of(v)) {

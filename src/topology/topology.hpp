@@ -31,7 +31,8 @@ class SpecError : public std::runtime_error {
 
 enum class NodeKind : std::uint8_t { Processor, Switch };
 
-// The grid directions of rings, linear arrays, meshes and tori, as the book's pseudo-code names them.
+// The grid directions of rings, linear arrays, meshes and tori, as the book's pseudo-code names
+// them.
 enum class Direction : std::uint8_t { Left, Right, Up, Down };
 
 // One end of an undirected link, seen from the node that owns the adjacency list.
@@ -82,8 +83,9 @@ class Topology {
   // ring: shorter way, tie goes +1; line: the only path; mesh/torus: along the row first, then the
   // column (torus: shorter way in each, tie +1); hypercube: E-cube (lowest differing bit first);
   // tree: up to the lowest common ancestor and down; complete: direct; debruijn: a shortest path
-  // (BFS, lowest-id neighbour first); star: {a, b} always -- a non-neighbour transfer is not routed,
-  // and route checking reports it. Products: route in the left factor, then in the right factor.
+  // (BFS, lowest-id neighbour first); star: {a, b} always -- a non-neighbour transfer is not
+  // routed, and route checking reports it. Products: route in the left factor, then in the right
+  // factor.
   std::vector<NodeId> route(NodeId a, NodeId b) const;
 
   // Printable label: star permutation "2134", hypercube binary "011", mesh "(r,c)" style is not

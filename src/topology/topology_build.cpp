@@ -81,8 +81,10 @@ void build_grid(Impl& t, std::uint64_t rows, std::uint64_t cols, bool cyclic) {
   CsrBuilder b(t, n, 4 * n);
   for (std::uint64_t r = 0; r < rows; ++r) {
     for (std::uint64_t c = 0; c < cols; ++c) {
-      dim_neighbors(c, cols, cyclic, [&](std::uint64_t c2, bool plus) { b.push(r * cols + c2, plus ? 1 : 0); });
-      dim_neighbors(r, rows, cyclic, [&](std::uint64_t r2, bool plus) { b.push(r2 * cols + c, plus ? 3 : 2); });
+      dim_neighbors(c, cols, cyclic,
+                    [&](std::uint64_t c2, bool plus) { b.push(r * cols + c2, plus ? 1 : 0); });
+      dim_neighbors(r, rows, cyclic,
+                    [&](std::uint64_t r2, bool plus) { b.push(r2 * cols + c, plus ? 3 : 2); });
       b.end_node();
     }
   }
@@ -194,7 +196,8 @@ std::shared_ptr<Impl> build_family(Family fam, std::uint64_t a, std::uint64_t bs
       t->params["d"] = static_cast<std::int64_t>(a);
       CsrBuilder b(*t, n, n * a);
       for (std::uint64_t v = 0; v < n; ++v) {
-        for (std::uint64_t i = 0; i < a; ++i) b.push(v ^ (std::uint64_t{1} << i), static_cast<int>(i));
+        for (std::uint64_t i = 0; i < a; ++i)
+          b.push(v ^ (std::uint64_t{1} << i), static_cast<int>(i));
         b.end_node();
       }
       b.finish();
@@ -272,9 +275,10 @@ std::shared_ptr<Impl> build_family(Family fam, std::uint64_t a, std::uint64_t bs
 std::shared_ptr<Impl> build_product(std::shared_ptr<const Impl> left,
                                     std::shared_ptr<const Impl> right) {
   if (left->n_proc != left->n_nodes || right->n_proc != right->n_nodes) {
-    throw SpecError(fmt::format("cannot build '{}*{}': products of networks with switch nodes are "
-                                "not supported",
-                                left->spec, right->spec));
+    throw SpecError(
+        fmt::format("cannot build '{}*{}': products of networks with switch nodes are "
+                    "not supported",
+                    left->spec, right->spec));
   }
   auto t = std::make_shared<Impl>();
   t->fam = Family::Product;

@@ -8,8 +8,8 @@ namespace collv {
 
 struct TopologyCommandOptions {
   std::string spec;
-  bool dot = false;        // write Graphviz DOT instead of the summary
-  std::string dot_file;    // with dot: write here instead of `out` ("" or "-" = out)
+  bool dot = false;      // write Graphviz DOT instead of the summary
+  std::string dot_file;  // with dot: write here instead of `out` ("" or "-" = out)
 };
 
 // Returns an exit code (see util/exit_codes.hpp). Bad specs print one line on `err` and return 2.

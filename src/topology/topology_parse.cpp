@@ -83,10 +83,14 @@ struct NameInfo {
   std::string_view example;
 };
 constexpr NameInfo kNames[] = {
-    {"ring", Family::Ring, "ring:8"},          {"line", Family::Line, "line:8"},
-    {"mesh", Family::Mesh, "mesh:4x4"},        {"torus", Family::Torus, "torus:4x4"},
-    {"hypercube", Family::Hypercube, "hypercube:3"}, {"tree", Family::Tree, "tree:8"},
-    {"star", Family::Star, "star:4"},          {"complete", Family::Complete, "complete:5"},
+    {"ring", Family::Ring, "ring:8"},
+    {"line", Family::Line, "line:8"},
+    {"mesh", Family::Mesh, "mesh:4x4"},
+    {"torus", Family::Torus, "torus:4x4"},
+    {"hypercube", Family::Hypercube, "hypercube:3"},
+    {"tree", Family::Tree, "tree:8"},
+    {"star", Family::Star, "star:4"},
+    {"complete", Family::Complete, "complete:5"},
     {"debruijn", Family::DeBruijn, "debruijn:3"},
 };
 
@@ -101,7 +105,8 @@ FactorSpec parse_factor(std::string_view text) {
     if (n.name == name) info = &n;
   }
   if (info == nullptr) {
-    if (name.empty()) fail(fmt::format("missing topology name in '{}' (known: {})", shown(text), kKnown));
+    if (name.empty())
+      fail(fmt::format("missing topology name in '{}' (known: {})", shown(text), kKnown));
     fail(fmt::format("unknown topology '{}' (known: {})", shown(name), kKnown));
   }
   if (colon == std::string_view::npos) {
@@ -124,8 +129,8 @@ FactorSpec parse_factor(std::string_view text) {
     check_fits(*r, arg, text);
     check_fits(*c, arg, text);
     if (*r < 1 || *c < 1) {
-      fail(fmt::format("{}:{}x{}: rows and columns must be at least 1", info->name,
-                       number_text(*r), number_text(*c)));
+      fail(fmt::format("{}:{}x{}: rows and columns must be at least 1", info->name, number_text(*r),
+                       number_text(*c)));
     }
     f.a = *r;
     f.b = *c;
@@ -182,7 +187,8 @@ FactorSpec parse_factor(std::string_view text) {
       f.entries = sat_mul(2, f.nodes - 1);
       break;
     case Family::Star: {
-      if (a < 1) fail(fmt::format("{}: n must be at least 1 (nodes are permutations of 1..n)", f.canon));
+      if (a < 1)
+        fail(fmt::format("{}: n must be at least 1 (nodes are permutations of 1..n)", f.canon));
       std::uint64_t fact = 1;
       for (std::uint64_t i = 2; i <= a && fact != kSat; ++i) fact = sat_mul(fact, i);
       f.nodes = fact;
@@ -202,17 +208,19 @@ void check_limits(const std::string& what, std::uint64_t nodes, std::uint64_t en
                      kMaxNodes));
   }
   if (entries > kMaxAdjacency) {
-    fail(fmt::format("{} has {} links; collv builds at most {} (adjacency entries, two per link, "
-                     "are capped at 2^27 to bound memory)",
-                     what, entries == kSat ? std::string("more than 2^63") : std::to_string(entries / 2),
-                     kMaxAdjacency / 2));
+    fail(fmt::format(
+        "{} has {} links; collv builds at most {} (adjacency entries, two per link, "
+        "are capped at 2^27 to bound memory)",
+        what, entries == kSat ? std::string("more than 2^63") : std::to_string(entries / 2),
+        kMaxAdjacency / 2));
   }
 }
 
 }  // namespace
 
 Topology Topology::parse(std::string_view spec) {
-  if (spec.empty()) fail("empty topology spec (expected e.g. ring:8, mesh:4x4, star:4, ring:4*line:3)");
+  if (spec.empty())
+    fail("empty topology spec (expected e.g. ring:8, mesh:4x4, star:4, ring:4*line:3)");
   std::vector<std::string_view> parts;
   std::size_t start = 0;
   while (true) {
@@ -244,9 +252,10 @@ Topology Topology::parse(std::string_view spec) {
   for (std::size_t i = 1; i < factors.size(); ++i) canon += "*" + factors[i].canon;
   for (const auto& f : factors) {
     if (f.fam == Family::Tree && f.a >= 2) {
-      fail(fmt::format("cannot build '{}': factor {} has switch nodes, and products of networks "
-                       "with switches are not supported",
-                       canon, f.canon));
+      fail(
+          fmt::format("cannot build '{}': factor {} has switch nodes, and products of networks "
+                      "with switches are not supported",
+                      canon, f.canon));
     }
   }
   std::uint64_t nodes = factors[0].nodes, entries = factors[0].entries;

@@ -11,9 +11,7 @@ struct SourceLoc {
   std::string file;
   int line = 0;
   int col = 0;
-  std::string str() const {
-    return file + ":" + std::to_string(line) + ":" + std::to_string(col);
-  }
+  std::string str() const { return file + ":" + std::to_string(line) + ":" + std::to_string(col); }
 };
 
 // A model that cannot be parsed or type-checked, or a topology name it may not use.
@@ -41,11 +39,11 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-#define COLLV_ASSERT(cond)                                                                     \
-  do {                                                                                         \
-    if (!(cond))                                                                               \
+#define COLLV_ASSERT(cond)                                                                       \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
       throw ::collv::InternalError(std::string("internal error: ") + #cond + " at " + __FILE__ + \
-                                   ":" + std::to_string(__LINE__));                            \
+                                   ":" + std::to_string(__LINE__));                              \
   } while (0)
 
 }  // namespace collv
