@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "render/render.hpp"
 #include "util/exit_codes.hpp"
 
 namespace collv {
@@ -149,6 +150,34 @@ std::string short_cost(double ts, double tw) {
   return f(ts) + "ts+" + f(tw) + "tw";
 }
 
+// One picture of the first violation of a failing run, named after the run.
+void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace& t,
+                       std::ostream& err) {
+  // A deadlock explains the failures that follow from it: draw it first.
+  const Counterexample* first = nullptr;
+  for (const auto& c : run.checks)
+    if (c.verdict == Verdict::Fail && !c.violations.empty() && (!first || c.name == "deadlock"))
+      first = &c.violations.front();
+  if (!first) return;
+  std::string name = run.model + "_" + run.topology;
+  if (run.source) name += fmt::format("_s{}", *run.source);
+  if (run.shift) name += fmt::format("_q{}", *run.shift);
+  name += "_" + run.domain + "_" + first->invariant;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '-';
+  try {
+    fs::create_directories(dir);
+    if (t.topology.num_nodes() > 1000) {
+      err << fmt::format("collv: note: no picture for {} ({} nodes is too many to draw)\n", name,
+                         t.topology.num_nodes());
+      return;
+    }
+    write_counterexample_picture(t, *first, (fs::path(dir) / (name + ".svg")).string());
+  } catch (const std::exception& e) {
+    err << "collv: warning: could not draw " << name << ": " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
 VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& err) {
@@ -232,6 +261,8 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
               run.checks = check_trace(t, CheckOptions{});
               if (o.engine != "exec") merge_engine(run.checks, smt(m, topo, ro, t), o.engine);
               run.status = run_status(run.checks, t, dom);
+              if (!o.cex_dir.empty() && (run.status == "fail"))
+                write_cex_picture(o.cex_dir, run, t, err);
             } catch (const ModelError& e) {
               run.status = "error";
               run.error = e.what();

@@ -498,9 +498,26 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
 }
 
 std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
-  return {check_single_port(t, o), check_route(t, o),         check_congestion(t, o),
-          check_nodup(t, o),       check_postcondition(t, o), check_final_buffers(t, o),
-          check_steps(t, o),       check_cost(t, o),          check_deadlock(t, o)};
+  std::vector<CheckResult> all{
+      check_single_port(t, o), check_route(t, o),         check_congestion(t, o),
+      check_nodup(t, o),       check_postcondition(t, o), check_final_buffers(t, o),
+      check_steps(t, o),       check_cost(t, o),          check_deadlock(t, o)};
+  // A run stopped at a limit is unfinished: a violation found in its prefix is real, but a
+  // pass is not, and its final buffers mean nothing.
+  bool limit =
+      t.failure.kind == RunFailure::Kind::StepLimit || t.failure.kind == RunFailure::Kind::OpLimit;
+  if (limit) {
+    for (auto& r : all) {
+      bool about_end = r.name == "postcondition" || r.name == "final-buffers";
+      if (r.verdict == Verdict::Pass || (about_end && r.verdict == Verdict::Fail)) {
+        r.verdict = Verdict::Unknown;
+        r.violations.clear();
+        r.violation_count = 0;
+        r.note = "the run stopped at a limit before it finished";
+      }
+    }
+  }
+  return all;
 }
 
 }  // namespace collv

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "app/commands.hpp"
+#include "app/render_cmd.hpp"
 #include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
 #include "util/exit_codes.hpp"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");
   ver->add_option("--junit", ver_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   ver->add_flag("--quiet", ver_opts.quiet, "print only the summary line");
+  ver->add_option("--cex-dir", ver_opts.cex_dir, "write one SVG picture per failing run into DIR");
   ver->add_option("--max-p", ver_opts.max_p, "default bound on processors (64)");
   ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
@@ -96,6 +98,32 @@ int main(int argc, char** argv) {
       "Examples:\n  collv verify --all\n  collv verify allreduce_star --sizes 2..5\n"
       "  collv verify models/ --json report.json --junit report.xml\n"
       "  collv verify allgather_hypercube --topology ring:8   # the book's Figure 4.12");
+
+  RenderCommandOptions ren_opts;
+  auto* ren = app.add_subcommand("render", "Run a model and draw its schedule with Graphviz");
+  ren->add_option("model", ren_opts.model, "a .coll file, or a model name from `collv list`")
+      ->required();
+  ren->add_option("-t,--topology", ren_opts.topology,
+                  "topology spec (default: a small member of the model's first family)");
+  ren->add_option("-s,--source", ren_opts.source, "root of a rooted collective (default 0)");
+  ren->add_option("-q,--shift", ren_opts.shift, "q of a circular shift (default 1)");
+  ren->add_option("-d,--domain", ren_opts.domain, "exact | ordered | fingerprint");
+  ren->add_option("-o,--output", ren_opts.output,
+                  "FILE.svg, FILE.png or FILE.dot (- = DOT on stdout)");
+  ren->add_option("--per-step", ren_opts.per_step_dir, "also write one picture per step into DIR");
+  ren->add_option("--steps", ren_opts.steps, "only these steps in the -o picture (e.g. 1,2,7)")
+      ->delimiter(',');
+  ren->add_flag("--counterexample", ren_opts.counterexample,
+                "draw the first violation instead of the schedule");
+  ren->add_option("--check", ren_opts.check, "with --counterexample: only this invariant");
+  ren->add_option("--step", ren_opts.cex_step, "with --counterexample: the violation at this step");
+  ren->add_flag("--force", ren_opts.force, "draw topologies above 1000 nodes anyway");
+  ren->add_option("--timeout", ren_opts.timeout, "seconds allowed to the Graphviz program (60)");
+  ren->add_option("--graphviz", ren_opts.program, "the Graphviz layout program (neato)");
+  ren->add_option("--models", ren_opts.models_dir, "models directory for model names");
+  ren->footer(
+      "Examples:\n  collv render allreduce_star -t star:3 -o star3.svg --per-step steps/\n"
+      "  collv render allgather_hypercube -t ring:8 --counterexample -o fig4-12.svg");
 
   try {
     app.parse(argc, argv);
@@ -113,6 +141,7 @@ int main(int argc, char** argv) {
       ver_opts.progress = isatty(2) != 0;
       return run_verify_command(ver_opts, nullptr, std::cout, std::cerr);
     }
+    if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
       run_opts.run.max_memory = parse_mib(max_mem);
