@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 
 using namespace collv;
@@ -254,4 +255,42 @@ TEST_CASE("a model with a syntax error gets file:line:col and exit code 2", "[ve
   CHECK(run_collv("run " + path + " -t ring:4", &out) == 2);
   CHECK(out == path + ":8:13: error: expected an expression, found ';'\n");
   CHECK(run_collv("verify " + path, &out) == 2);
+}
+
+namespace {
+
+// Every run through both engines; returns the number of runs and fails on any disagreement.
+std::size_t count_engine_disagreements(VerifyOptions o, std::size_t& disagreements) {
+  o.engine = "both";
+  o.sizes = std::make_pair(2, 3);
+  ExtraEngine smt = [](const Model& m, const Topology& t, const RunOptions& ro, const Trace& tr) {
+    SmtOptions so;
+    so.algebra =
+        ro.domain == DomainKind::Ordered ? SmtAlgebra::Associative : SmtAlgebra::Commutative;
+    return smt_verify_engine(m, t, ro, tr, so);
+  };
+  std::ostringstream err;
+  VerifyReport rep = verify(o, smt, err);
+  for (const auto& r : rep.runs)
+    for (const auto& c : r.checks)
+      for (const auto& v : c.violations)
+        if (v.message.find("the engines disagree") != std::string::npos) {
+          ++disagreements;
+          UNSCOPED_INFO(r.model << " on " << r.topology << " (" << r.domain << "): " << c.name
+                                << ": " << v.message);
+        }
+  return rep.runs.size();
+}
+
+}  // namespace
+
+TEST_CASE("the executor and the SMT engine agree on every model and every mutant",
+          "[verify][smt][slow]") {
+  std::size_t dis = 0;
+  VerifyOptions models = opts_for({});
+  models.all = true;
+  CHECK(count_engine_disagreements(models, dis) > 200);
+  VerifyOptions mutants = opts_for({kRoot + "/tests/mutants"});
+  CHECK(count_engine_disagreements(mutants, dis) > 50);
+  CHECK(dis == 0);
 }

@@ -118,6 +118,7 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
       c.message = fmt::format("the engines disagree: executor {}, smt {}",
                               verdict_name(it->verdict), verdict_name(s.verdict));
       it->verdict = Verdict::Fail;
+      it->order_only = false;  // a disagreement is never an expected failure
       it->violations.insert(it->violations.begin(), c);
       ++it->violation_count;
     }

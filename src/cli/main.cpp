@@ -6,6 +6,7 @@
 
 #include "app/commands.hpp"
 #include "app/render_cmd.hpp"
+#include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
 #include "util/exit_codes.hpp"
@@ -88,6 +89,16 @@ int main(int argc, char** argv) {
   ver->add_option("--junit", ver_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   ver->add_flag("--quiet", ver_opts.quiet, "print only the summary line");
   ver->add_option("--cex-dir", ver_opts.cex_dir, "write one SVG picture per failing run into DIR");
+  SmtOptions ver_smt;
+  std::string ver_algebra = "auto";
+  ver->add_option("--timeout", ver_smt.timeout_ms, "SMT engine: milliseconds per query (30000)");
+  ver->add_option("--max-terms", ver_smt.max_terms, "SMT engine: size cap per trace (20000000)");
+  ver->add_option("--algebra", ver_algebra,
+                  "SMT engine: auto (from the model's operator), commutative (integer sums) or "
+                  "associative (sequences)")
+      ->check(CLI::IsMember({"auto", "commutative", "associative"}));
+  ver->add_option("--emit-smt2", ver_smt.emit_dir,
+                  "SMT engine: write every query as SMT-LIB2 into DIR");
   ver->add_option("--max-p", ver_opts.max_p, "default bound on processors (64)");
   ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
@@ -125,6 +136,53 @@ int main(int argc, char** argv) {
       "Examples:\n  collv render allreduce_star -t star:3 -o star3.svg --per-step steps/\n"
       "  collv render allgather_hypercube -t ring:8 --counterexample -o fig4-12.svg");
 
+  ProveCommandOptions prv_opts;
+  auto* prv = app.add_subcommand(
+      "prove", "Discharge proof files (*.proof) and SMT-LIB2 certificates with Z3");
+  prv->add_option("paths", prv_opts.paths, "*.proof or *.smt2 files, or directories of them")
+      ->required();
+  prv->add_option("--emit-smt2", prv_opts.emit_dir,
+                  "write every query as a self-contained SMT-LIB2 file into DIR");
+  prv->add_option("--timeout", prv_opts.timeout_ms, "milliseconds per query (60000)");
+  prv->add_option("--max-terms", prv_opts.max_terms,
+                  "size cap per query, checked before it is built");
+  prv->add_option("--models", prv_opts.models_dir, "models directory for proofs about models");
+  prv->add_flag("--quiet", prv_opts.quiet, "print only the summary line");
+  prv->footer(
+      "Exit codes: 0 every obligation has its expected answer, 1 one was contradicted, 2 bad "
+      "input, 3 inconclusive.\n"
+      "Example:\n  collv prove proofs/ --emit-smt2 certs/   # then: z3 certs/*.smt2");
+
+  SynthCommandOptions syn_opts;
+  std::string syn_port = "single";
+  auto* syn = app.add_subcommand(
+      "synth", "Synthesize a schedule with Z3, or prove that none exists in T steps");
+  syn->add_option("collective", syn_opts.synth.collective,
+                  "broadcast | allgather (gossip) | allreduce")
+      ->required();
+  syn->add_option("-t,--topology", syn_opts.synth.topology, "topology spec")->required();
+  syn->add_option("--steps", syn_opts.synth.steps,
+                  "T: the number of steps (with --least: the largest tried)")
+      ->required();
+  syn->add_option("--port", syn_port, "single (default) | all")
+      ->check(CLI::IsMember({"single", "all"}));
+  syn->add_flag("--least", syn_opts.synth.least, "find the least T in 1..steps");
+  syn->add_flag("--uniform", syn_opts.synth.uniform,
+                "only schedules where every node uses the same link in a step (unsat is then not a "
+                "lower bound)");
+  syn->add_option("--root", syn_opts.synth.root, "broadcast source (0)");
+  syn->add_option("--json", syn_opts.json_file,
+                  "write the schedule (a Trace) as JSON (- = stdout)");
+  syn->add_flag("--schedule", syn_opts.schedule, "print every transfer even when there are many");
+  syn->add_option("--emit-smt2", syn_opts.synth.emit_dir, "write every query as SMT-LIB2 into DIR");
+  syn->add_option("--timeout", syn_opts.synth.timeout_ms, "milliseconds per query (60000)");
+  syn->add_option("--max-terms", syn_opts.synth.max_terms, "size cap per query");
+  syn->add_flag("--quiet", syn_opts.quiet, "print only the verdict");
+  syn->footer(
+      "Exit codes: 0 a schedule was found, 1 proved impossible, 2 bad usage, 3 inconclusive.\n"
+      "Examples:\n  collv synth allgather -t hypercube:3 --steps 3\n"
+      "  collv synth allreduce -t star:4 --steps 6 --least");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,7 +197,27 @@ int main(int argc, char** argv) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
       ver_opts.run.max_memory = parse_mib(ver_mem);
       ver_opts.progress = isatty(2) != 0;
-      return run_verify_command(ver_opts, nullptr, std::cout, std::cerr);
+      ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
+                        : ver_algebra == "associative" ? SmtAlgebra::Associative
+                                                       : SmtAlgebra::Auto;
+      // With --algebra auto, the SMT engine asks the question of the run's domain: integer sums
+      // (any commutative operator) for the exact domain, sequences (any associative operator)
+      // for the ordered one, so the two engines judge the same property.
+      bool auto_algebra = ver_algebra == "auto";
+      ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
+                            const Trace& tr) {
+        SmtOptions so = ver_smt;
+        if (auto_algebra)
+          so.algebra =
+              ro.domain == DomainKind::Ordered ? SmtAlgebra::Associative : SmtAlgebra::Commutative;
+        return smt_verify_engine(m, t, ro, tr, so);
+      };
+      return run_verify_command(ver_opts, smt, std::cout, std::cerr);
+    }
+    if (*prv) return run_prove_command(prv_opts, std::cout, std::cerr);
+    if (*syn) {
+      syn_opts.synth.port = syn_port == "all" ? PortModel::All : PortModel::Single;
+      return run_synth_command(syn_opts, std::cout, std::cerr);
     }
     if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);
     if (*run) {

@@ -1,0 +1,434 @@
+// collv prove and collv synth (see smt_cmds.hpp).
+#include "app/smt_cmds.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "check/checks.hpp"
+#include "exec/executor.hpp"
+#include "smt/lemmas.hpp"
+#include "util/exit_codes.hpp"
+
+namespace collv {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Status { Ok, Contradicted, Inconclusive };
+
+struct Outcome {
+  Status status = Status::Inconclusive;
+  std::string answer;  // what was found
+  double seconds = 0;
+  std::string note;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("cannot read " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+smt::Answer parse_answer(const std::string& s, const std::string& where) {
+  if (s == "sat") return smt::Answer::Sat;
+  if (s == "unsat") return smt::Answer::Unsat;
+  throw UsageError(where + ": expect must be 'sat' or 'unsat', not '" + s + "'");
+}
+
+Outcome compare(smt::Answer got, smt::Answer want, double secs, const std::string& reason) {
+  Outcome o;
+  o.seconds = secs;
+  o.answer = smt::answer_name(got);
+  if (got == smt::Answer::Unknown) {
+    o.status = Status::Inconclusive;
+    o.note = reason;
+  } else {
+    o.status = got == want ? Status::Ok : Status::Contradicted;
+    if (got != want) o.note = fmt::format("expected {}", smt::answer_name(want));
+  }
+  return o;
+}
+
+int parse_int(const std::string& s, const std::string& where) {
+  try {
+    std::size_t k = 0;
+    int v = std::stoi(s, &k);
+    if (k != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(where + ": '" + s + "' is not a whole number");
+  }
+}
+
+Outcome run_smt2(const std::string& path, std::optional<smt::Answer> want_field,
+                 const ProveCommandOptions& o) {
+  std::string text = read_file(path);
+  auto want = want_field ? want_field : smt::expected_answer_of(text);
+  if (!want || *want == smt::Answer::Unknown)
+    throw UsageError(path + ": no '; expected: sat|unsat' line");
+  smt::Result r = smt::run_smt2_script(text, o.timeout_ms, o.max_terms * 64);
+  return compare(r.answer, *want, r.seconds, r.reason);
+}
+
+Outcome run_model_obligation(const ProofObligation& po, const ProveCommandOptions& o) {
+  std::string where = po.path;
+  std::string models = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+  Model m = parse_model_file(resolve_model_path(po.get("model"), models));
+  Topology topo = Topology::parse(po.get("topology"));
+  RunOptions ro;
+  ro.domain = DomainKind::Ordered;
+  if (auto ok = model_applies(m, topo, ro); ok && !*ok)
+    throw UsageError(where + ": the model's 'requires' does not hold on " + topo.spec());
+  auto t0 = std::chrono::steady_clock::now();
+  Trace t = run_model(m, topo, ro);
+  SmtOptions so;
+  so.timeout_ms = o.timeout_ms;
+  so.max_terms = o.max_terms;
+  so.emit_dir = o.emit_dir;
+  std::string alg = po.get("algebra");
+  if (alg == "commutative")
+    so.algebra = SmtAlgebra::Commutative;
+  else if (alg == "associative")
+    so.algebra = SmtAlgebra::Associative;
+  else if (!alg.empty())
+    throw UsageError(where + ": algebra must be commutative or associative");
+  auto rs = smt_check_trace(t, so);
+  Outcome out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bool fail = false, unknown = false;
+  std::string failed, unknown_note;
+  for (auto& r : rs) {
+    if (r.verdict == Verdict::Fail) {
+      fail = true;
+      failed += (failed.empty() ? "" : ", ") + r.name;
+      if (!r.violations.empty() && failed.find(':') == std::string::npos)
+        failed += ": " + r.violations[0].message;
+    }
+    if (r.verdict == Verdict::Unknown) {
+      unknown = true;
+      unknown_note = r.name + ": " + r.note;
+    }
+  }
+  if (t.failure.kind != RunFailure::Kind::None) {
+    fail = true;
+    failed += (failed.empty() ? "" : ", ") + std::string("run: ") + t.failure.message;
+  }
+  std::string expect = po.get("expect", "pass");
+  if (expect != "pass" && expect != "fail")
+    throw UsageError(where + ": expect must be pass or fail for kind model");
+  if (fail) {
+    out.answer = "fail (sat)";
+    out.status = expect == "fail" ? Status::Ok : Status::Contradicted;
+    out.note = failed;
+  } else if (unknown) {
+    out.answer = "unknown";
+    out.status = Status::Inconclusive;
+    out.note = unknown_note;
+  } else {
+    out.answer = "pass (unsat)";
+    out.status = expect == "pass" ? Status::Ok : Status::Contradicted;
+    out.note = fmt::format(
+        "{} invariants proved for all inputs, {} operators",
+        std::count_if(rs.begin(), rs.end(), [](auto& r) { return r.verdict == Verdict::Pass; }),
+        (so.algebra == SmtAlgebra::Associative ||
+         (so.algebra == SmtAlgebra::Auto && t.op_class == OperatorClass::Associative))
+            ? "associative"
+            : "commutative");
+  }
+  return out;
+}
+
+Outcome run_steps_obligation(const ProofObligation& po, const ProveCommandOptions& o) {
+  // Theorem 3 on one n: the run's step count T satisfies 2T = n(n-1) (ground query on the count
+  // the executor measured; the recurrence itself is proved for symbolic n by kind recurrence).
+  std::string models = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+  Model m = parse_model_file(resolve_model_path(po.get("model"), models));
+  Topology topo = Topology::parse(po.get("topology"));
+  auto n = topo.params().find("n");
+  if (n == topo.params().end()) throw UsageError(po.path + ": kind steps needs a star topology");
+  RunOptions ro;
+  Trace t = run_model(m, topo, ro);
+  if (t.failure.kind != RunFailure::Kind::None) {
+    Outcome out;
+    out.status = Status::Contradicted;
+    out.answer = "run failed";
+    out.note = t.failure.message;
+    return out;
+  }
+  LemmaQuery q;
+  q.name = fmt::format("theorem3-steps-{}-{}", po.get("model"), topo.spec());
+  std::replace(q.name.begin(), q.name.end(), ':', '_');
+  q.description =
+      fmt::format("Theorem 3 on {}: the run of {} takes T = {} steps and 2T = n(n-1) for n = {}",
+                  topo.spec(), po.get("model"), t.steps, n->second);
+  q.script = fmt::format(
+      "; {}\n(declare-const a Bool)\n(declare-const n Int)\n(declare-const T Int)\n"
+      "(assert (= n {}))\n(assert (= T {}))\n(assert (=> a (not (= (* 2 T) (* n (- n 1))))))\n",
+      q.description, n->second, t.steps);
+  q.size = 32;
+  q.logic = "QF_NIA";
+  smt::Result r = solve_lemma(q, smt::Limits{o.timeout_ms, o.max_terms}, o.emit_dir);
+  auto out =
+      compare(r.answer, parse_answer(po.get("expect", "unsat"), po.path), r.seconds, r.reason);
+  out.note += (out.note.empty() ? "" : "; ") + fmt::format("{} steps", t.steps);
+  return out;
+}
+
+Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
+                       std::string& kind) {
+  if (fs::path(path).extension() == ".smt2") {
+    kind = "smt2";
+    return run_smt2(path, std::nullopt, opts);
+  }
+  ProofObligation po = parse_proof_file(path);
+  ProveCommandOptions o = opts;
+  // `timeout MS` in a proof file raises the per-query limit for that obligation.
+  if (!po.get("timeout").empty())
+    o.timeout_ms =
+        std::max(o.timeout_ms, static_cast<unsigned>(parse_int(po.get("timeout"), path)));
+  kind = po.get("kind");
+  smt::Limits lim{o.timeout_ms, o.max_terms};
+  if (kind == "smt2") {
+    fs::path f = fs::path(path).parent_path() / po.get("file");
+    std::optional<smt::Answer> want;
+    if (!po.get("expect").empty()) want = parse_answer(po.get("expect"), path);
+    return run_smt2(f.string(), want, o);
+  }
+  if (kind == "model") return run_model_obligation(po, o);
+  if (kind == "steps") return run_steps_obligation(po, o);
+  if (kind == "claim") {
+    std::string ns = po.get("n");
+    int n = ns == "symbolic" ? 0 : parse_int(ns, path);
+    LemmaQuery q = claim_query(n, po.get("variant") == "false");
+    smt::Result r = solve_lemma(q, lim, o.emit_dir);
+    return compare(r.answer, parse_answer(po.get("expect", "unsat"), path), r.seconds, r.reason);
+  }
+  if (kind == "recurrence") {
+    LemmaQuery q = recurrence_query(po.get("part"), po.get("variant") == "false");
+    smt::Result r = solve_lemma(q, lim, o.emit_dir);
+    return compare(r.answer, parse_answer(po.get("expect", "unsat"), path), r.seconds, r.reason);
+  }
+  if (kind == "synth") {
+    SynthOptions so;
+    so.collective = po.get("collective");
+    so.topology = po.get("topology");
+    so.steps = static_cast<unsigned>(parse_int(po.get("steps"), path));
+    std::string port = po.get("port", "single");
+    if (port != "single" && port != "all") throw UsageError(path + ": port must be single or all");
+    so.port = port == "all" ? PortModel::All : PortModel::Single;
+    so.timeout_ms = o.timeout_ms;
+    so.max_terms = std::max<std::uint64_t>(o.max_terms, 30'000'000);
+    so.emit_dir = o.emit_dir;
+    so.uniform = po.get("uniform", "no") == "yes";
+    SynthResult r = synthesize(so);
+    const auto& a = r.attempts.back();
+    auto out = compare(a.answer, parse_answer(po.get("expect"), path), a.seconds, a.reason);
+    if (r.trace && a.answer == smt::Answer::Sat) {
+      // Re-check the synthesized schedule with the executor's checkers.
+      for (auto& c : check_trace(*r.trace, {}))
+        if (c.verdict == Verdict::Fail && c.name != "nodup") {
+          out.status = Status::Contradicted;
+          out.note = "the synthesized schedule fails " + c.name + ": " + c.violations[0].message;
+        }
+    }
+    return out;
+  }
+  throw UsageError(path + ": unknown kind '" + kind +
+                   "' (model, steps, claim, recurrence, synth, smt2)");
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> files;
+      for (auto& e : fs::directory_iterator(p)) {
+        auto ext = e.path().extension();
+        if (e.is_regular_file() && (ext == ".proof" || ext == ".smt2"))
+          files.push_back(e.path().string());
+      }
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else if (fs::exists(p)) {
+      out.push_back(p);
+    } else {
+      throw UsageError("no such file or directory: " + p);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
+                                           const RunOptions& ro, const Trace& trace,
+                                           const SmtOptions& so) {
+  bool seq = so.algebra == SmtAlgebra::Associative ||
+             (so.algebra == SmtAlgebra::Auto && trace.op_class == OperatorClass::Associative);
+  DomainKind k = trace.domain ? trace.domain->kind() : DomainKind::Fingerprint;
+  if (k == DomainKind::Ordered || (k == DomainKind::Exact && !seq))
+    return smt_check_trace(trace, so);
+  RunOptions r2 = ro;
+  r2.domain = DomainKind::Ordered;
+  try {
+    Trace t2 = run_model(m, topo, r2);
+    return smt_check_trace(t2, so);
+  } catch (const LimitError& e) {
+    std::vector<CheckResult> rs;
+    for (const char* n : kCheckNames) {
+      CheckResult r;
+      r.name = n;
+      std::string nm = n;
+      bool decided = nm != "steps" && nm != "cost" && nm != "deadlock";
+      r.verdict = decided ? Verdict::Unknown : Verdict::NotChecked;
+      r.note = decided ? std::string("the ordered-domain run the SMT engine needs was refused: ") +
+                             e.what()
+                       : "decided by the executor, not by the SMT engine";
+      rs.push_back(std::move(r));
+    }
+    return rs;
+  }
+}
+
+int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.paths.empty()) {
+    err << "collv: error: prove needs a proof file or directory (e.g. collv prove proofs/)\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> files;
+  try {
+    files = expand(o.paths);
+  } catch (const UsageError& e) {
+    err << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (files.empty()) {
+    err << "collv: error: no *.proof or *.smt2 files in the given paths\n";
+    return kExitUsage;
+  }
+  std::size_t ok = 0, bad = 0, unknown = 0, broken = 0;
+  for (const auto& f : files) {
+    std::string kind;
+    try {
+      Outcome r = run_obligation(f, o, kind);
+      const char* st = r.status == Status::Ok             ? "ok"
+                       : r.status == Status::Contradicted ? "FAILED"
+                                                          : "inconclusive";
+      (r.status == Status::Ok ? ok : r.status == Status::Contradicted ? bad : unknown)++;
+      if (!o.quiet || r.status != Status::Ok)
+        out << fmt::format("{:<12} {}  [{}] {} in {:.3f} s{}\n", st, f, kind, r.answer, r.seconds,
+                           r.note.empty() ? "" : " -- " + r.note);
+    } catch (const std::exception& e) {
+      ++broken;
+      err << "collv: error: " << f << ": " << e.what() << "\n";
+    }
+  }
+  out << fmt::format("{} obligations: {} ok, {} failed, {} inconclusive, {} unreadable\n",
+                     files.size(), ok, bad, unknown, broken);
+  if (bad) return kExitViolation;
+  if (broken) return kExitUsage;
+  if (unknown) return kExitInconclusive;
+  return kExitOk;
+}
+
+int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostream& err) {
+  SynthResult r;
+  try {
+    r = synthesize(o.synth);
+  } catch (const SpecError& e) {
+    err << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    err << "collv: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const auto& s = o.synth;
+  if (!o.quiet) {
+    for (const auto& a : r.attempts)
+      out << fmt::format("T = {:<3} {:<8} {:.3f} s{}{}\n", a.steps, smt::answer_name(a.answer),
+                         a.seconds, a.reason.empty() ? "" : " (" + a.reason + ")",
+                         a.file.empty() ? "" : "  -> " + a.file);
+  }
+  std::string port = s.port == PortModel::Single ? "single-port" : "all-port";
+  if (r.answer == smt::Answer::Sat || (r.trace && s.least)) {
+    const Trace& t = *r.trace;
+    out << fmt::format("{}: a {}-step {}{} schedule on {} ({} transfers){}\n", s.collective,
+                       r.steps, port, s.uniform ? " uniform" : "", t.topology.spec(),
+                       t.transfers.size(), r.note.empty() ? "" : "; " + r.note);
+    if (!o.quiet && (o.schedule || t.transfers.size() <= 200)) {
+      std::uint32_t cur = 0;
+      for (auto i : t.ordered_transfers()) {
+        const Transfer& x = t.transfers[i];
+        if (x.step != cur) {
+          cur = x.step;
+          out << fmt::format("step {}:\n", cur);
+        }
+        Buffer b;
+        b.assign(t.payload.data() + x.payload_begin, x.payload_len);
+        out << fmt::format("  {} -> {}  {}\n", t.topology.label(x.src), t.topology.label(x.dst),
+                           buffer_to_string(t, b));
+      }
+    }
+    // Independent re-check by the executor's checkers.
+    std::string verdicts;
+    bool ok = true;
+    for (auto& c : check_trace(t, {})) {
+      if (c.verdict == Verdict::NotChecked) continue;
+      verdicts += fmt::format(" {}={}", c.name, verdict_name(c.verdict));
+      if (c.verdict == Verdict::Fail && c.name != "nodup") ok = false;
+    }
+    out << "re-checked by the executor's checkers:" << verdicts << "\n";
+    if (!o.json_file.empty()) {
+      std::string text = trace_to_json(t).dump(2) + "\n";
+      if (o.json_file == "-") {
+        out << text;
+      } else {
+        std::ofstream f(o.json_file);
+        if (!f) {
+          err << "collv: error: cannot write " << o.json_file << "\n";
+          return kExitUsage;
+        }
+        f << text;
+      }
+    }
+    if (!ok) {
+      err << "collv: internal error: the synthesized schedule fails a check (please report this "
+             "bug)\n";
+      return 70;
+    }
+    return r.answer == smt::Answer::Sat ? kExitOk : kExitInconclusive;
+  }
+  if (r.answer == smt::Answer::Unsat && s.uniform) {
+    out << fmt::format(
+        "{}: no uniform schedule (every node on the same link in each step) on {} with at most {} "
+        "steps (Z3: unsat). This is NOT a lower bound for general schedules.\n",
+        s.collective, s.topology, r.steps);
+    return kExitViolation;
+  }
+  if (r.answer == smt::Answer::Unsat) {
+    unsigned lb = s.least ? r.steps + 1 : s.steps + 1;
+    out << fmt::format(
+        "{}: no {} schedule on {} with at most {} steps (Z3: unsat); lower bound: {} steps\n",
+        s.collective, port, s.topology, r.steps, lb);
+    if (s.collective == "allgather" || s.collective == "gossip")
+      out << "(every all-reduce schedule is also a gossip schedule: the bound holds for all-reduce "
+             "too)\n";
+    return kExitViolation;
+  }
+  out << fmt::format("{}: inconclusive for {} steps on {}: {}\n", s.collective, r.steps, s.topology,
+                     r.attempts.empty() ? r.note : r.attempts.back().reason);
+  return kExitInconclusive;
+}
+
+}  // namespace collv

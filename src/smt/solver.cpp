@@ -1,0 +1,212 @@
+// The only file of collv that includes z3++.h (see solver.hpp).
+#include "smt/solver.hpp"
+
+#include <z3++.h>
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+
+namespace collv::smt {
+
+const char* answer_name(Answer a) {
+  switch (a) {
+    case Answer::Sat:
+      return "sat";
+    case Answer::Unsat:
+      return "unsat";
+    case Answer::Unknown:
+      return "unknown";
+  }
+  return "?";
+}
+
+struct Solver::Impl {
+  z3::context ctx;  // declared first: everything below lives in it
+  std::unique_ptr<z3::solver> solver;
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+};
+
+// The context is created on the first check: a query refused by the size cap, or a Solver used
+// only to count (reserve), never pays for one.
+Solver::Solver(Limits limits, std::string logic) : limits_(limits), logic_(std::move(logic)) {}
+
+Solver::~Solver() = default;
+
+bool Solver::reserve(std::uint64_t terms) {
+  reserved_ += terms;
+  if (reserved_ > limits_.max_terms) refused_ = true;
+  return !refused_;
+}
+
+std::string Solver::refusal() const {
+  return fmt::format(
+      "query refused before it was built: it needs about {} terms, over the cap of {} "
+      "(raise it with --max-terms, or use a smaller size)",
+      reserved_, limits_.max_terms);
+}
+
+void Solver::declare(const std::string& name, const std::string& sort) {
+  sorts_[name] = sort;
+  script_ += fmt::format("(declare-const {} {})\n", name, sort);
+  dirty_ = true;
+}
+
+void Solver::reset_script() {
+  script_.clear();
+  sorts_.clear();
+  dirty_ = true;
+  if (impl_) impl_->solver.reset();
+}
+
+void Solver::add(const std::string& smt2) {
+  script_ += smt2;
+  if (!smt2.empty() && smt2.back() != '\n') script_ += '\n';
+  dirty_ = true;
+}
+
+Result Solver::check(const std::vector<std::string>& assumptions,
+                     const std::vector<std::string>& value_names) {
+  Result r;
+  if (refused_) {
+    r.reason = refusal();
+    return r;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  z3::context& ctx = impl_->ctx;
+  try {
+    if (dirty_ || !impl_->solver) {
+      impl_->solver = logic_.empty() ? std::make_unique<z3::solver>(ctx)
+                                     : std::make_unique<z3::solver>(ctx, logic_.c_str());
+      z3::expr_vector fs = ctx.parse_string(script_.c_str());
+      impl_->solver->add(fs);
+      dirty_ = false;
+    }
+    z3::solver& s = *impl_->solver;
+    z3::params p(ctx);
+    p.set("timeout", limits_.timeout_ms);
+    s.set(p);
+    z3::expr_vector as(ctx);
+    for (const auto& a : assumptions) as.push_back(ctx.bool_const(a.c_str()));
+    z3::check_result cr = s.check(as);
+    if (cr == z3::unsat) {
+      r.answer = Answer::Unsat;
+      z3::expr_vector core = s.unsat_core();
+      for (unsigned i = 0; i < core.size(); ++i) r.core.push_back(core[i].to_string());
+    } else if (cr == z3::sat) {
+      r.answer = Answer::Sat;
+      z3::model m = s.get_model();
+      for (const auto& n : value_names) {
+        auto it = sorts_.find(n);
+        std::string sort = it == sorts_.end() ? "Int" : it->second;
+        z3::expr c = sort == "Bool" ? ctx.bool_const(n.c_str()) : ctx.int_const(n.c_str());
+        if (sort != "Bool" && sort != "Int") continue;
+        r.values[n] = m.eval(c, true).to_string();
+      }
+    } else {
+      r.answer = Answer::Unknown;
+      r.reason = s.reason_unknown();
+      if (r.reason == "canceled" || r.reason == "timeout")
+        r.reason = fmt::format("timeout after {} ms", limits_.timeout_ms);
+    }
+  } catch (const z3::exception& e) {
+    throw InternalError(std::string("internal error: Z3 rejected a query collv built: ") + e.msg());
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::string Solver::to_smt2(Answer expected, const std::vector<std::string>& assumptions,
+                            const std::string& comment) const {
+  std::string out = fmt::format("; expected: {}\n", answer_name(expected));
+  std::size_t start = 0;
+  while (start < comment.size()) {
+    auto nl = comment.find('\n', start);
+    if (nl == std::string::npos) nl = comment.size();
+    out += "; " + comment.substr(start, nl - start) + "\n";
+    start = nl + 1;
+  }
+  if (!logic_.empty()) out += "(set-logic " + logic_ + ")\n";
+  out += script_;
+  out += "(check-sat-assuming (";
+  for (std::size_t i = 0; i < assumptions.size(); ++i) out += (i ? " " : "") + assumptions[i];
+  out += "))\n";
+  return out;
+}
+
+void Solver::emit_smt2(const std::string& path, Answer expected,
+                       const std::vector<std::string>& assumptions,
+                       const std::string& comment) const {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UsageError("cannot write " + path);
+  f << to_smt2(expected, assumptions, comment);
+  if (!f) throw UsageError("cannot write " + path);
+}
+
+std::optional<Answer> expected_answer_of(const std::string& text) {
+  auto pos = text.find("; expected:");
+  if (pos == std::string::npos) return std::nullopt;
+  auto eol = text.find('\n', pos);
+  std::string v =
+      text.substr(pos + 11, eol == std::string::npos ? std::string::npos : eol - pos - 11);
+  auto b = v.find_first_not_of(" \t");
+  auto e = v.find_last_not_of(" \t\r");
+  if (b == std::string::npos) return std::nullopt;
+  v = v.substr(b, e - b + 1);
+  if (v == "unsat") return Answer::Unsat;
+  if (v == "sat") return Answer::Sat;
+  if (v == "unknown") return Answer::Unknown;
+  return std::nullopt;
+}
+
+Result run_smt2_script(const std::string& text, unsigned timeout_ms, std::uint64_t max_bytes) {
+  Result r;
+  if (text.size() > max_bytes) {
+    r.reason = fmt::format("script refused: {} bytes, over the cap of {}", text.size(), max_bytes);
+    return r;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  z3::config cfg;
+  cfg.set("timeout", static_cast<int>(timeout_ms));
+  z3::context ctx(cfg);
+  std::string script = fmt::format("(set-option :timeout {})\n", timeout_ms) + text;
+  std::string out;
+  try {
+    out = Z3_eval_smtlib2_string(ctx, script.c_str());
+    ctx.check_error();
+  } catch (const z3::exception& e) {
+    throw UsageError(std::string("Z3 could not run the script: ") + e.msg());
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The first line that is an answer.
+  std::size_t start = 0;
+  while (start < out.size()) {
+    auto nl = out.find('\n', start);
+    if (nl == std::string::npos) nl = out.size();
+    std::string line = out.substr(start, nl - start);
+    if (line == "sat") {
+      r.answer = Answer::Sat;
+      return r;
+    }
+    if (line == "unsat") {
+      r.answer = Answer::Unsat;
+      return r;
+    }
+    if (line == "unknown" || line == "timeout") {
+      r.answer = Answer::Unknown;
+      r.reason = line;
+      return r;
+    }
+    if (line.rfind("(error", 0) == 0) throw UsageError("Z3: " + line);
+    start = nl + 1;
+  }
+  r.reason = "the script gave no answer";
+  return r;
+}
+
+}  // namespace collv::smt

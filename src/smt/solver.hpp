@@ -1,0 +1,107 @@
+// The solver layer: the only place in collv that owns a Z3 context (src/smt/solver.cpp is the only
+// file that includes z3++.h). Queries are written as SMT-LIB2 text, so the text a query is checked
+// from is also the certificate `emit_smt2` writes.
+//
+//   collv::smt::Solver s({.timeout_ms = 2000, .max_terms = 100000});
+//   if (!s.reserve(3)) return s.refusal();          // size cap, decided before building
+//   s.add("(declare-const x Int)(declare-const a Bool)");
+//   s.add("(assert (=> a (not (= (+ x 1) (+ 1 x)))))");
+//   auto r = s.check({"a"}, {"x"});                 // r.answer == Answer::Unsat, r.core == {"a"}
+//   s.emit_smt2("q.smt2", collv::smt::Answer::Unsat, {"a"});  // "; expected: unsat" + the script
+//
+// Proof by negation: assert `(=> a_inv (not INV))` for one fresh Boolean a_inv per invariant and
+// check assuming a_inv alone. unsat = INV holds (the core names a_inv); sat = a model violating
+// INV; unknown (timeout, resource limit, size cap) is inconclusive, never a pass.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collv::smt {
+
+enum class Answer { Sat, Unsat, Unknown };
+const char* answer_name(Answer a);  // "sat", "unsat", "unknown"
+
+struct Limits {
+  unsigned timeout_ms = 30000;           // per check
+  std::uint64_t max_terms = 20'000'000;  // cap on the terms one query may hold (caller's count)
+};
+
+struct Result {
+  Answer answer = Answer::Unknown;
+  std::string reason;                         // unknown: why (timeout, size cap, ...)
+  std::vector<std::string> core;              // unsat: names of the assumptions in the core
+  std::map<std::string, std::string> values;  // sat: requested constants, SMT-LIB2 values
+  double seconds = 0;                         // parse + check wall time
+};
+
+// Owns the Z3 context. Not copyable. Text added with add() accumulates into one script, parsed on
+// the next check(); later checks with other assumptions reuse the parsed assertions.
+class Solver {
+ public:
+  // logic: "" (Z3 picks), or e.g. "QF_FD" for pure Boolean/pseudo-Boolean problems (SAT core).
+  explicit Solver(Limits limits = {}, std::string logic = "");
+  ~Solver();
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  // Counts `terms` against the cap before the caller builds them. false once past the cap; the
+  // query is then refused (check() answers Unknown with refusal()).
+  bool reserve(std::uint64_t terms);
+  bool refused() const { return refused_; }
+  std::uint64_t reserved() const { return reserved_; }
+  const Limits& limits() const { return limits_; }
+  std::string refusal() const;  // the clear message for a refused query
+
+  // Declares a constant (sort "Int", "Bool", "(Seq Int)", ...) and remembers its sort, so check()
+  // can report its model value.
+  void declare(const std::string& name, const std::string& sort);
+  // Starts a new query in the same context: clears the script (and the parsed assertions); the
+  // size count and limits stay.
+  void reset_script();
+  // Appends SMT-LIB2 declarations, definitions and assertions (no check-sat).
+  void add(const std::string& smt2);
+  std::string& script() {
+    dirty_ = true;
+    return script_;
+  }
+  const std::string& script_text() const { return script_; }
+
+  // check-sat-assuming `assumptions` (names of declared Boolean constants). For sat, the values
+  // of `value_names` (declared constants) are returned with model completion.
+  Result check(const std::vector<std::string>& assumptions,
+               const std::vector<std::string>& value_names = {});
+
+  // The query as a self-contained SMT-LIB2 file: `; expected: <answer>`, comment lines, the
+  // script, and (check-sat-assuming (...)). Returns the text; emit_smt2 also writes it.
+  std::string to_smt2(Answer expected, const std::vector<std::string>& assumptions,
+                      const std::string& comment = "") const;
+  void emit_smt2(const std::string& path, Answer expected,
+                 const std::vector<std::string>& assumptions,
+                 const std::string& comment = "") const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;  // holds the z3::context (declared first there) and the solver
+  Limits limits_;
+  std::string logic_;
+  std::string script_;
+  std::map<std::string, std::string> sorts_;
+  bool dirty_ = true;
+  bool refused_ = false;
+  std::uint64_t reserved_ = 0;
+};
+
+// Runs a complete SMT-LIB2 script (with its own check-sat / check-sat-assuming) in a fresh
+// context, as the z3 executable would, and returns the answer of its first check. Scripts larger
+// than max_bytes are refused (Unknown). Throws UsageError on a parse error.
+Result run_smt2_script(const std::string& text, unsigned timeout_ms, std::uint64_t max_bytes);
+
+// The expected answer written in a certificate's "; expected: X" line, if any.
+std::optional<Answer> expected_answer_of(const std::string& text);
+
+}  // namespace collv::smt
