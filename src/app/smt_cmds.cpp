@@ -1,6 +1,8 @@
 // collv prove and collv synth (see smt_cmds.hpp).
 #include "app/smt_cmds.hpp"
 
+#include "render/render.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -402,10 +404,19 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
         f << text;
       }
     }
+    if (!o.picture.empty()) {
+      try {
+        write_trace_picture(t, o.picture);
+        out << "wrote " << o.picture << "\n";
+      } catch (const std::exception& e) {
+        err << "collv: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
     if (!ok) {
       err << "collv: internal error: the synthesized schedule fails a check (please report this "
              "bug)\n";
-      return 70;
+      return kExitInternal;
     }
     return r.answer == smt::Answer::Sat ? kExitOk : kExitInconclusive;
   }

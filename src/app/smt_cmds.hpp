@@ -51,6 +51,7 @@ struct SynthCommandOptions {
                           // max_terms, emit_dir
   std::string json_file;  // write the schedule (a Trace) as JSON here ("-" = stdout)
   bool schedule = false;  // print every transfer even when there are many
+  std::string picture;    // draw the schedule found: FILE.svg, .png or .dot
   bool quiet = false;
 };
 int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostream& err);

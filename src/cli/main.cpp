@@ -174,6 +174,8 @@ int main(int argc, char** argv) {
   syn->add_option("--json", syn_opts.json_file,
                   "write the schedule (a Trace) as JSON (- = stdout)");
   syn->add_flag("--schedule", syn_opts.schedule, "print every transfer even when there are many");
+  syn->add_option("-o,--output", syn_opts.picture,
+                  "draw the schedule found: FILE.svg, .png or .dot");
   syn->add_option("--emit-smt2", syn_opts.synth.emit_dir, "write every query as SMT-LIB2 into DIR");
   syn->add_option("--timeout", syn_opts.synth.timeout_ms, "milliseconds per query (60000)");
   syn->add_option("--max-terms", syn_opts.synth.max_terms, "size cap per query");
@@ -236,7 +238,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const InternalError& e) {
     std::cerr << "collv: " << e.what() << " (please report this bug)\n";
-    return 70;
+    return kExitInternal;
   } catch (const std::bad_alloc&) {
     std::cerr << "collv: error: out of memory\n";
     return kExitUsage;
