@@ -21,3 +21,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 echo "== main job: collv verify --all"
 ./build/release/collv verify --all --quiet
+
+echo "== proofs: collv prove proofs/, then z3 alone re-checks every certificate"
+certs=$(mktemp -d)
+trap 'rm -rf "$certs"' EXIT
+./build/release/collv prove proofs/ --quiet --emit-smt2 "$certs"
+bash scripts/recheck-certificates.sh "$certs"
