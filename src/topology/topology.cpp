@@ -348,6 +348,12 @@ std::span<const Link> Topology::links(NodeId v) const {
 }
 
 std::optional<NodeId> Topology::neighbor(NodeId v, int k) const {
+  const Impl& t = *impl_;
+  if (t.dense_first_number && v < t.n_nodes) {
+    auto i = static_cast<std::int64_t>(k) - *t.dense_first_number;
+    if (i < 0 || i >= static_cast<std::int64_t>(t.uniform_degree)) return std::nullopt;
+    return t.adj[std::size_t{v} * t.uniform_degree + static_cast<std::size_t>(i)].to;
+  }
   auto ls = links(v);
   auto it = std::lower_bound(ls.begin(), ls.end(), k,
                              [](const Link& l, int num) { return l.number < num; });

@@ -50,6 +50,13 @@ class CsrBuilder {
       t_.uniform = true;
       t_.uniform_degree = d0;
       std::vector<std::uint32_t>().swap(t_.offsets);
+      // Star (2..n) and hypercube (0..d-1) number every node's links first, first+1, ...: then
+      // neighbor(v, k) is one array access, which the executor does for every send and receive.
+      bool dense = d0 > 0;
+      int first = dense ? t_.adj[0].number : 0;
+      for (std::size_t e = 0; e < t_.adj.size() && dense; ++e)
+        dense = t_.adj[e].number == first + static_cast<int>(e % d0);
+      if (dense) t_.dense_first_number = first;
     }
     t_.adj.shrink_to_fit();
   }

@@ -50,6 +50,8 @@ struct Topology::Impl {
 
   bool uniform = false;
   std::uint32_t uniform_degree = 0;
+  // Set when uniform and every node's links are numbered first, first+1, ... in order.
+  std::optional<int> dense_first_number;
   std::vector<std::uint32_t> offsets;  // n_nodes + 1 entries unless uniform
   std::vector<Link> adj;
 
