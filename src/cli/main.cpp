@@ -6,6 +6,7 @@
 
 #include "app/commands.hpp"
 #include "app/render_cmd.hpp"
+#include "app/reproduce_cmd.hpp"
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
@@ -185,6 +186,19 @@ int main(int argc, char** argv) {
       "Examples:\n  collv synth allgather -t hypercube:3 --steps 3\n"
       "  collv synth allreduce -t star:4 --steps 6 --least");
 
+  ReproduceOptions rep_opts;
+  auto* rep = app.add_subcommand(
+      "reproduce", "Recompute the star paper's Tables 1 and 2 and report every disagreement");
+  rep->add_option("what", rep_opts.what, "table1 | table2 | all (default)")
+      ->check(CLI::IsMember({"table1", "table2", "all"}));
+  rep->add_option(
+      "--max-n", rep_opts.max_n,
+      "Table 2: run the all-reduce up to star:N (2..10, default 8; 10 takes about a minute)");
+  rep->add_option("--models", rep_opts.models_dir, "models directory");
+  rep->footer(
+      "Exit codes: 0 every number agrees, 1 a disagreement (listed), 2 bad usage.\n"
+      "The paper's theorems are reproduced by `collv prove proofs/` (docs/smt.md).");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -216,6 +230,7 @@ int main(int argc, char** argv) {
       };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);
     }
+    if (*rep) return run_reproduce_command(rep_opts, std::cout, std::cerr);
     if (*prv) return run_prove_command(prv_opts, std::cout, std::cerr);
     if (*syn) {
       syn_opts.synth.port = syn_port == "all" ? PortModel::All : PortModel::Single;

@@ -1,0 +1,19 @@
+// `collv reproduce`: the star paper's Tables 1 and 2 recomputed by collv, beside the numbers the
+// paper prints, with every disagreement reported.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace collv {
+
+struct ReproduceOptions {
+  std::string what = "all";  // table1 | table2 | all
+  int max_n = 8;             // Table 2: run the all-reduce on star:n for n up to this
+  std::string models_dir;
+};
+
+// Exit code 0: every number agrees; 1: a disagreement (listed); 2: bad usage.
+int run_reproduce_command(const ReproduceOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace collv
