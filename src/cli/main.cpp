@@ -14,7 +14,12 @@
 
 namespace {
 
-std::uint64_t parse_mib(const std::string& s) { return std::stoull(s) << 20; }
+// Megabytes to bytes, refusing values that would overflow.
+std::uint64_t mib(std::uint64_t m) {
+  if (m == 0 || m > (std::uint64_t{1} << 40))
+    throw collv::UsageError("--max-memory must be 1 .. 2^40 MiB");
+  return m << 20;
+}
 
 }  // namespace
 
@@ -43,7 +48,8 @@ int main(int argc, char** argv) {
   list->add_option("--models", list_opts.models_dir, "models directory (default: ./models)");
 
   RunCommandOptions run_opts;
-  std::string domain = "exact", max_mem = "8192";
+  std::string domain = "exact";
+  std::uint64_t max_mem = 8192;
   auto* run = app.add_subcommand("run", "Run one model on one topology and print its schedule");
   run->add_option("model", run_opts.model, "a .coll file, or a model name from `collv list`")
       ->required();
@@ -67,10 +73,11 @@ int main(int argc, char** argv) {
   run->footer(
       "Examples:\n  collv run allreduce_star --topology star:3\n"
       "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
-      "  collv run prefix_sums_hypercube -t hypercube:3 -d ordered --json trace.json");
+      "  collv run scan_hypercube -t hypercube:3 -d ordered --json trace.json");
 
   VerifyOptions ver_opts;
-  std::string sizes, ver_mem = "8192";
+  std::string sizes;
+  std::uint64_t ver_mem = 8192;
   auto* ver = app.add_subcommand(
       "verify", "Run models over topologies, sizes, sources and domains and judge every invariant");
   ver->add_option("targets", ver_opts.targets, "model files, model names or directories");
@@ -211,7 +218,7 @@ int main(int argc, char** argv) {
     if (*list) return run_list_command(list_opts, std::cout, std::cerr);
     if (*ver) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
-      ver_opts.run.max_memory = parse_mib(ver_mem);
+      ver_opts.run.max_memory = mib(ver_mem);
       ver_opts.progress = isatty(2) != 0;
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
                         : ver_algebra == "associative" ? SmtAlgebra::Associative
@@ -239,7 +246,7 @@ int main(int argc, char** argv) {
     if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
-      run_opts.run.max_memory = parse_mib(max_mem);
+      run_opts.run.max_memory = mib(max_mem);
       return run_run_command(run_opts, std::cout, std::cerr);
     }
   } catch (const ModelError& e) {
