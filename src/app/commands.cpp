@@ -113,6 +113,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
   }
   Topology topo = Topology::parse(spec);
   Trace tr = run_model(m, topo, o.run);
+  if (o.run.progress) err << "\r\033[K" << std::flush;  // clear the progress line
 
   if (!o.json_file.empty()) {
     auto j = trace_to_json(tr);

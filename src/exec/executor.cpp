@@ -638,6 +638,7 @@ class Machine {
           NodeId v = nodes[i];
           NodeId dst = peer_of(s, v, peer[i]);
           std::uint32_t step = ++clock_[v];
+          max_step_ = std::max(max_step_, step);
           if (step > opts_.max_steps) {
             fail(RunFailure::Kind::StepLimit,
                  fmt::format("{}: node {} would send at step {}, past the step limit {} (raise "
@@ -661,7 +662,10 @@ class Machine {
             ready_[blocked_pc_[dst]].push_back(dst);
           }
         }
-        if ((tr_.transfers.size() & 0xFFFF) < cnt) check_memory();
+        if ((tr_.transfers.size() & 0xFFFF) < cnt) {
+          check_memory();
+          if (opts_.progress) opts_.progress(tr_.transfers.size(), max_step_);
+        }
         advance_all(pc + 1);
         return;
       }
@@ -734,6 +738,7 @@ class Machine {
   std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
   std::deque<std::vector<Buffer>> dscr_;
   std::uint64_t ops_ = 0, finished_ = 0;
+  std::uint32_t max_step_ = 0;
 };
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "exec/trace.hpp"
 #include "lang/ast.hpp"
@@ -26,6 +27,9 @@ struct RunOptions {
   std::uint32_t max_steps = 100000;
   std::uint64_t max_ops_per_node = 1000000;
   std::uint64_t max_memory = 8ULL << 30;  // bytes; estimated up front and watched while running
+  // Called now and then on long runs (about every 64K transfers) with the transfers recorded so
+  // far and the largest step reached; the CLI shows it as a progress line. May be empty.
+  std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;
 };
 
 // A run refused or stopped because it would exceed a resource limit.
