@@ -138,24 +138,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     out << fmt::format("domain     {}\n", domain_name(o.run.domain));
     const std::size_t kMaxShown = 2000;
     if (o.schedule || tr.transfers.size() <= kMaxShown) {
-      std::uint32_t cur = 0;
-      for (auto i : tr.ordered_transfers()) {
-        const Transfer& t = tr.transfers[i];
-        if (t.step != cur) {
-          cur = t.step;
-          out << fmt::format("step {}\n", cur);
-        }
-        Buffer b;
-        b.assign(tr.payload.data() + t.payload_begin, t.payload_len);
-        std::string via;
-        auto r = tr.route(t);
-        if (r.size() > 2) {
-          via = " via";
-          for (std::size_t k = 1; k + 1 < r.size(); ++k) via += " " + topo.label(r[k]);
-        }
-        out << fmt::format("  {} -> {}{}  {}\n", topo.label(t.src), topo.label(t.dst), via,
-                           buffer_to_string(tr, b));
-      }
+      print_schedule(tr, out);
     } else {
       out << fmt::format("({} transfers; --schedule prints them all)\n", tr.transfers.size());
     }

@@ -369,18 +369,7 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
                        r.steps, port, s.uniform ? " uniform" : "", t.topology.spec(),
                        t.transfers.size(), r.note.empty() ? "" : "; " + r.note);
     if (!o.quiet && (o.schedule || t.transfers.size() <= 200)) {
-      std::uint32_t cur = 0;
-      for (auto i : t.ordered_transfers()) {
-        const Transfer& x = t.transfers[i];
-        if (x.step != cur) {
-          cur = x.step;
-          out << fmt::format("step {}:\n", cur);
-        }
-        Buffer b;
-        b.assign(t.payload.data() + x.payload_begin, x.payload_len);
-        out << fmt::format("  {} -> {}  {}\n", t.topology.label(x.src), t.topology.label(x.dst),
-                           buffer_to_string(t, b));
-      }
+      print_schedule(t, out);
     }
     // Independent re-check by the executor's checkers.
     std::string verdicts;

@@ -49,15 +49,9 @@ CheckResult not_checked(const char* name, std::string why) {
   return r;
 }
 
-std::string payload_of(const Trace& t, const Transfer& x) {
-  Buffer b;
-  b.assign(t.payload.data() + x.payload_begin, x.payload_len);
-  return buffer_to_string(t, b);
-}
-
 std::string xfer_text(const Trace& t, const Transfer& x) {
   return fmt::format("{} -> {} {}", t.topology.label(x.src), t.topology.label(x.dst),
-                     payload_of(t, x));
+                     payload_to_string(t, x));
 }
 
 // Transfer indices grouped by step: result[s] lists the transfers of step s (index 0 unused).

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 namespace collv {
 
@@ -105,6 +107,31 @@ std::string buffer_to_string(const Trace& t, const Buffer& b) {
     s += t.domain->describe(b[i]);
   }
   return s + "]";
+}
+
+std::string payload_to_string(const Trace& t, const Transfer& x) {
+  Buffer b;
+  b.assign(t.payload.data() + x.payload_begin, x.payload_len);
+  return buffer_to_string(t, b);
+}
+
+void print_schedule(const Trace& t, std::ostream& out) {
+  std::uint32_t cur = 0;
+  for (auto i : t.ordered_transfers()) {
+    const Transfer& x = t.transfers[i];
+    if (x.step != cur) {
+      cur = x.step;
+      out << fmt::format("step {}\n", cur);
+    }
+    std::string via;
+    auto r = t.route(x);
+    if (r.size() > 2) {
+      via = " via";
+      for (std::size_t k = 1; k + 1 < r.size(); ++k) via += " " + t.topology.label(r[k]);
+    }
+    out << fmt::format("  {} -> {}{}  {}\n", t.topology.label(x.src), t.topology.label(x.dst), via,
+                       payload_to_string(t, x));
+  }
 }
 
 nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {

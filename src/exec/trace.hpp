@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,5 +82,9 @@ struct Trace {
 // `max_transfers` of them (0 = no limit).
 nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers = 0);
 std::string buffer_to_string(const Trace& t, const Buffer& b);
+// The items transfer x carries, as buffer_to_string prints them.
+std::string payload_to_string(const Trace& t, const Transfer& x);
+// The schedule as people read it: "step s" lines, then "  src -> dst [via ...]  [items]".
+void print_schedule(const Trace& t, std::ostream& out);
 
 }  // namespace collv
