@@ -48,6 +48,16 @@ std::string resolve_model_path(const std::string& arg, const std::string& models
                    " (see `collv list`)");
 }
 
+std::string default_topology_spec(const Model& m) {
+  static const std::map<std::string, std::string> defaults = {
+      {"ring", "ring:8"},     {"line", "line:8"},           {"mesh", "mesh:4x4"},
+      {"torus", "torus:4x4"}, {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
+      {"star", "star:4"},     {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
+  if (m.header.topologies.empty())
+    throw UsageError("model '" + m.header.name + "' names no topology family; pass --topology");
+  return defaults.at(m.header.topologies.front());
+}
+
 int run_list_command(const ListOptions& o, std::ostream& out, std::ostream& err) {
   std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
   auto files = list_model_files(dir);
@@ -101,16 +111,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
   std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
   std::string path = resolve_model_path(o.model, dir);
   Model m = parse_model_file(path);
-  std::string spec = o.topology;
-  if (spec.empty()) {
-    if (m.header.topologies.empty())
-      throw UsageError("model '" + m.header.name + "' names no topology family; pass --topology");
-    static const std::map<std::string, std::string> defaults = {
-        {"ring", "ring:8"},     {"line", "line:8"},           {"mesh", "mesh:4x4"},
-        {"torus", "torus:4x4"}, {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
-        {"star", "star:4"},     {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
-    spec = defaults.at(m.header.topologies.front());
-  }
+  std::string spec = o.topology.empty() ? default_topology_spec(m) : o.topology;
   Topology topo = Topology::parse(spec);
   Trace tr = run_model(m, topo, o.run);
   if (o.run.progress) err << "\r\033[K" << std::flush;  // clear the progress line

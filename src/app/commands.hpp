@@ -19,6 +19,10 @@ std::string default_models_dir();
 // A MODEL argument: a path to a .coll file, or a model name (file stem) in `models_dir`.
 std::string resolve_model_path(const std::string& arg, const std::string& models_dir);
 
+// A small member of the model's first topology family (ring:8, mesh:4x4, hypercube:3, star:4,
+// ...), for commands run without --topology. Throws UsageError if the model names none.
+std::string default_topology_spec(const Model& m);
+
 // Every .coll file under dir (recursively), sorted by path.
 std::vector<std::string> list_model_files(const std::string& dir);
 

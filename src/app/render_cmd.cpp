@@ -18,18 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string default_spec(const Model& m) {
-  static const std::map<std::string, std::string> defaults = {
-      {"ring", "ring:8"},     {"line", "line:8"},           {"mesh", "mesh:4x4"},
-      {"torus", "torus:4x4"}, {"hypercube", "hypercube:3"}, {"tree", "tree:8"},
-      {"star", "star:4"},     {"complete", "complete:8"},   {"debruijn", "debruijn:3"}};
-  if (m.header.topologies.empty())
-    throw UsageError("model '" + m.header.name + "' names no topology family; pass --topology");
-  auto it = defaults.find(m.header.topologies.front());
-  if (it == defaults.end()) throw UsageError("pass --topology");
-  return it->second;
-}
-
 int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.output.empty() && o.per_step_dir.empty())
     throw UsageError("nothing to write: pass -o FILE (.svg, .png or .dot) and/or --per-step DIR");
@@ -41,23 +29,32 @@ int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) 
   auto dom = domain_from_name(o.domain);
   if (!dom) throw UsageError("unknown domain '" + o.domain + "' (exact, ordered or fingerprint)");
 
-  std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
-  std::string path = resolve_model_path(o.model, dir);
-  Model m = parse_model_file(path);
-  Topology topo = Topology::parse(o.topology.empty() ? default_spec(m) : o.topology);
   RenderOptions ro;
   ro.force = o.force;
   ro.steps = o.steps;
-  check_renderable(topo, ro);  // before running: star:7 is refused at once
   GraphvizOptions go;
   go.program = o.program;
   go.timeout_seconds = o.timeout;
 
-  RunOptions run;
-  run.domain = *dom;
-  run.root = o.source;
-  run.shift = o.shift;
-  Trace t = run_model(m, topo, run);
+  auto load = [&]() -> Trace {
+    if (!o.trace_file.empty()) {
+      if (!o.model.empty()) throw UsageError("give a MODEL or --trace FILE, not both");
+      Trace t = read_trace_file(o.trace_file);
+      check_renderable(t.topology, ro);
+      return t;
+    }
+    if (o.model.empty()) throw UsageError("name a MODEL to run, or --trace FILE to draw");
+    std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+    Model m = parse_model_file(resolve_model_path(o.model, dir));
+    Topology topo = Topology::parse(o.topology.empty() ? default_topology_spec(m) : o.topology);
+    check_renderable(topo, ro);  // before running: star:7 is refused at once
+    RunOptions run;
+    run.domain = *dom;
+    run.root = o.source;
+    run.shift = o.shift;
+    return run_model(m, topo, run);
+  };
+  Trace t = load();
   check_renderable(t, ro);
   bool failed = t.failure.kind != RunFailure::Kind::None;
   int status = failed ? kExitViolation : kExitOk;
@@ -86,8 +83,8 @@ int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) 
     if (!found) {
       out << fmt::format("no counterexample{}{} for {} on {}: nothing drawn\n",
                          o.check.empty() ? "" : " of " + o.check,
-                         o.cex_step < 0 ? "" : fmt::format(" at step {}", o.cex_step),
-                         m.header.name, topo.spec());
+                         o.cex_step < 0 ? "" : fmt::format(" at step {}", o.cex_step), t.model_name,
+                         t.topology.spec());
       return status;
     }
     if (!o.output.empty()) emit(counterexample_dot(t, *found, ro), o.output);

@@ -93,8 +93,8 @@ std::vector<std::string> model_files(const VerifyOptions& o) {
       files.push_back(resolve_model_path(t, dir));
     }
   }
-  if (files.empty())
-    throw UsageError("nothing to verify: name models or directories, or pass --all");
+  if (files.empty() && o.trace_files.empty())
+    throw UsageError("nothing to verify: name models or directories, pass --all, or --trace FILE");
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
   return files;
@@ -274,6 +274,25 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
             rep.runs.push_back(std::move(run));
           }
     }
+  }
+  // Schedules from files: judged as they are (no sizes, sources or domains to sweep).
+  for (const auto& file : o.trace_files) {
+    Trace t = read_trace_file(file);
+    VerifyRun run;
+    run.model = t.model_name;
+    run.file = file;
+    run.topology = t.topology.spec();
+    run.domain = domain_name(t.domain->kind());
+    run.p = static_cast<std::uint32_t>(t.topology.num_processors());
+    if (collective_is_rooted(t.collective)) run.source = t.root;
+    if (t.collective == Collective::Shift) run.shift = t.shift;
+    run.steps = t.steps;
+    run.cost_ts = t.cost_ts;
+    run.cost_tw = t.cost_tw;
+    run.checks = check_trace(t, CheckOptions{});
+    run.status = run_status(run.checks, t, t.domain->kind());
+    if (!o.cex_dir.empty() && run.status == "fail") write_cex_picture(o.cex_dir, run, t, err);
+    rep.runs.push_back(std::move(run));
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
   bool fail = false, unknown = false, error = false;

@@ -15,8 +15,9 @@
 namespace collv {
 
 struct VerifyOptions {
-  std::vector<std::string> targets;  // model files, model names or directories
-  bool all = false;                  // every model in the models directory
+  std::vector<std::string> targets;      // model files, model names or directories
+  std::vector<std::string> trace_files;  // schedules as JSON (docs/trace-format.md) to judge
+  bool all = false;                      // every model in the models directory
   std::string models_dir;
   std::vector<std::string> topologies;  // explicit specs; empty = the models' families
   std::optional<std::pair<std::int64_t, std::int64_t>> sizes;  // --sizes A..B

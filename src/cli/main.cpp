@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
       "verify", "Run models over topologies, sizes, sources and domains and judge every invariant");
   ver->add_option("targets", ver_opts.targets, "model files, model names or directories");
   ver->add_flag("--all", ver_opts.all, "every model in the models directory");
+  ver->add_option("--trace", ver_opts.trace_files,
+                  "judge a schedule file (JSON as `collv run --json` writes it; "
+                  "docs/trace-format.md) instead of running a model");
   ver->add_option("-t,--topology", ver_opts.topologies,
                   "topology spec(s) to run on (default: every size of each model's families)");
   ver->add_option("--sizes", sizes,
@@ -120,8 +123,10 @@ int main(int argc, char** argv) {
 
   RenderCommandOptions ren_opts;
   auto* ren = app.add_subcommand("render", "Run a model and draw its schedule with Graphviz");
-  ren->add_option("model", ren_opts.model, "a .coll file, or a model name from `collv list`")
-      ->required();
+  ren->add_option("model", ren_opts.model, "a .coll file, or a model name from `collv list`");
+  ren->add_option("--trace", ren_opts.trace_file,
+                  "draw this schedule file (JSON as `collv run --json` writes it) instead of "
+                  "running a model");
   ren->add_option("-t,--topology", ren_opts.topology,
                   "topology spec (default: a small member of the model's first family)");
   ren->add_option("-s,--source", ren_opts.source, "root of a rooted collective (default 0)");

@@ -756,8 +756,17 @@ std::uint32_t elems_per_node(const Model& m, std::uint32_t p,
   return static_cast<std::uint32_t>(*e);
 }
 
-std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p,
-                                    std::uint32_t root) {
+std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
+  std::map<std::string, double> env;
+  for (const auto& [k, v] : topology_env(t)) env[k] = static_cast<double>(v);
+  env["q"] = static_cast<double>(o.shift);
+  env["source"] = env["root"] = o.root;
+  return env;
+}
+
+}  // namespace
+
+std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root) {
   std::vector<Buffer> in(p);
   std::uint32_t e = dom.elems();
   for (NodeId v = 0; v < p; ++v) {
@@ -780,16 +789,6 @@ std::vector<Buffer> initial_buffers(Collective c, Domain& dom, std::uint32_t p,
   }
   return in;
 }
-
-std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
-  std::map<std::string, double> env;
-  for (const auto& [k, v] : topology_env(t)) env[k] = static_cast<double>(v);
-  env["q"] = static_cast<double>(o.shift);
-  env["source"] = env["root"] = o.root;
-  return env;
-}
-
-}  // namespace
 
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
@@ -869,7 +868,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
     if (m.var_names[i] == m.header.output) out_slot = static_cast<int>(i);
   }
   COLLV_ASSERT(in_slot >= 0 && out_slot >= 0);
-  tr.initial_input = initial_buffers(m.header.collective, *tr.domain, p, opts.root);
+  tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root);
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
   tr.final_output = mach.column(out_slot);

@@ -43,6 +43,10 @@ class LimitError : public UsageError {
 // they are reported in Trace::failure with the partial trace.
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
 
+// Every processor's input buffer as the collective defines it (docs/language.md, "Initial
+// buffers"), with dom.elems() elements per input.
+std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root);
+
 // Whether the model's `requires` holds on t with o's source and shift (true if it has none).
 // nullopt: it names something t does not define.
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o);

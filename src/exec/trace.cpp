@@ -143,6 +143,9 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   j["topology"] = t.topology.spec();
   j["p"] = t.topology.num_processors();
   j["domain"] = domain_name(t.domain->kind());
+  j["elements"] = t.domain->elems();
+  j["operator"] = t.op_class == OperatorClass::Commutative ? "commutative" : "associative";
+  j["nodup"] = t.nodup_claimed;
   if (collective_is_rooted(t.collective)) j["source"] = t.root;
   if (t.collective == Collective::Shift) j["q"] = t.shift;
   j["steps"] = t.steps;

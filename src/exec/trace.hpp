@@ -81,6 +81,13 @@ struct Trace {
 // The Trace as JSON (docs/trace-format.md). Transfers are listed only if there are at most
 // `max_transfers` of them (0 = no limit).
 nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers = 0);
+// The inverse of trace_to_json: a schedule written by `collv run --json`, `collv synth --json`,
+// or by another tool in the same format (docs/trace-format.md), read back so that the checkers
+// and the renderer can judge and draw it. The file must list its transfers. Throws UsageError
+// naming `source` and the offending key for malformed input.
+Trace trace_from_json(const nlohmann::json& j, const std::string& source);
+Trace read_trace_file(const std::string& path);
+
 std::string buffer_to_string(const Trace& t, const Buffer& b);
 // The items transfer x carries, as buffer_to_string prints them.
 std::string payload_to_string(const Trace& t, const Transfer& x);
