@@ -62,6 +62,9 @@ struct Trace {
   std::vector<Item> payload;
   std::vector<Buffer> final_output;   // per processor: the `output` variable at the end
   std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start
+  // Transfers that were sent but never received (indices into transfers, ascending). Their items
+  // never reach the receiver; the `match` check reports them.
+  std::vector<std::uint32_t> unreceived;
   RunFailure failure;
 
   std::uint32_t steps = 0;

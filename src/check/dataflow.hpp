@@ -1,0 +1,50 @@
+// Data flow: replays a Trace's transfers in step order from the collective's initial buffers and
+// explains every item that moves. Each item a node sends, and each item of every final buffer,
+// must be derivable from what that node holds at that point: its input elements and the items it
+// received in earlier steps (a held item itself, or, for reductions, a combination of held items
+// that counts no contribution twice). The derivations found are the schedule's structure: the SMT
+// engine encodes them (src/smt), so a proof rests on the schedule, not on collv's values.
+//
+//   collv::Dataflow df = collv::analyze_dataflow(trace, {});
+//   df.dataflow.verdict;   // Pass, or Fail with a counterexample naming step, transfer, item, holdings
+//   df.payload[k].parts;   // how Trace::payload[k] was made from what its sender held
+//
+// The `match` check reports sends that no node ever receives (Trace::unreceived) and receives
+// that never happen.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "check/checks.hpp"
+#include "exec/trace.hpp"
+
+namespace collv {
+
+// One value a node holds: an element of its initial input, or an item it received.
+struct HeldRef {
+  enum class Kind : std::uint8_t { Input, Received };
+  Kind kind = Kind::Input;
+  // Input: index into Trace::initial_input[node]. Received: index into Trace::payload (the item
+  // at that position of the transfer that brought it).
+  std::uint32_t index = 0;
+  bool operator==(const HeldRef&) const = default;
+};
+
+// An item as a combination of held values, left to right: parts[0] + parts[1] + ... One part is a
+// copy; no parts is the identity (an empty item).
+struct Derivation {
+  std::vector<HeldRef> parts;
+  bool found = false;  // false: no derivation exists (a dataflow violation) or none was decided
+};
+
+struct Dataflow {
+  std::vector<Derivation> payload;                   // per Trace::payload index
+  std::vector<std::vector<Derivation>> final_output;  // per node, per item of final_output
+  CheckResult dataflow;                              // name "dataflow"
+  CheckResult match;                                 // name "match"
+};
+
+Dataflow analyze_dataflow(const Trace& t, const CheckOptions& o);
+
+}  // namespace collv
