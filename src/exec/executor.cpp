@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "exec/timing.hpp"
 #include "lang/check.hpp"
 
 namespace collv {
@@ -95,6 +96,14 @@ void compile_block(const std::vector<StmtPtr>& body, Program& prog) {
   for (const auto& s : body) compile_stmt(*s, prog);
 }
 
+// The data variables an expression reads (their values' dependencies flow into its value).
+void data_slots_read(const Expr& e, const Model& m, std::vector<int>& out) {
+  if (e.kind == ExprKind::Name && e.slot >= 0 && e.slot < static_cast<int>(m.var_types.size()) &&
+      m.var_types[e.slot] == Type::Data && std::find(out.begin(), out.end(), e.slot) == out.end())
+    out.push_back(e.slot);
+  for (const auto& a : e.args) data_slots_read(*a, m, out);
+}
+
 // A runtime error of the model at one node.
 struct ModelRuntimeError {
   SourceLoc loc;
@@ -137,7 +146,19 @@ class Machine {
         int_init_[s].assign(p_, 0);
       }
     }
-    clock_.assign(p_, 0);
+    // Timing (exec/timing.hpp): per data variable a dependency column, per node its receive
+    // count and last receive; per instruction the data variables its value reads.
+    deps_.resize(prog_.num_slots);
+    for (int s = 0; s < prog_.num_slots; ++s)
+      if (!data_[s].empty()) deps_[s].assign(p_, 0);
+    recv_count_.assign(p_, 0);
+    last_recv_.assign(p_, kNoTransfer);
+    reads_.resize(prog_.code.size());
+    for (std::size_t pc = 0; pc < prog_.code.size(); ++pc) {
+      const Instr& in = prog_.code[pc];
+      if ((in.op == IOp::Assign || in.op == IOp::Send) && in.stmt->value)
+        data_slots_read(*in.stmt->value, m, reads_[pc]);
+    }
     waiting_on_.assign(p_, kNone);
     blocked_pc_.assign(p_, kNone);
     inbox_.resize(p_);
@@ -148,6 +169,11 @@ class Machine {
     for (NodeId v = 0; v < p_; ++v) data_[slot][v] = std::move(init[v]);
   }
   const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
+  const TimingRecord& timing_record() const { return timing_; }
+  void reserve_timing(std::size_t n) {
+    timing_.dep.reserve(n);
+    timing_.prev_recv.reserve(n);
+  }
 
   void run() {
     auto& all = ready_[0];
@@ -585,6 +611,7 @@ class Machine {
           auto& v = dscratch(0);
           eval_data(*s.value, nodes, cnt, v.data(), 1);
           store(tgt, nodes, cnt, v.data(), 1);
+          track_assign(pc, tgt, nodes, cnt);
         }
         advance_all(pc + 1);
         return;
@@ -637,12 +664,12 @@ class Machine {
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
           NodeId dst = peer_of(s, v, peer[i]);
-          std::uint32_t step = ++clock_[v];
+          std::uint32_t step = bound_.on_send(v, dst);  // a lower bound; timing.cpp assigns it
           max_step_ = std::max(max_step_, step);
           if (step > opts_.max_steps) {
             fail(RunFailure::Kind::StepLimit,
-                 fmt::format("{}: node {} would send at step {}, past the step limit {} (raise "
-                             "--max-steps to allow more)",
+                 fmt::format("{}: node {} would send at step {} or later, past the step limit {} "
+                             "(raise --max-steps to allow more)",
                              s.loc.str(), topo_.label(v), step, opts_.max_steps));
             return;
           }
@@ -656,6 +683,7 @@ class Machine {
                        static_cast<std::uint16_t>(val[i].size()),
                        static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
           tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
+          timing_.on_send(dep_transfer(deps_of(pc, v)));
           inbox_[dst].push_back(tid);
           if (waiting_on_[dst] == v) {
             waiting_on_[dst] = kNone;
@@ -690,7 +718,8 @@ class Machine {
           }
           std::uint32_t tid = box[k];
           box.erase_at(k);
-          clock_[v] = std::max(clock_[v], tr_.transfers[tid].step);
+          timing_.prev_recv[tid] = last_recv_[v];
+          last_recv_[v] = tid;
           got.push_back(v);
           tids.push_back(tid);
         }
@@ -701,6 +730,7 @@ class Machine {
           val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
         }
         store(*s.target, got.data(), got.size(), val.data(), 1);
+        track_receive(*s.target, got.data(), got.size(), tids.data());
         auto& r = ready_[pc + 1];
         r.insert(r.end(), got.begin(), got.end());
         return;
@@ -708,8 +738,31 @@ class Machine {
     }
   }
 
+  // Timing dependencies (exec/timing.hpp). A value depends on the newest receive among the
+  // variables it reads; assigning a whole variable replaces its dependency, assigning part of
+  // it adds to it; a receive makes the target depend on that receive.
+  DepTag deps_of(std::uint32_t pc, NodeId v) const {
+    DepTag d = 0;
+    for (int slot : reads_[pc]) d = std::max(d, deps_[slot][v]);
+    return d;
+  }
+  void track_assign(std::uint32_t pc, const Expr& target, const NodeId* nodes, std::size_t cnt) {
+    bool whole = target.kind == ExprKind::Name;
+    auto& col = deps_[whole ? target.slot : target.args[0]->slot];
+    for (std::size_t i = 0; i < cnt; ++i) {
+      DepTag d = deps_of(pc, nodes[i]);
+      col[nodes[i]] = whole ? d : std::max(col[nodes[i]], d);
+    }
+  }
+  void track_receive(const Expr& target, const NodeId* nodes, std::size_t cnt,
+                     const std::uint32_t* tids) {
+    auto& col = deps_[target.kind == ExprKind::Name ? target.slot : target.args[0]->slot];
+    for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
+  }
+
   void check_memory() {
     std::uint64_t bytes = tr_.transfers.capacity() * sizeof(Transfer) +
+                          tr_.transfers.capacity() * timing_.bytes_per_transfer() +
                           tr_.payload.capacity() * sizeof(Item) + dom_->memory_bytes();
     if (bytes > opts_.max_memory)
       throw LimitError(fmt::format(
@@ -732,13 +785,19 @@ class Machine {
   std::vector<std::vector<std::int64_t>> ints_;
   std::vector<std::vector<std::uint8_t>> int_init_;
   std::vector<std::vector<Buffer>> data_;
-  std::vector<std::uint32_t> clock_, waiting_on_, blocked_pc_;
+  std::vector<std::uint32_t> waiting_on_, blocked_pc_;
   std::vector<SmallVec<std::uint32_t, 2>> inbox_;
   std::vector<std::vector<NodeId>> ready_;
   std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
   std::deque<std::vector<Buffer>> dscr_;
   std::uint64_t ops_ = 0, finished_ = 0;
   std::uint32_t max_step_ = 0;
+  // Timing (exec/timing.hpp).
+  StepBound bound_{opts_.port, p_};
+  TimingRecord timing_;
+  std::vector<std::vector<DepTag>> deps_;
+  std::vector<std::uint32_t> recv_count_, last_recv_;
+  std::vector<std::vector<int>> reads_;
 };
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
@@ -754,6 +813,50 @@ std::uint32_t elems_per_node(const Model& m, std::uint32_t p,
     throw ModelError(m.header.elements->loc,
                      "'elements' must be a whole number from 1 to 65535 here");
   return static_cast<std::uint32_t>(*e);
+}
+
+// Assigns the steps (exec/timing.hpp) and reports what the machine model adds to the run: a
+// cycle of port orders (no schedule exists) or a schedule longer than the step limit.
+void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
+  TimingOutcome o = assign_steps(tr, rec, opts.port);
+  if (tr.failure.kind != RunFailure::Kind::None) return;
+  if (!o.cycle.empty()) {
+    RunFailure& f = tr.failure;
+    f.kind = RunFailure::Kind::Deadlock;
+    std::string chain;
+    for (auto t : o.cycle) {
+      const Transfer& x = tr.transfers[t];
+      chain += fmt::format("{}{} -> {} (line {})", chain.empty() ? "" : ", then ",
+                           tr.topology.label(x.src), tr.topology.label(x.dst), x.line);
+      if (f.waiting_cycle.empty() || f.waiting_cycle.back() != x.src)
+        f.waiting_cycle.push_back(x.src);
+      f.waiting_cycle.push_back(x.dst);
+    }
+    f.waiting_cycle.erase(std::unique(f.waiting_cycle.begin(), f.waiting_cycle.end()),
+                          f.waiting_cycle.end());
+    if (f.waiting_cycle.size() > 1 && f.waiting_cycle.front() == f.waiting_cycle.back())
+      f.waiting_cycle.pop_back();
+    f.cycle_closed = true;
+    f.waiting = f.waiting_cycle;
+    std::sort(f.waiting.begin(), f.waiting.end());
+    f.waiting.erase(std::unique(f.waiting.begin(), f.waiting.end()), f.waiting.end());
+    f.message = fmt::format(
+        "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
+        "receives in program order; each of these transfers must come before the next, and the "
+        "last before the first: {} (a receiver takes them in an order their senders cannot send "
+        "them in; --port all has no such order)",
+        tr.model_file, chain);
+    return;
+  }
+  std::uint32_t steps = 0;
+  for (const auto& x : tr.transfers) steps = std::max(steps, x.step);
+  if (steps > opts.max_steps) {
+    tr.failure.kind = RunFailure::Kind::StepLimit;
+    tr.failure.message = fmt::format(
+        "{}: the schedule takes {} steps, past the step limit {} (raise --max-steps to allow "
+        "more)",
+        tr.model_file, steps, opts.max_steps);
+  }
 }
 
 std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
@@ -838,12 +941,13 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   }
 
   // Up-front memory estimate: variable columns, plus the trace if the claimed step count holds
-  // (single-port: at most p transfers per step), plus the initial items.
+  // (single-port: at most p transfers per step) with what the timing pass records and uses
+  // (exec/timing.hpp: 16 bytes per transfer at most), plus the initial items.
   std::uint64_t est = static_cast<std::uint64_t>(p) * (m.var_names.size() + 8) * 40 +
                       static_cast<std::uint64_t>(p) * elems * 48;
   if (tr.claimed_steps && *tr.claimed_steps > 0)
     est += static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(*tr.claimed_steps) *
-           (sizeof(Transfer) + sizeof(Item));
+           (sizeof(Transfer) + sizeof(Item) + 16);
   if (opts.domain != DomainKind::Fingerprint && elems > 1)
     est += static_cast<std::uint64_t>(p) * elems * 64;
   if (est > opts.max_memory)
@@ -862,6 +966,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.domain = make_domain(opts.domain, p, elems, opts.seed);
   Machine mach(m, t, opts, tr);
   mach.dom_ = tr.domain.get();
+  mach.reserve_timing(tr.transfers.capacity());
   int in_slot = -1, out_slot = -1;
   for (std::size_t i = 0; i < m.var_names.size(); ++i) {
     if (m.var_names[i] == m.header.input) in_slot = static_cast<int>(i);
@@ -872,6 +977,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
   tr.final_output = mach.column(out_slot);
+  apply_timing(tr, mach.timing_record(), opts);
   tr.compute_stats();
   return tr;
 }

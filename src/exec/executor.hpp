@@ -1,5 +1,6 @@
-// The exhaustive executor: runs a model on every processor of a topology under the timed
-// single-port rule (docs/language.md) and records the Trace.
+// The exhaustive executor: runs a model on every processor of a topology and records the Trace.
+// It computes values only; the steps are assigned afterwards by the timing pass
+// (exec/timing.hpp) under RunOptions::port (docs/language.md, "When a transfer happens").
 //
 //   collv::RunOptions o;  o.domain = collv::DomainKind::Ordered;
 //   collv::Trace t = collv::run_model(model, collv::Topology::parse("hypercube:3"), o);
@@ -24,6 +25,8 @@ struct RunOptions {
   std::uint32_t root = 0;  // source/root of rooted collectives
   std::int64_t shift = 1;  // q of a circular shift
   std::uint64_t seed = 1;  // fingerprint weights
+  // The machine's port model: how the timing pass (exec/timing.hpp) assigns steps.
+  PortModel port = PortModel::Single;
   std::uint32_t max_steps = 100000;
   std::uint64_t max_ops_per_node = 1000000;
   std::uint64_t max_memory = 8ULL << 30;  // bytes; estimated up front and watched while running

@@ -25,6 +25,12 @@ namespace collv {
 
 using Buffer = SmallVec<Item, 2>;
 
+// The machine's port model, a property of a run (docs/language.md, "When a transfer happens").
+// Single: in every step a node sends at most one and receives at most one transfer (full duplex).
+// All: in every step at most one transfer goes from a node to each destination.
+enum class PortModel { Single, All };
+const char* port_model_name(PortModel m);  // "single", "all"
+
 struct Transfer {
   std::uint32_t step;
   NodeId src, dst;
@@ -55,8 +61,9 @@ struct Trace {
   bool nodup_claimed = true;  // the model's header claims NODUP
   Topology topology = Topology::parse("line:1");
   std::shared_ptr<Domain> domain;
-  std::uint32_t root = 0;  // source of rooted collectives
-  std::int64_t shift = 1;  // q of a shift
+  std::uint32_t root = 0;              // source of rooted collectives
+  std::int64_t shift = 1;              // q of a shift
+  PortModel port = PortModel::Single;  // the port model the steps were assigned under
 
   std::vector<Transfer> transfers;  // in the order they were issued
   std::vector<Item> payload;

@@ -28,8 +28,6 @@
 
 namespace collv {
 
-enum class PortModel { Single, All };
-
 struct SynthOptions {
   std::string collective;  // "broadcast", "allgather" (or "gossip"), "allreduce"
   std::string topology;    // spec
