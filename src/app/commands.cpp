@@ -137,6 +137,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     out << "\n";
     out << fmt::format("topology   {} ({} processors)\n", topo.spec(), p);
     out << fmt::format("domain     {}\n", domain_name(o.run.domain));
+    out << fmt::format("port       {}\n", port_model_name(tr.port));
     const std::size_t kMaxShown = 2000;
     if (o.schedule || tr.transfers.size() <= kMaxShown) {
       print_schedule(tr, out);

@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   run->add_flag("--schedule", run_opts.schedule,
                 "print every transfer and buffer, even for large runs");
   run->add_flag("--quiet", run_opts.quiet, "print nothing but errors");
+  std::string run_port = "single", ver_port = "single";
+  run->add_option("--port", run_port,
+                  "port model the steps are timed under: single (default; one send and one "
+                  "receive per node per step) | all (one transfer per directed link per step)")
+      ->check(CLI::IsMember({"single", "all"}));
   run->add_option("--max-steps", run_opts.run.max_steps, "step limit (default 100000)");
   run->add_option("--max-ops", run_opts.run.max_ops_per_node,
                   "operations per node before the run is stopped (default 1000000)");
@@ -112,6 +117,10 @@ int main(int argc, char** argv) {
                   "SMT engine: write every query as SMT-LIB2 into DIR");
   ver->add_option("--max-p", ver_opts.max_p, "default bound on processors (64)");
   ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
+  ver->add_option("--port", ver_port,
+                  "port model of the runs: single (default) | all (single-port is then not "
+                  "checked; congestion judges each directed link)")
+      ->check(CLI::IsMember({"single", "all"}));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
   ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
@@ -224,6 +233,7 @@ int main(int argc, char** argv) {
     if (*ver) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
       ver_opts.run.max_memory = mib(ver_mem);
+      ver_opts.run.port = ver_port == "all" ? PortModel::All : PortModel::Single;
       ver_opts.progress = isatty(2) != 0;
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
                         : ver_algebra == "associative" ? SmtAlgebra::Associative
@@ -251,6 +261,7 @@ int main(int argc, char** argv) {
     if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
+      run_opts.run.port = run_port == "all" ? PortModel::All : PortModel::Single;
       run_opts.run.max_memory = mib(max_mem);
       if (isatty(2) && !run_opts.quiet)
         run_opts.run.progress = [](std::uint64_t transfers, std::uint32_t step) {

@@ -148,6 +148,7 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   j["nodup"] = t.nodup_claimed;
   if (collective_is_rooted(t.collective)) j["source"] = t.root;
   if (t.collective == Collective::Shift) j["q"] = t.shift;
+  j["port"] = port_model_name(t.port);
   j["steps"] = t.steps;
   j["cost"] = {{"ts", t.cost_ts}, {"tw", t.cost_tw}};
   if (t.claimed_steps) j["claimed"]["steps"] = *t.claimed_steps;

@@ -157,6 +157,11 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
   if (j.contains("operator"))
     t.op_class = r.str(j, "operator", "top level") == "commutative" ? OperatorClass::Commutative
                                                                     : OperatorClass::Associative;
+  if (j.contains("port")) {
+    std::string port = r.str(j, "port", "top level");
+    if (port != "single" && port != "all") r.fail("port", "expected \"single\" or \"all\"");
+    t.port = port == "all" ? PortModel::All : PortModel::Single;
+  }
   if (j.contains("nodup")) {
     if (!j["nodup"].is_boolean()) r.fail("nodup", "expected true or false");
     t.nodup_claimed = j["nodup"].get<bool>();

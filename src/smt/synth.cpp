@@ -672,6 +672,7 @@ Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kin
       a.trace = make_trace_symmetric(topo, g, *cay, k, T, r.values);
     else
       a.trace = make_trace(topo, g, k, T, o.root, r.values);
+    a.trace->port = o.port;  // the checkers judge it under the port model it was found for
   }
   return a;
 }
