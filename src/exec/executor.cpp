@@ -828,14 +828,11 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
       const Transfer& x = tr.transfers[t];
       chain += fmt::format("{}{} -> {} (line {})", chain.empty() ? "" : ", then ",
                            tr.topology.label(x.src), tr.topology.label(x.dst), x.line);
-      if (f.waiting_cycle.empty() || f.waiting_cycle.back() != x.src)
-        f.waiting_cycle.push_back(x.src);
-      f.waiting_cycle.push_back(x.dst);
+      // The nodes whose ports are involved, in the order the cycle meets them.
+      for (NodeId v : {x.src, x.dst})
+        if (std::find(f.waiting_cycle.begin(), f.waiting_cycle.end(), v) == f.waiting_cycle.end())
+          f.waiting_cycle.push_back(v);
     }
-    f.waiting_cycle.erase(std::unique(f.waiting_cycle.begin(), f.waiting_cycle.end()),
-                          f.waiting_cycle.end());
-    if (f.waiting_cycle.size() > 1 && f.waiting_cycle.front() == f.waiting_cycle.back())
-      f.waiting_cycle.pop_back();
     f.cycle_closed = true;
     f.waiting = f.waiting_cycle;
     std::sort(f.waiting.begin(), f.waiting.end());
