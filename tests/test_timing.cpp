@@ -1,6 +1,10 @@
 // The timing semantics (docs/language.md, "When a transfer happens"): steps follow the data and
 // the ports, not the sender's clock. Models under tests/data/timing/.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -297,4 +301,57 @@ TEST_CASE("assign_steps on a hand-made record: data, send port and receive port"
   assign_steps(t, rec, PortModel::All);
   CHECK(t.transfers[1].step == 1);
   CHECK(t.transfers[2].step == 2);
+}
+
+TEST_CASE("the step limit: stopped while running, or a schedule longer than it", "[timing]") {
+  // Sending for ever on one link stops under both port models (a lower bound on the step is the
+  // number of sends on the port, or on the link).
+  const char* forever =
+      "  while 1 = 1 do\n    send x to (my_id + 1) mod p;\n"
+      "    receive x from (my_id - 1) mod p;\n  endwhile\n";
+  for (auto port : {PortModel::Single, PortModel::All}) {
+    RunOptions o;
+    o.port = port;
+    o.max_steps = 40;
+    Trace t = run_text(simple(forever), "ring:4", o);
+    CHECK(t.failure.kind == RunFailure::Kind::StepLimit);
+    CHECK(t.steps == 40);
+  }
+  // Each node sends once, but the root's receive port makes the schedule 3 steps long.
+  const char* gather =
+      "  if my_id = 0 then\n    for k := 1 to p - 1 do receive y from k; endfor\n"
+      "  else\n    send x to 0;\n  endif\n";
+  RunOptions o;
+  o.max_steps = 2;
+  Trace t = run_text(simple(gather, "gather"), "complete:4", o);
+  CHECK(t.failure.kind == RunFailure::Kind::StepLimit);
+  CHECK(t.failure.message.find("the schedule takes 3 steps, past the step limit 2") !=
+        std::string::npos);
+  o.max_steps = 3;
+  CHECK(run_text(simple(gather, "gather"), "complete:4", o).failure.kind == RunFailure::Kind::None);
+}
+
+TEST_CASE("collv run and verify take --port", "[timing]") {
+  std::string bin = COLLV_BINARY;
+  std::string model = kDir + "bcast_both_sides.coll";
+  std::string out = (std::filesystem::temp_directory_path() / "collv_timing_out.txt").string();
+  auto run = [&](const std::string& args) {
+    int rc = std::system((bin + " " + args + " >" + out + " 2>&1").c_str());
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str());
+  };
+  auto [rc1, s1] = run("run " + model + " -t line:3 -s 1 --port all");
+  CHECK(rc1 == 0);
+  CHECK(s1.find("port       all") != std::string::npos);
+  CHECK(s1.find("steps      1") != std::string::npos);
+  auto [rc2, s2] = run("run " + model + " -t line:3 -s 1");
+  CHECK(s2.find("port       single") != std::string::npos);
+  CHECK(s2.find("steps      2") != std::string::npos);
+  auto [rc3, s3] = run("verify " + model + " -t line:3 -s 1 --port all --quiet");
+  CHECK(rc3 == 0);
+  auto [rc4, s4] = run("run " + model + " -t line:3 -s 1 --port half");
+  CHECK(rc4 == 2);
+  CHECK(s4.find("--port") != std::string::npos);
 }
