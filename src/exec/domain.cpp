@@ -217,9 +217,9 @@ class FingerprintDomain : public Domain {
 std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,
                                     std::uint64_t seed) {
   if (static_cast<std::uint64_t>(p) * elems > 0xFFFFFFFFull)
-    throw LimitError(fmt::format(
-        "{} processors x {} elements = {} inputs; at most 2^32-1 are supported", p, elems,
-        static_cast<std::uint64_t>(p) * elems));
+    throw LimitError(
+        fmt::format("{} processors x {} elements = {} inputs; at most 2^32-1 are supported", p,
+                    elems, static_cast<std::uint64_t>(p) * elems));
   if (kind == DomainKind::Fingerprint) return std::make_unique<FingerprintDomain>(p, elems, seed);
   return std::make_unique<InternedDomain>(kind, p, elems);
 }

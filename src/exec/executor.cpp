@@ -889,8 +889,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   if (tr.claimed_steps && *tr.claimed_steps > 0) {
     std::uint64_t per_transfer = sizeof(Transfer) + sizeof(Item);
     if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
-    est = sat_add(est, sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)),
-                               per_transfer));
+    est = sat_add(est,
+                  sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer));
   }
   if (opts.domain != DomainKind::Fingerprint && elems > 1)
     est = sat_add(est, sat_mul(sat_mul(p, elems), 64));

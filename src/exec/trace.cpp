@@ -150,8 +150,8 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
   // different sequences of p terms each (observed: about 16 bytes per term with the memo).
   if (k == DomainKind::Ordered &&
       (c == Collective::Allreduce || c == Collective::Scan || c == Collective::ReduceScatter))
-    bytes = sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), c == Collective::ReduceScatter ? 1 : e),
-                                   16));
+    bytes =
+        sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), c == Collective::ReduceScatter ? 1 : e), 16));
   return bytes;
 }
 

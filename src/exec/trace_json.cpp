@@ -114,9 +114,9 @@ class Reader {
       ++i;
     }
     if (count > kMaxItemTerms)
-      throw LimitError(fmt::format(
-          "{}: {}: the item '{}' has {} terms; an item may have at most {}", source_, where,
-          printable(text), count, kMaxItemTerms));
+      throw LimitError(
+          fmt::format("{}: {}: the item '{}' has {} terms; an item may have at most {}", source_,
+                      where, printable(text), count, kMaxItemTerms));
     terms_ += count;
     if (terms_ > kMaxFileTerms)
       throw LimitError(fmt::format("{}: {}: the items of this file have more than {} terms in all",
@@ -180,8 +180,8 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (per_destination) {
     // Inputs indexed by destination: one element per processor, whatever the file says.
     elems = p;
-    if (j.contains("elements") && !(j["elements"].is_number_unsigned() &&
-                                    j["elements"].get<std::uint64_t>() == p))
+    if (j.contains("elements") &&
+        !(j["elements"].is_number_unsigned() && j["elements"].get<std::uint64_t>() == p))
       r.fail("elements", fmt::format("{} needs one element per processor: {} on {}",
                                      collective_name(t.collective), p, t.topology.spec()));
   } else if (j.contains("elements")) {
@@ -229,8 +229,8 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       double v = s.is_number() ? s.get<double>() : -1;
       if (!s.is_number() || !(v >= 0 && v <= 9.0e15) || v != std::floor(v))
         r.fail("claimed.steps", "expected a whole number from 0 to 9e15");
-      t.claimed_steps = s.is_number_integer() ? s.get<std::int64_t>()
-                                              : static_cast<std::int64_t>(v);
+      t.claimed_steps =
+          s.is_number_integer() ? s.get<std::int64_t>() : static_cast<std::int64_t>(v);
     }
     if (c.contains("cost")) {
       const auto& k = c["cost"];
@@ -254,15 +254,14 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   std::uint32_t max_step = 0;
   for (std::size_t k = 0; k < xs.size(); ++k)
     if (xs[k].is_object() && xs[k].contains("step") && xs[k]["step"].is_number_unsigned())
-      max_step = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(std::max<std::uint64_t>(max_step, xs[k]["step"].get<std::uint64_t>()),
-                                  0xFFFFFFFFull));
+      max_step = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::max<std::uint64_t>(max_step, xs[k]["step"].get<std::uint64_t>()), 0xFFFFFFFFull));
   if (max_step >= (1u << 31))
     r.fail("transfers", fmt::format("a transfer at step {}; steps must be below 2^31", max_step));
-  require_memory(sat_add(sat_mul(max_step, kBytesPerStep), xs.size() * sizeof(Transfer)),
-                 fmt::format("{}: a schedule of {} steps and {} transfers", source, max_step,
-                             xs.size()),
-                 max_memory);
+  require_memory(
+      sat_add(sat_mul(max_step, kBytesPerStep), xs.size() * sizeof(Transfer)),
+      fmt::format("{}: a schedule of {} steps and {} transfers", source, max_step, xs.size()),
+      max_memory);
   t.transfers.reserve(xs.size());
   for (std::size_t k = 0; k < xs.size(); ++k) {
     std::string where = fmt::format("transfers[{}]", k);
@@ -350,7 +349,8 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source,
   } catch (const nlohmann::json::exception& e) {
     // Every access above checks its type first; this is the net under them, and still names the
     // file.
-    throw UsageError(fmt::format("{}: unexpected JSON value: {}", source, json_error_text(e.what())));
+    throw UsageError(
+        fmt::format("{}: unexpected JSON value: {}", source, json_error_text(e.what())));
   } catch (const std::length_error&) {
     throw LimitError(source + ": a buffer of the schedule is too large");
   }

@@ -31,7 +31,7 @@ std::string mib_text(std::uint64_t bytes) {
   if (bytes == UINT64_MAX) return "more than 16 EiB";
   double m = static_cast<double>(bytes) / (1024.0 * 1024.0);
   if (m >= 1024.0 * 1024.0) return fmt::format("{:.1f} TiB", m / (1024.0 * 1024.0));
-  if (m >= 10 * 1024.0) return fmt::format("{:.1f} GiB", m / 1024.0);
+  if (m >= 1024.0) return fmt::format("{:.1f} GiB", m / 1024.0);
   return fmt::format("{:.1f} MiB", m);
 }
 
