@@ -10,6 +10,7 @@ PACKAGES=(
   graphviz
   nlohmann-json3-dev libfmt-dev
   clang-format
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

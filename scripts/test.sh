@@ -19,6 +19,9 @@ echo "== tests (ASan/UBSan, all)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --preset asan -j2
 
+echo "== fuzzing: each libFuzzer harness briefly (scripts/fuzz.sh, docs/fuzzing.md)"
+bash scripts/fuzz.sh 10
+
 echo "== main job: collv verify --all"
 ./build/release/collv verify --all --quiet
 

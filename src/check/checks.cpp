@@ -157,7 +157,7 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       break;
     case Collective::Shift:
       for (std::uint32_t i = 0; i < p; ++i) {
-        std::int64_t dst = ((static_cast<std::int64_t>(i) + t.shift) % p + p) % p;
+        std::int64_t dst = ((static_cast<std::int64_t>(i) + t.shift % p) % p + p) % p;
         out[static_cast<std::size_t>(dst)] = input_of(i);
       }
       break;

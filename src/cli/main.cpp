@@ -11,6 +11,7 @@
 #include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
 #include "util/exit_codes.hpp"
+#include "util/memory.hpp"
 
 namespace {
 
@@ -234,6 +235,7 @@ int main(int argc, char** argv) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
       ver_opts.run.max_memory = mib(ver_mem);
       ver_opts.run.port = ver_port == "all" ? PortModel::All : PortModel::Single;
+      set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
       ver_opts.progress = isatty(2) != 0;
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
                         : ver_algebra == "associative" ? SmtAlgebra::Associative
@@ -263,6 +265,7 @@ int main(int argc, char** argv) {
       run_opts.run.domain = *domain_from_name(domain);
       run_opts.run.port = run_port == "all" ? PortModel::All : PortModel::Single;
       run_opts.run.max_memory = mib(max_mem);
+      set_memory_limit(run_opts.run.max_memory);
       if (isatty(2) && !run_opts.quiet)
         run_opts.run.progress = [](std::uint64_t transfers, std::uint32_t step) {
           std::cerr << "\r\033[K" << transfers << " transfers, step " << step << std::flush;

@@ -70,6 +70,7 @@ class InternedDomain : public Domain {
     if (it != memo_.end()) return it->second;
     const auto& va = values_[a];
     const auto& vb = values_[b];
+    if (watch_) watch_->charge((va.size() + vb.size()) * sizeof(std::uint32_t) + 96);
     std::vector<std::uint32_t> out;
     out.reserve(va.size() + vb.size());
     std::uint64_t h;
@@ -84,6 +85,18 @@ class InternedDomain : public Domain {
     Item r = intern(std::move(out), h);
     memo_.emplace(key, r);
     return r;
+  }
+
+  Item from_terms(std::vector<std::uint32_t> terms) override {
+    if (terms.empty()) return 0;
+    std::uint64_t h = 0;
+    if (kind_ == DomainKind::Exact) {
+      std::sort(terms.begin(), terms.end());
+      for (auto c : terms) h += term_hash(c);
+    } else {
+      for (auto c : terms) h = h * kBase + term_hash(c);  // as combine's polynomial
+    }
+    return intern(std::move(terms), h);
   }
 
   std::string describe(Item a) const override {
@@ -184,6 +197,11 @@ class FingerprintDomain : public Domain {
     return w == 0 ? 1 : w;
   }
   Item combine(Item a, Item b) override { return a + b; }
+  Item from_terms(std::vector<std::uint32_t> terms) override {
+    Item s = 0;
+    for (auto c : terms) s += leaf(c / elems_, c % elems_);
+    return s;
+  }
   std::string describe(Item a) const override { return a == 0 ? "0" : fmt::format("#{:016x}", a); }
   bool inspectable() const override { return false; }
   std::vector<std::uint32_t> terms(Item) const override { return {}; }
@@ -198,6 +216,10 @@ class FingerprintDomain : public Domain {
 
 std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,
                                     std::uint64_t seed) {
+  if (static_cast<std::uint64_t>(p) * elems > 0xFFFFFFFFull)
+    throw LimitError(
+        fmt::format("{} processors x {} elements = {} inputs; at most 2^32-1 are supported", p,
+                    elems, static_cast<std::uint64_t>(p) * elems));
   if (kind == DomainKind::Fingerprint) return std::make_unique<FingerprintDomain>(p, elems, seed);
   return std::make_unique<InternedDomain>(kind, p, elems);
 }

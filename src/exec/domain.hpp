@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "util/memory.hpp"
+
 namespace collv {
 
 using Item = std::uint64_t;
@@ -33,6 +35,9 @@ class Domain {
   virtual Item leaf(std::uint32_t node, std::uint32_t elem) = 0;
   // a + b, in operand order.
   virtual Item combine(Item a, Item b) = 0;
+  // The item whose contributions are `terms` (contribution ids node * elems + elem, each below
+  // p * elems), in operand order: what folding leaves with combine gives, built in one step.
+  virtual Item from_terms(std::vector<std::uint32_t> terms) = 0;
   // Human-readable: "x0+x1+x2", "x3.1", "x0..x7" (runs), "2*x3" (multiplicity), "0" (identity).
   virtual std::string describe(Item a) const = 0;
   // Whether terms() is available (exact and ordered; not fingerprint).
@@ -43,6 +48,9 @@ class Domain {
   // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
   virtual std::uint64_t weight(Item a) const = 0;
   virtual std::size_t memory_bytes() const = 0;
+  // While set, combines charge the bytes they are about to intern to `w` (which throws
+  // LimitError at the limit). Not owned; nullptr to stop.
+  void set_watch(MemoryWatch* w) { watch_ = w; }
 
   std::uint32_t p() const { return p_; }
   std::uint32_t elems() const { return elems_; }
@@ -50,8 +58,10 @@ class Domain {
  protected:
   Domain(std::uint32_t p, std::uint32_t elems) : p_(p), elems_(elems) {}
   std::uint32_t p_, elems_;
+  MemoryWatch* watch_ = nullptr;
 };
 
+// Throws LimitError if p * elems exceeds 2^32-1 (contribution ids are 32 bits).
 std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,
                                     std::uint64_t seed);
 

@@ -12,6 +12,7 @@
 
 #include "exec/timing.hpp"
 #include "lang/check.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 
@@ -19,6 +20,8 @@ namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kChunk = 1024;
+// The most items one local buffer may hold (a message: at most 65535).
+constexpr std::uint64_t kMaxBufferItems = 1ULL << 28;
 
 enum class IOp { Assign, Send, Recv, JumpIfFalse, Jump, ForInit, ForTest, ForNext };
 
@@ -124,8 +127,13 @@ std::int64_t ipow(std::int64_t b, std::int64_t e, bool& overflow) {
 
 class Machine {
  public:
-  Machine(const Model& m, const Topology& t, const RunOptions& o, Trace& tr)
-      : m_(m), topo_(t), opts_(o), tr_(tr), p_(static_cast<std::uint32_t>(t.num_processors())) {
+  Machine(const Model& m, const Topology& t, const RunOptions& o, Trace& tr, MemoryWatch& w)
+      : m_(m),
+        topo_(t),
+        opts_(o),
+        tr_(tr),
+        watch_(w),
+        p_(static_cast<std::uint32_t>(t.num_processors())) {
     prog_.num_slots = static_cast<int>(m.var_names.size());
     compile_block(m.body, prog_);
     auto env = topology_env(t);
@@ -198,6 +206,7 @@ class Machine {
       }
       if (!std::is_sorted(batch.begin(), batch.end())) std::sort(batch.begin(), batch.end());
       ops_ += batch.size();
+      if ((++dispatches_ & 0xFFF) == 0) watch_.check();
       if (ops_ > op_budget) {
         fail(RunFailure::Kind::OpLimit,
              fmt::format("the run exceeded {} operations per node on average (a loop that never "
@@ -476,6 +485,9 @@ class Machine {
         return;
       case ExprKind::Name: {
         const auto& col = data_[e.slot];
+        std::uint64_t items = 0;
+        for (std::size_t i = 0; i < cnt; ++i) items += col[nodes[i]].size();
+        charge_items(items);
         for (std::size_t i = 0; i < cnt; ++i) out[i] = col[nodes[i]];
         return;
       }
@@ -490,6 +502,18 @@ class Machine {
         eval_data(a, nodes, cnt, out, depth + 1);
         auto& rhs = dscratch(depth);
         eval_data(b, nodes, cnt, rhs.data(), depth + 1);
+        if (e.op == Op::Union) {
+          std::uint64_t items = 0;
+          for (std::size_t i = 0; i < cnt; ++i) {
+            std::uint64_t n = std::uint64_t{out[i].size()} + rhs[i].size();
+            if (n > kMaxBufferItems)
+              throw LimitError(fmt::format(
+                  "{}: at node {} ({}) a buffer would hold {} items; a buffer may hold at most {}",
+                  e.loc.str(), nodes[i], topo_.label(nodes[i]), n, kMaxBufferItems));
+            items += rhs[i].size();
+          }
+          charge_items(items);
+        }
         for (std::size_t i = 0; i < cnt; ++i) {
           Buffer& x = out[i];
           const Buffer& y = rhs[i];
@@ -532,6 +556,7 @@ class Machine {
                                        src.size())
                          : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items",
                                        a, b, src.size()));
+          charge_items(static_cast<std::uint64_t>(b - a + 1));
           out[i].assign(src.data() + a, static_cast<std::uint32_t>(b - a + 1));
         }
         return;
@@ -567,8 +592,10 @@ class Machine {
         rt_error(target, nodes[i],
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
       Buffer& dst = col[nodes[i]];
-      if (static_cast<std::int64_t>(dst.size()) <= b)
+      if (static_cast<std::int64_t>(dst.size()) <= b) {
+        charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
         dst.resize(static_cast<std::uint32_t>(b + 1), 0);
+      }
       for (std::int64_t k = a; k <= b; ++k)
         dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
     }
@@ -673,7 +700,11 @@ class Machine {
                              s.loc.str(), topo_.label(v), step, opts_.max_steps));
             return;
           }
-          if (val[i].size() > 0xFFFF) rt_error(s, v, "a message of more than 65535 items");
+          if (val[i].size() > 0xFFFF)  // a limit of collv's Trace, not an error of the model
+            throw LimitError(fmt::format(
+                "{}: node {} sends a message of {} items; collv records at most 65535 items per "
+                "message (a limit of collv, not a fault of the model)",
+                s.loc.str(), topo_.label(v), val[i].size()));
           if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
               tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
             throw LimitError("the run records more than 2^32 transfers or items; it is too large");
@@ -760,7 +791,13 @@ class Machine {
     for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
   }
 
+  // Buffers are about to grow by `items` items (beyond the two held inline).
+  void charge_items(std::uint64_t items) {
+    if (items > 2 * kChunk) watch_.charge(items * sizeof(Item));
+  }
+
   void check_memory() {
+    watch_.check();
     std::uint64_t bytes = tr_.transfers.capacity() * sizeof(Transfer) +
                           tr_.transfers.capacity() * timing_.bytes_per_transfer() +
                           tr_.payload.capacity() * sizeof(Item) + dom_->memory_bytes();
@@ -779,6 +816,7 @@ class Machine {
   const Topology& topo_;
   const RunOptions& opts_;
   Trace& tr_;
+  MemoryWatch& watch_;
   std::uint32_t p_;
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
@@ -790,7 +828,7 @@ class Machine {
   std::vector<std::vector<NodeId>> ready_;
   std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
   std::deque<std::vector<Buffer>> dscr_;
-  std::uint64_t ops_ = 0, finished_ = 0;
+  std::uint64_t ops_ = 0, finished_ = 0, dispatches_ = 0;
   std::uint32_t max_step_ = 0;
   // Timing (exec/timing.hpp).
   StepBound bound_{opts_.port, p_};
@@ -924,7 +962,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
 
   // Claimed step count and cost, evaluated on this topology.
   if (m.header.steps) {
-    if (auto s = eval_header_expr(*m.header.steps, env)) tr.claimed_steps = std::llround(*s);
+    auto s = eval_header_expr(*m.header.steps, env);
+    if (s && std::isfinite(*s) && std::fabs(*s) < 9.0e15) tr.claimed_steps = std::llround(*s);
   }
   if (m.header.cost) {
     auto e1 = env, e2 = env;
@@ -937,21 +976,32 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
     }
   }
 
-  // Up-front memory estimate: variable columns, plus the trace if the claimed step count holds
-  // (single-port: at most p transfers per step) with what the timing pass records and uses
-  // (exec/timing.hpp: 16 bytes per transfer at most), plus the initial items.
-  std::uint64_t est = static_cast<std::uint64_t>(p) * (m.var_names.size() + 8) * 40 +
-                      static_cast<std::uint64_t>(p) * elems * 48;
-  if (tr.claimed_steps && *tr.claimed_steps > 0)
-    est += static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(*tr.claimed_steps) *
-           (sizeof(Transfer) + sizeof(Item) + 16);
+  // Up-front memory estimate: variable columns; the trace if the claimed step count holds
+  // (single-port: at most p transfers per step), and for reductions in the exact and ordered
+  // domains a new interned value per transfer; the inputs, outputs and expected outputs of the
+  // collective (collective_bytes). The run is watched as well (MemoryWatch), so an estimate that
+  // is too low still stops near the limit.
+  Collective coll = m.header.collective;
+  bool reduction = coll == Collective::Reduce || coll == Collective::Allreduce ||
+                   coll == Collective::Scan || coll == Collective::ReduceScatter;
+  std::uint64_t est = sat_mul(p, sat_mul(m.var_names.size() + 8, 40));
+  est = sat_add(est, sat_mul(sat_mul(p, elems), 48));
+  if (tr.claimed_steps && *tr.claimed_steps > 0) {
+    std::uint64_t per_transfer = sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
+    if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
+    est = sat_add(est,
+                  sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer));
+  }
   if (opts.domain != DomainKind::Fingerprint && elems > 1)
-    est += static_cast<std::uint64_t>(p) * elems * 64;
+    est = sat_add(est, sat_mul(sat_mul(p, elems), 64));
+  est = sat_add(est, collective_bytes(coll, opts.domain, p, elems));
   if (est > opts.max_memory)
     throw LimitError(fmt::format(
-        "running {} on {} needs about {} MiB, more than the limit of {} MiB; use a smaller "
-        "topology, the fingerprint domain, or raise --max-memory",
-        m.header.name, t.spec(), est >> 20, opts.max_memory >> 20));
+        "running {} on {} ({} processors{}, {} domain) needs about {}, more than the memory "
+        "limit of {}; use a smaller topology, the fingerprint domain, or raise --max-memory",
+        m.header.name, t.spec(), p,
+        tr.claimed_steps ? fmt::format(", {} claimed steps", *tr.claimed_steps) : "",
+        domain_name(opts.domain), mib_text(est), mib_text(opts.max_memory)));
   // Single-port: at most p transfers per step. Reserving both arrays avoids copying gigabytes
   // as they grow on large runs (star:10 records 163 million transfers).
   if (tr.claimed_steps && *tr.claimed_steps > 0 && *tr.claimed_steps < (1LL << 30)) {
@@ -961,7 +1011,13 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   }
 
   tr.domain = make_domain(opts.domain, p, elems, opts.seed);
-  Machine mach(m, t, opts, tr);
+  MemoryWatch watch(fmt::format("running {} on {}", m.header.name, t.spec()), opts.max_memory);
+  tr.domain->set_watch(&watch);
+  struct Unwatch {  // the Trace outlives the watch
+    Domain* d;
+    ~Unwatch() { d->set_watch(nullptr); }
+  } unwatch{tr.domain.get()};
+  Machine mach(m, t, opts, tr, watch);
   mach.dom_ = tr.domain.get();
   mach.reserve_timing(tr.transfers.capacity());
   int in_slot = -1, out_slot = -1;

@@ -35,12 +35,6 @@ struct RunOptions {
   std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;
 };
 
-// A run refused or stopped because it would exceed a resource limit.
-class LimitError : public UsageError {
- public:
-  using UsageError::UsageError;
-};
-
 // Throws ModelError (names the topology lacks), UsageError (bad root, requires not met) or
 // LimitError (too large). Deadlocks, step limits and runtime errors of the model are not thrown:
 // they are reported in Trace::failure with the partial trace.

@@ -100,6 +100,61 @@ void Trace::compute_stats() {
   for (const auto& st : per_step) cost_tw += st.max_link_items;
 }
 
+std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std::uint64_t e) {
+  // Items (8 bytes each) of the inputs and of the outputs (final and expected, so twice).
+  std::uint64_t in = (c == Collective::Broadcast || c == Collective::Scatter) ? e : sat_mul(p, e);
+  std::uint64_t out = 0;
+  switch (c) {
+    case Collective::Reduce:
+      out = e;
+      break;
+    case Collective::Allgather:
+      out = sat_mul(p, sat_mul(p, e));
+      break;
+    case Collective::ReduceScatter:
+    case Collective::Scatter:
+      out = p;
+      break;
+    case Collective::Alltoall:
+      out = sat_mul(p, p);
+      break;
+    default:  // broadcast, allreduce, scan, gather, shift: p * elems items in all
+      out = sat_mul(p, e);
+  }
+  std::uint64_t bytes = sat_mul(sat_add(in, sat_mul(out, 2)), sizeof(Item));
+  bytes = sat_add(bytes, sat_mul(p, 3 * sizeof(Buffer)));
+  if (k == DomainKind::Fingerprint) return bytes;
+  // Interned values: every leaf (value, hash, index entry), and the folds of the expected outputs.
+  bytes = sat_add(bytes, sat_mul(sat_mul(p, e), 96));
+  std::uint64_t lg = 1;
+  while ((1ULL << lg) < p && lg < 63) ++lg;
+  auto reduced = [&](std::uint64_t items, std::uint64_t weight) {
+    // `items` distinct reductions of `weight` terms each, built by halving (log levels).
+    return sat_mul(sat_mul(items, sat_mul(weight, lg)), sizeof(std::uint32_t));
+  };
+  switch (c) {
+    case Collective::Reduce:
+    case Collective::Allreduce:
+      bytes = sat_add(bytes, reduced(e, p));
+      break;
+    case Collective::ReduceScatter:
+      bytes = sat_add(bytes, reduced(p, p));
+      break;
+    case Collective::Scan:  // p prefixes of up to p terms
+      bytes = sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), e), 2));
+      break;
+    default:
+      break;
+  }
+  // The ordered domain keeps operand order, so the nodes of a reduction typically end with p
+  // different sequences of p terms each (observed: about 16 bytes per term with the memo).
+  if (k == DomainKind::Ordered &&
+      (c == Collective::Allreduce || c == Collective::Scan || c == Collective::ReduceScatter))
+    bytes =
+        sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), c == Collective::ReduceScatter ? 1 : e), 16));
+  return bytes;
+}
+
 std::string buffer_to_string(const Trace& t, const Buffer& b) {
   std::string s = "[";
   for (std::uint32_t i = 0; i < b.size(); ++i) {

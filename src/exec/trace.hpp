@@ -19,6 +19,7 @@
 #include "exec/domain.hpp"
 #include "lang/ast.hpp"
 #include "topology/topology.hpp"
+#include "util/memory.hpp"
 #include "util/smallvec.hpp"
 
 namespace collv {
@@ -95,8 +96,19 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers = 0);
 // or by another tool in the same format (docs/trace-format.md), read back so that the checkers
 // and the renderer can judge and draw it. The file must list its transfers. Throws UsageError
 // naming `source` and the offending key for malformed input.
-Trace trace_from_json(const nlohmann::json& j, const std::string& source);
-Trace read_trace_file(const std::string& path);
+// Before allocating, the reader checks what the file needs (inputs and expected outputs of the
+// collective, steps, items) against `max_memory` and throws LimitError with the numbers.
+Trace trace_from_json(const nlohmann::json& j, const std::string& source,
+                      std::uint64_t max_memory = memory_limit());
+Trace read_trace_file(const std::string& path, std::uint64_t max_memory = memory_limit());
+
+// Bytes that judging a collective needs whatever the schedule: the inputs, the final and the
+// expected outputs, and in the exact and ordered domains the interned values they hold (for
+// reductions in the ordered domain, one sequence of p terms per node). A conservative estimate
+// used before anything is allocated; UINT64_MAX if it overflows.
+std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std::uint64_t elems);
+// Bytes per step (up to the largest step) that the statistics and the checks hold.
+inline constexpr std::uint64_t kBytesPerStep = 64;
 
 std::string buffer_to_string(const Trace& t, const Buffer& b);
 // The items transfer x carries, as buffer_to_string prints them.

@@ -1,5 +1,6 @@
 // Reading a Trace back from JSON (see trace.hpp, trace_from_json).
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -9,6 +10,8 @@
 
 #include "exec/executor.hpp"
 #include "exec/trace.hpp"
+#include "util/memory.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -16,7 +19,11 @@ namespace {
 
 class Reader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+  explicit Reader(std::string source, std::uint64_t max_memory)
+      : source_(std::move(source)), watch_("reading " + source_, max_memory) {}
+
+  static constexpr std::uint64_t kMaxItemTerms = 1ULL << 26;
+  static constexpr std::uint64_t kMaxFileTerms = 1ULL << 28;
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw UsageError(fmt::format("{}: {}: {}", source_, where, what));
@@ -41,33 +48,36 @@ class Reader {
   }
 
   // One item as Domain::describe writes it: "0", "#0123...", or terms "x3", "x3.1", "2*x3",
-  // "x0..x7" joined by '+', in operand order.
-  Item item(const std::string& text, Domain& d, const std::string& where) const {
+  // "x0..x7" joined by '+', in operand order. The terms are counted before any is built: an item
+  // may hold at most kMaxItemTerms of them and a file kMaxFileTerms in all.
+  Item item(const std::string& text, Domain& d, const std::string& where) {
     if (text == "0") return 0;
     if (!text.empty() && text[0] == '#') {
       if (d.kind() != DomainKind::Fingerprint)
         fail(where, "a fingerprint item in a " + std::string(domain_name(d.kind())) + " trace");
+      std::size_t used = 0;
+      Item v = 0;
       try {
-        std::size_t used = 0;
-        Item v = std::stoull(text.substr(1), &used, 16);
-        if (used + 1 != text.size()) fail(where, "bad fingerprint '" + text + "'");
-        return v;
+        v = std::stoull(text.substr(1), &used, 16);
       } catch (const std::logic_error&) {
-        fail(where, "bad fingerprint '" + text + "'");
+        used = 0;
       }
+      if (used == 0 || used + 1 != text.size() || text.size() > 17)
+        fail(where, "bad fingerprint '" + printable(text) + "'");
+      return v;
     }
     if (d.kind() == DomainKind::Fingerprint)
       fail(where, "a fingerprint trace needs items written #hex");
-    Item acc = 0;
+    auto bad = [&]() { fail(where, "bad item '" + printable(text) + "'"); };
     std::size_t i = 0;
     auto number = [&]() -> std::uint64_t {
       std::size_t start = i;
       while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-      if (i == start || i - start > 9) fail(where, "bad item '" + text + "'");
+      if (i == start || i - start > 9) bad();
       return std::stoull(text.substr(start, i - start));
     };
     auto contribution = [&]() -> std::uint64_t {  // xA or xA.B, as a contribution id
-      if (i >= text.size() || text[i] != 'x') fail(where, "bad item '" + text + "'");
+      if (i >= text.size() || text[i] != 'x') bad();
       ++i;
       std::uint64_t node = number(), elem = 0;
       if (i < text.size() && text[i] == '.' && (i + 1 >= text.size() || text[i + 1] != '.')) {
@@ -76,38 +86,56 @@ class Reader {
       }
       if (node >= d.p() || elem >= d.elems())
         fail(where, fmt::format("'{}' names an input that does not exist (p = {}, {} element(s))",
-                                text, d.p(), d.elems()));
+                                printable(text), d.p(), d.elems()));
       return node * d.elems() + elem;
     };
-    auto leaf = [&](std::uint64_t c) {
-      return d.leaf(static_cast<std::uint32_t>(c / d.elems()),
-                    static_cast<std::uint32_t>(c % d.elems()));
+    struct Run {
+      std::uint64_t times, first, last;
     };
+    std::vector<Run> runs;
+    std::uint64_t count = 0;
     for (;;) {
       std::uint64_t times = 1;
       if (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
         times = number();
-        if (i >= text.size() || text[i] != '*' || times == 0 || times > 1000)
-          fail(where, "bad item '" + text + "'");
+        if (i >= text.size() || text[i] != '*' || times == 0 || times > 1000) bad();
         ++i;
       }
       std::uint64_t first = contribution(), last = first;
       if (text.compare(i, 2, "..") == 0) {
         i += 2;
         last = contribution();
-        if (last < first) fail(where, "bad run in '" + text + "'");
+        if (last < first) fail(where, "bad run in '" + printable(text) + "'");
       }
-      for (std::uint64_t k = 0; k < times; ++k)
-        for (std::uint64_t c = first; c <= last; ++c) acc = d.combine(acc, leaf(c));
-      if (i == text.size()) return acc;
-      if (text[i] != '+') fail(where, "bad item '" + text + "'");
+      runs.push_back({times, first, last});
+      count = sat_add(count, sat_mul(times, last - first + 1));
+      if (i == text.size()) break;
+      if (text[i] != '+') bad();
       ++i;
     }
+    if (count > kMaxItemTerms)
+      throw LimitError(
+          fmt::format("{}: {}: the item '{}' has {} terms; an item may have at most {}", source_,
+                      where, printable(text), count, kMaxItemTerms));
+    terms_ += count;
+    if (terms_ > kMaxFileTerms)
+      throw LimitError(fmt::format("{}: {}: the items of this file have more than {} terms in all",
+                                   source_, where, kMaxFileTerms));
+    watch_.charge(count * sizeof(std::uint32_t) * 2);
+    std::vector<std::uint32_t> terms;
+    terms.reserve(count);
+    for (const Run& r : runs)
+      for (std::uint64_t k = 0; k < r.times; ++k)
+        for (std::uint64_t c = r.first; c <= r.last; ++c)
+          terms.push_back(static_cast<std::uint32_t>(c));
+    return d.from_terms(std::move(terms));
   }
 
-  Buffer buffer(const nlohmann::json& arr, Domain& d, const std::string& where) const {
+  Buffer buffer(const nlohmann::json& arr, Domain& d, const std::string& where) {
     if (!arr.is_array()) fail(where, "expected an array of items");
     Buffer b;
+    if (arr.size() > 0xFFFFFFFEu) fail(where, "too many items");
+    watch_.charge(arr.size() * sizeof(Item));
     for (std::size_t k = 0; k < arr.size(); ++k) {
       if (!arr[k].is_string()) fail(fmt::format("{}[{}]", where, k), "expected an item as text");
       b.push_back(item(arr[k].get<std::string>(), d, fmt::format("{}[{}]", where, k)));
@@ -117,12 +145,17 @@ class Reader {
 
  private:
   std::string source_;
+  MemoryWatch watch_;
+  std::uint64_t terms_ = 0;
 };
 
 }  // namespace
 
-Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
-  Reader r(source);
+namespace {
+
+Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
+                           std::uint64_t max_memory) {
+  Reader r(source, max_memory);
   if (!j.is_object()) r.fail("top level", "expected a JSON object");
   Trace t;
   t.model_name =
@@ -139,24 +172,49 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
   auto dom = domain_from_name(r.str(j, "domain", "top level"));
   if (!dom) r.fail("domain", "expected exact, ordered or fingerprint");
   auto p = static_cast<std::uint32_t>(t.topology.num_processors());
+  if (p == 0) r.fail("topology", "has no processors");
+  bool per_destination = t.collective == Collective::ReduceScatter ||
+                         t.collective == Collective::Scatter ||
+                         t.collective == Collective::Alltoall;
   std::uint32_t elems = 1;
-  if (j.contains("elements")) {
-    elems = static_cast<std::uint32_t>(r.uint(j, "elements", "top level", 65535));
-  } else if (t.collective == Collective::ReduceScatter || t.collective == Collective::Scatter ||
-             t.collective == Collective::Alltoall) {
+  if (per_destination) {
+    // Inputs indexed by destination: one element per processor, whatever the file says.
     elems = p;
+    if (j.contains("elements") &&
+        !(j["elements"].is_number_unsigned() && j["elements"].get<std::uint64_t>() == p))
+      r.fail("elements", fmt::format("{} needs one element per processor: {} on {}",
+                                     collective_name(t.collective), p, t.topology.spec()));
+  } else if (j.contains("elements")) {
+    elems = static_cast<std::uint32_t>(r.uint(j, "elements", "top level", 65535));
   }
   if (elems == 0) r.fail("elements", "must be at least 1");
+  if (static_cast<std::uint64_t>(p) * elems > 0xFFFFFFFFull)
+    throw LimitError(fmt::format(
+        "{}: {} on {} has {} processors x {} elements = {} inputs; at most 2^32-1 are supported",
+        source, collective_name(t.collective), t.topology.spec(), p, elems,
+        static_cast<std::uint64_t>(p) * elems));
+  // What judging the schedule needs (inputs, outputs, the expected outputs), before any of it is
+  // allocated.
+  require_memory(collective_bytes(t.collective, *dom, p, elems),
+                 fmt::format("{}: judging {} on {} ({} processors, {} element(s) each)", source,
+                             collective_name(t.collective), t.topology.spec(), p, elems),
+                 max_memory);
   t.domain = make_domain(*dom, p, elems, 1);
   if (j.contains("source"))
-    t.root = static_cast<std::uint32_t>(r.uint(j, "source", "top level", p ? p - 1 : 0));
+    t.root = static_cast<std::uint32_t>(r.uint(j, "source", "top level", p - 1));
   if (j.contains("q")) {
     if (!j["q"].is_number_integer()) r.fail("q", "expected an integer");
+    if (j["q"].is_number_unsigned() &&
+        j["q"].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      r.fail("q", "expected an integer within 64 bits");
     t.shift = j["q"].get<std::int64_t>();
   }
-  if (j.contains("operator"))
-    t.op_class = r.str(j, "operator", "top level") == "commutative" ? OperatorClass::Commutative
-                                                                    : OperatorClass::Associative;
+  if (j.contains("operator")) {
+    std::string op = r.str(j, "operator", "top level");
+    if (op != "commutative" && op != "associative")
+      r.fail("operator", "expected commutative or associative");
+    t.op_class = op == "commutative" ? OperatorClass::Commutative : OperatorClass::Associative;
+  }
   if (j.contains("port")) {
     std::string port = r.str(j, "port", "top level");
     if (port != "single" && port != "all") r.fail("port", "expected \"single\" or \"all\"");
@@ -168,18 +226,48 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
   }
   if (j.contains("claimed")) {
     const auto& c = j["claimed"];
-    if (c.contains("steps") && c["steps"].is_number())
-      t.claimed_steps = c["steps"].get<std::int64_t>();
-    if (c.contains("cost") && c["cost"].is_object() && c["cost"].contains("ts") &&
-        c["cost"].contains("tw") && c["cost"]["ts"].is_number() && c["cost"]["tw"].is_number()) {
-      t.claimed_ts = c["cost"]["ts"].get<double>();
-      t.claimed_tw = c["cost"]["tw"].get<double>();
+    if (!c.is_object()) r.fail("claimed", "expected an object");
+    if (c.contains("steps")) {
+      const auto& s = c["steps"];
+      // A whole number; JSON writers may write it as 3.0. Checked before conversion: a double
+      // outside the 64-bit range does not convert.
+      double v = s.is_number() ? s.get<double>() : -1;
+      if (!s.is_number() || !(v >= 0 && v <= 9.0e15) || v != std::floor(v))
+        r.fail("claimed.steps", "expected a whole number from 0 to 9e15");
+      t.claimed_steps =
+          s.is_number_integer() ? s.get<std::int64_t>() : static_cast<std::int64_t>(v);
+    }
+    if (c.contains("cost")) {
+      const auto& k = c["cost"];
+      auto coef = [&](const char* key) {
+        if (!k.is_object() || !k.contains(key) || !k[key].is_number() ||
+            !std::isfinite(k[key].get<double>()))
+          r.fail(fmt::format("claimed.cost.{}", key), "expected a finite number");
+        return k[key].get<double>();
+      };
+      t.claimed_ts = coef("ts");
+      t.claimed_tw = coef("tw");
     }
   }
   if (!j.contains("transfers"))
     r.fail("top level", "no \"transfers\" (the trace was written without them: too many to list?)");
   const auto& xs = j["transfers"];
   if (!xs.is_array()) r.fail("transfers", "expected an array");
+  if (xs.size() >= 0xFFFFFFFFull) r.fail("transfers", "more than 2^32-2 transfers");
+  // The statistics and the checks hold a few words per step up to the largest one: a step is
+  // allowed if that fits in the memory limit (and below 2^31).
+  std::uint32_t max_step = 0;
+  for (std::size_t k = 0; k < xs.size(); ++k)
+    if (xs[k].is_object() && xs[k].contains("step") && xs[k]["step"].is_number_unsigned())
+      max_step = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::max<std::uint64_t>(max_step, xs[k]["step"].get<std::uint64_t>()), 0xFFFFFFFFull));
+  if (max_step >= (1u << 31))
+    r.fail("transfers", fmt::format("a transfer at step {}; steps must be below 2^31", max_step));
+  require_memory(
+      sat_add(sat_mul(max_step, kBytesPerStep), xs.size() * sizeof(Transfer)),
+      fmt::format("{}: a schedule of {} steps and {} transfers", source, max_step, xs.size()),
+      max_memory);
+  t.transfers.reserve(xs.size());
   for (std::size_t k = 0; k < xs.size(); ++k) {
     std::string where = fmt::format("transfers[{}]", k);
     const auto& x = xs[k];
@@ -192,7 +280,9 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
       r.fail(where,
              fmt::format("a node id is not a processor of {} (0 .. {})", t.topology.spec(), p - 1));
     Buffer b = r.buffer(r.field(x, "items", where), *t.domain, where + ".items");
-    if (b.size() > 0xFFFF) r.fail(where, "more than 65535 items");
+    if (b.size() > 0xFFFF) r.fail(where, "more than 65535 items (the message size limit)");
+    if (t.payload.size() + b.size() > 0xFFFFFFFFull)
+      throw LimitError(source + ": the transfers carry more than 2^32-1 items in all");
     tr.payload_begin = static_cast<std::uint32_t>(t.payload.size());
     tr.payload_len = static_cast<std::uint16_t>(b.size());
     tr.line = x.contains("line") && x["line"].is_number_unsigned()
@@ -214,36 +304,78 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
     }
   }
   t.initial_input = initial_inputs(t.collective, *t.domain, p, t.root);
-  if (j.contains("failure") && j["failure"].is_object()) {
+  if (j.contains("failure")) {
+    const auto& f = j["failure"];
+    if (!f.is_object()) r.fail("failure", "expected an object");
     static const char* names[] = {"none", "deadlock", "step-limit", "op-limit", "runtime-error"};
-    std::string kind = j["failure"].value("kind", "none");
-    for (int k = 0; k < 5; ++k)
-      if (kind == names[k]) t.failure.kind = static_cast<RunFailure::Kind>(k);
-    t.failure.message = j["failure"].value("message", "");
-    t.failure.cycle_closed = j["failure"].value("cycle_closed", false);
-    if (j["failure"].contains("cycle") && j["failure"]["cycle"].is_array())
-      for (const auto& v : j["failure"]["cycle"])
-        if (v.is_number_unsigned() && v.get<std::uint64_t>() < p)
-          t.failure.waiting_cycle.push_back(static_cast<NodeId>(v.get<std::uint64_t>()));
-    if (j["failure"].contains("waiting") && j["failure"]["waiting"].is_array())
-      for (const auto& v : j["failure"]["waiting"])
-        if (v.is_number_unsigned() && v.get<std::uint64_t>() < p)
-          t.failure.waiting.push_back(static_cast<NodeId>(v.get<std::uint64_t>()));
+    if (f.contains("kind")) {
+      std::string kind = r.str(f, "kind", "failure");
+      bool known = false;
+      for (int k = 0; k < 5; ++k)
+        if (kind == names[k]) {
+          t.failure.kind = static_cast<RunFailure::Kind>(k);
+          known = true;
+        }
+      if (!known)
+        r.fail("failure.kind",
+               "expected none, deadlock, step-limit, op-limit or runtime-error, not '" +
+                   printable(kind) + "'");
+    }
+    if (f.contains("message")) t.failure.message = r.str(f, "message", "failure");
+    if (f.contains("cycle_closed")) {
+      if (!f["cycle_closed"].is_boolean()) r.fail("failure.cycle_closed", "expected true or false");
+      t.failure.cycle_closed = f["cycle_closed"].get<bool>();
+    }
+    auto nodes = [&](const char* key, std::vector<NodeId>& out) {
+      if (!f.contains(key)) return;
+      std::string where = std::string("failure.") + key;
+      if (!f[key].is_array()) r.fail(where, "expected an array of node ids");
+      for (std::size_t k = 0; k < f[key].size(); ++k) {
+        const auto& v = f[key][k];
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= p)
+          r.fail(fmt::format("{}[{}]", where, k),
+                 fmt::format("expected a processor of {} (0 .. {})", t.topology.spec(), p - 1));
+        out.push_back(static_cast<NodeId>(v.get<std::uint64_t>()));
+      }
+    };
+    nodes("cycle", t.failure.waiting_cycle);
+    nodes("waiting", t.failure.waiting);
   }
   t.compute_stats();
   return t;
 }
 
-Trace read_trace_file(const std::string& path) {
+}  // namespace
+
+Trace trace_from_json(const nlohmann::json& j, const std::string& source,
+                      std::uint64_t max_memory) {
+  try {
+    return trace_from_json_impl(j, source, max_memory);
+  } catch (const nlohmann::json::exception& e) {
+    // Every access above checks its type first; this is the net under them, and still names the
+    // file.
+    throw UsageError(
+        fmt::format("{}: unexpected JSON value: {}", source, json_error_text(e.what())));
+  } catch (const std::length_error&) {
+    throw LimitError(source + ": a buffer of the schedule is too large");
+  }
+}
+
+Trace read_trace_file(const std::string& path, std::uint64_t max_memory) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read schedule file '" + path + "'");
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+  in.seekg(0);
+  // nlohmann's DOM takes up to ~20 times the text; checked before parsing.
+  require_memory(sat_mul(size, 20), fmt::format("reading {} ({} bytes)", path, size), max_memory);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(path + ": not valid JSON: " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path + ": not valid JSON: " + json_error_text(e.what()));
   }
-  return trace_from_json(j, path);
+  return trace_from_json(j, path, max_memory);
 }
 
 }  // namespace collv

@@ -33,6 +33,12 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run or an input refused or stopped because it would exceed a resource limit (memory, size).
+class LimitError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 // "This should never happen": a bug in collv, not in the user's input.
 class InternalError : public std::logic_error {
  public:

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 
 namespace collv {
@@ -16,6 +17,8 @@ class SmallVec {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
+  static constexpr std::uint32_t kMaxSize = 0xFFFFFFFFu;
+
   SmallVec() = default;
   SmallVec(const SmallVec& o) { assign(o.data(), o.size_); }
   SmallVec(SmallVec&& o) noexcept { steal(o); }
@@ -46,16 +49,21 @@ class SmallVec {
   void clear() { size_ = 0; }
   void reserve(std::uint32_t n) {
     if (n <= cap_) return;
-    std::uint32_t ncap = std::max<std::uint32_t>(n, cap_ * 2);
-    T* p = static_cast<T*>(std::malloc(sizeof(T) * ncap));
+    // Doubling in 64 bits: a capacity near 2^32 must not wrap to a small one.
+    auto ncap = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(std::max<std::uint64_t>(n, std::uint64_t{cap_} * 2), kMaxSize));
+    T* p = static_cast<T*>(std::malloc(sizeof(T) * std::size_t{ncap}));
     if (!p) throw std::bad_alloc();
-    std::memcpy(p, data(), sizeof(T) * size_);
+    if (size_) std::memcpy(p, data(), sizeof(T) * size_);
     if (cap_ > N) std::free(heap_);
     heap_ = p;
     cap_ = ncap;
   }
   void push_back(const T& v) {
-    if (size_ == cap_) reserve(size_ + 1);
+    if (size_ == cap_) {
+      if (size_ == kMaxSize) throw std::length_error("a buffer of more than 2^32-1 items");
+      reserve(size_ + 1);
+    }
     data()[size_++] = v;
   }
   void resize(std::uint32_t n, const T& fill = T{}) {
@@ -65,7 +73,7 @@ class SmallVec {
   }
   void erase_at(std::uint32_t i) {
     T* d = data();
-    std::memmove(d + i, d + i + 1, sizeof(T) * (size_ - i - 1));
+    if (i + 1 < size_) std::memmove(d + i, d + i + 1, sizeof(T) * (size_ - i - 1));
     --size_;
   }
   void assign(const T* src, std::uint32_t n) {
@@ -73,7 +81,7 @@ class SmallVec {
       release();
       reserve(n);
     }
-    std::memmove(data(), src, sizeof(T) * n);
+    if (n) std::memmove(data(), src, sizeof(T) * n);  // src may be null when n is 0
     size_ = n;
   }
   bool operator==(const SmallVec& o) const {

@@ -1,0 +1,319 @@
+// Robustness: every reproducer in shared/data/reproducers that is not a model-language one ends in
+// a clear error (exit 2, naming the file and key or the numbers) or a bounded, correct result;
+// the memory budget, the domain's one-step items, and the fixes for undefined behaviour.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "check/checks.hpp"
+#include "exec/executor.hpp"
+#include "exec/trace.hpp"
+#include "lang/ast.hpp"
+#include "util/memory.hpp"
+#include "util/smallvec.hpp"
+#include "util/text.hpp"
+
+using namespace collv;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = COLLV_SOURCE_DIR;
+const std::string kRepro = kRoot + "/../shared/data/reproducers/";
+
+// Runs the CLI with a time limit (seconds); returns the exit code (124: timed out).
+int cli(const std::string& args, std::string& out, int seconds = 60) {
+  std::string file = (fs::temp_directory_path() / "collv_robust_out.txt").string();
+  std::string cmd = "cd " + kRoot + " && timeout " + std::to_string(seconds) + " " +
+                    std::string(COLLV_BINARY) + " " + args + " >" + file + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto path = (fs::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A clean refusal: exit 2, the file named, no library internals, no internal error.
+void refused(const std::string& out, int rc, const std::string& file) {
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK(has(out, file));
+  CHECK_FALSE(has(out, "json.exception"));
+  CHECK_FALSE(has(out, "internal error"));
+  CHECK_FALSE(has(out, "out of memory"));
+}
+
+}  // namespace
+
+TEST_CASE("schedule file: a JSON value of the wrong type names the key", "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-failure_weird.json";
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "failure.message: expected a string"));
+}
+
+TEST_CASE("schedule file: per-destination collectives need elements = p", "[robust][repro]") {
+  std::string out;
+  for (const char* name : {"trace-internal-error-scatter-elements.json",
+                           "trace-alltoall_ring100k.json", "trace-alltoall_star10.json"}) {
+    std::string f = kRepro + name;
+    int rc = cli("verify --trace " + f + " --max-memory 2000", out);
+    refused(out, rc, f);
+    CHECK(has(out, "elements: "));
+    CHECK(has(out, "needs one element per processor"));
+  }
+  // The same file with the element count it needs is judged (and this schedule is wrong).
+  std::ifstream in(kRepro + "trace-internal-error-scatter-elements.json");
+  auto j = nlohmann::json::parse(in);
+  j["elements"] = 16;
+  int rc = cli("verify --trace " + write_temp("scatter16.json", j.dump()), out);
+  INFO(out);
+  CHECK(rc == 1);
+}
+
+TEST_CASE("schedule file: too many inputs or too much to judge is refused up front",
+          "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-elements65535_ring100k.json";
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "100000 processors x 65535 elements = 6553500000 inputs"));
+  // debruijn:24 (2^24 processors): the allgather's expected outputs alone are p^2 items. The
+  // topology itself takes about 1 GB to build; the refusal comes before anything else.
+  for (const char* name : {"trace-allgather_debruijn24.json", "trace-items_range_huge.json"}) {
+    f = kRepro + name;
+    rc = cli("verify --trace " + f + " --max-memory 4000", out, 120);
+    refused(out, rc, f);
+    CHECK(has(out, "judging allgather on debruijn:24 (16777216 processors"));
+    CHECK(has(out, "TiB, more than the memory limit of 3.9 GiB"));
+  }
+  f = kRepro + "trace-items_range_many.json";
+  rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "judging allgather on ring:1000000"));
+}
+
+TEST_CASE("schedule file: items are counted before they are built", "[robust]") {
+  // Allreduce on ring:100000 is small to judge; one item of 10^8 terms is not.
+  auto j = nlohmann::json::parse(R"({"collective": "allreduce", "topology": "ring:100000",
+    "domain": "exact", "transfers": [{"step": 1, "src": 0, "dst": 1,
+    "items": ["1000*x0..x99999"]}]})");
+  std::string out;
+  std::string f = write_temp("huge_item.json", j.dump());
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "has 100000000 terms; an item may have at most 67108864"));
+  // An item within the cap is built in one step and judged: 3 copies of everything at node 1.
+  j["transfers"][0]["items"] = nlohmann::json::array({"3*x0..x99999"});
+  Trace t = trace_from_json(j, "ok.json");
+  REQUIRE(t.transfers.size() == 1);
+  CHECK(t.domain->weight(t.payload[0]) == 300000);
+  CHECK(t.domain->describe(t.payload[0]).rfind("3*x0+3*x1+", 0) == 0);
+}
+
+TEST_CASE("schedule file: huge step numbers are refused before statistics are sized",
+          "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-step_2e9.json";
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "a schedule of 2000000000 steps and 6 transfers needs about 119.2 GiB"));
+  f = kRepro + "trace-step_huge.json";
+  rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "a transfer at step 4294967295; steps must be below 2^31"));
+  // Idle steps within the budget are fine: the cost counts them (ts = 1000).
+  auto j = nlohmann::json::parse(R"({"collective": "broadcast", "topology": "ring:2",
+    "domain": "exact", "transfers": [{"step": 1000, "src": 0, "dst": 1, "items": ["x0"]}],
+    "final": [{"node": 0, "output": ["x0"]}, {"node": 1, "output": ["x0"]}]})");
+  Trace t = trace_from_json(j, "idle.json");
+  CHECK(t.steps == 1000);
+  CHECK(t.cost_ts == 1000);
+}
+
+TEST_CASE("schedule file: claimed steps must be a whole number in range", "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-ubsan-claimed-steps-1e300.json";
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "claimed.steps: expected a whole number"));
+  auto j = nlohmann::json::parse(R"({"collective": "broadcast", "topology": "ring:2",
+    "domain": "exact", "transfers": [{"step": 1, "src": 0, "dst": 1, "items": ["x0"]}],
+    "claimed": {"steps": 1.0}})");
+  CHECK(*trace_from_json(j, "ok.json").claimed_steps == 1);
+  j["claimed"]["steps"] = 1.5;
+  CHECK_THROWS_AS(trace_from_json(j, "bad.json"), UsageError);
+}
+
+TEST_CASE("schedule file: a transfer with no items is judged (no null memcpy)", "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-ubsan-empty-items-memcpy-null.json";
+  int rc = cli("verify --trace " + f, out);
+  INFO(out);
+  CHECK(rc == 1);  // the file's outputs are not a shift: a verdict, not a crash
+  CHECK_FALSE(has(out, "internal error"));
+  SmallVec<Item, 2> v;
+  v.assign(nullptr, 0);
+  CHECK(v.empty());
+}
+
+TEST_CASE("schedule file: a shift by q near INT64_MAX is judged modulo p", "[robust][repro]") {
+  std::string out;
+  std::string f = kRepro + "trace-ubsan-shift-q-int64max.json";
+  int rc = cli("verify --trace " + f, out);
+  INFO(out);
+  CHECK(rc == 1);  // allgather outputs under a shift header
+  // INT64_MAX = 1 (mod 3): node i's input goes to node i+1.
+  auto j = nlohmann::json::parse(R"({"collective": "shift", "topology": "ring:3",
+    "domain": "exact", "q": 9223372036854775807, "transfers": [
+      {"step": 1, "src": 0, "dst": 1, "items": ["x0"]},
+      {"step": 1, "src": 1, "dst": 2, "items": ["x1"]},
+      {"step": 1, "src": 2, "dst": 0, "items": ["x2"]}],
+    "final": [{"node": 0, "output": ["x2"]}, {"node": 1, "output": ["x0"]},
+              {"node": 2, "output": ["x1"]}]})");
+  auto post = [&](const nlohmann::json& jj) {
+    return check_postcondition(trace_from_json(jj, "s.json"), CheckOptions{}).verdict;
+  };
+  CHECK(post(j) == Verdict::Pass);
+  j["q"] = INT64_MAX - 1;  // = 0 (mod 3): everyone keeps its own input
+  CHECK(post(j) == Verdict::Fail);
+  j["q"] = INT64_MIN + 1;  // = -(INT64_MAX) = 2 (mod 3)
+  CHECK(post(j) == Verdict::Fail);
+}
+
+TEST_CASE("schedule file: invalid JSON is reported without library internals", "[robust]") {
+  std::string out;
+  std::string f = write_temp("broken.json", "{\"collective\": \x01 [[[");
+  int rc = cli("verify --trace " + f, out);
+  refused(out, rc, f);
+  CHECK(has(out, "not valid JSON"));
+  CHECK(printable(std::string("a\0b\x1b", 4)) == "a\\x00b\\x1B");
+}
+
+TEST_CASE("model run: doubling a buffer stops at --max-memory", "[robust][repro]") {
+  std::string out;
+  int rc = cli("run " + kRepro + "memory-blowup-union-doubling.coll --max-memory 100", out);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK(has(out, "stopped at the memory limit of 100.0 MiB"));
+  // The same model doubling 10 times is small and runs.
+  std::ifstream in(kRepro + "memory-blowup-union-doubling.coll");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  text.replace(text.find("1 to 60"), 7, "1 to 10");
+  Model m = parse_model(text, "ten.coll");
+  RunOptions o;
+  o.max_memory = 100ULL << 20;
+  o.max_memory += resident_bytes();
+  Trace t = run_model(m, Topology::parse("ring:4"), o);
+  CHECK(t.final_output[0].size() == 1024);
+}
+
+TEST_CASE("model run: allgather on hypercube:20 is refused up front", "[robust][repro]") {
+  std::string out;
+  int rc = cli("run allgather_hypercube -t hypercube:20", out);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK(has(out, "running allgather_hypercube on hypercube:20 (1048576 processors"));
+  CHECK(has(out, "more than the memory limit of 8.0 GiB"));
+  // A size that fits runs (and passes) under a small limit.
+  rc = cli("verify allgather_hypercube -t hypercube:6 --max-memory 200 --quiet", out);
+  INFO(out);
+  CHECK(rc == 0);
+}
+
+TEST_CASE("proof files that need too much memory are refused up front", "[robust][repro]") {
+  std::string out;
+  for (const char* name : {"proof-model-star8-14GB.proof", "proof-steps-star10.proof"}) {
+    std::string f = kRepro + name;
+    int rc = cli("prove " + f, out);
+    INFO(out);
+    CHECK(rc == 2);
+    CHECK(has(out, f));
+    CHECK(has(out, "needs about"));
+    CHECK(has(out, "GiB, more than the memory limit of 8.0 GiB"));
+    CHECK_FALSE(has(out, "bad_alloc"));
+  }
+}
+
+TEST_CASE("a message above the 65535-item cap is a limit, not a deadlock", "[robust]") {
+  std::string model =
+      "model bigmsg\n  source \"t\"\n  collective allgather\n  topology ring\n  input my_msg\n"
+      "  output result\n  steps 1\n  cost ts\n\nprocedure P(my_id, my_msg, p, result)\nbegin\n"
+      "    result := my_msg;\n    for i := 1 to 17 do\n      result := result \xE2\x88\xAA "
+      "result;\n    endfor;\n    send result to (my_id + 1) mod p;\n"
+      "    receive result from (my_id - 1 + p) mod p;\nend P\n";
+  std::string f = write_temp("bigmsg.coll", model);
+  std::string out;
+  int rc = cli("run " + f + " -t ring:4", out);
+  INFO(out.substr(0, 2000));
+  CHECK(rc == 2);
+  CHECK(has(out, "sends a message of 131072 items; collv records at most 65535"));
+  CHECK_FALSE(has(out, "deadlock"));
+}
+
+TEST_CASE("run reproducer: an empty payload on a fuzzed model", "[robust][repro]") {
+  // The encoding of the run harness (fuzz/fuzz_run.cpp): byte 0 picks the topology.
+  std::ifstream in(kRepro + "run-ubsan-empty-payload-memcpy-null.bin", std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(data.size() > 1);
+  static const char* specs[] = {"ring:4", "star:3", "hypercube:2", "mesh:2x2"};
+  Topology topo = Topology::parse(specs[static_cast<unsigned char>(data[0]) % 4]);
+  bool ran = false;
+  try {
+    Model m = parse_model(data.substr(1), "repro.coll");
+    RunOptions o;
+    o.max_steps = 64;
+    o.max_ops_per_node = 2000;
+    Trace t = run_model(m, topo, o);
+    check_trace(t, CheckOptions{});
+    ran = true;
+  } catch (const ModelError&) {
+  } catch (const UsageError&) {
+  }
+  INFO((ran ? "ran and was judged" : "refused as bad input"));
+  SUCCEED();
+}
+
+TEST_CASE("memory budget: estimates refuse, the watch stops near the limit", "[robust]") {
+  CHECK_THROWS_AS(require_memory(1ULL << 50, "x", 1ULL << 30), LimitError);
+  CHECK_NOTHROW(require_memory(1 << 20, "x", resident_bytes() + (64 << 20)));
+  MemoryWatch w("test", resident_bytes() + (64 << 20));
+  CHECK_NOTHROW(w.charge(1 << 20));
+  CHECK_THROWS_AS(w.charge(1ULL << 30), LimitError);
+  CHECK(sat_mul(1ULL << 40, 1ULL << 40) == UINT64_MAX);
+  // Judging allgather needs p^2 items; a reduction in the exact domain does not.
+  CHECK(collective_bytes(Collective::Allgather, DomainKind::Exact, 1 << 20, 1) > (1ULL << 40));
+  CHECK(collective_bytes(Collective::Allreduce, DomainKind::Exact, 1 << 20, 1) < (1ULL << 31));
+  CHECK(collective_bytes(Collective::Allreduce, DomainKind::Ordered, 1 << 20, 1) > (1ULL << 40));
+  CHECK_THROWS_AS(make_domain(DomainKind::Exact, 100000, 100000, 1), LimitError);
+}
+
+TEST_CASE("domain: from_terms gives the item folding leaves gives", "[robust]") {
+  for (auto k : {DomainKind::Exact, DomainKind::Ordered, DomainKind::Fingerprint}) {
+    auto d = make_domain(k, 4, 2, 7);
+    std::vector<std::uint32_t> terms = {5, 0, 3, 3, 7};
+    Item folded = 0;
+    for (auto c : terms) folded = d->combine(folded, d->leaf(c / 2, c % 2));
+    CHECK(d->from_terms(terms) == folded);
+    CHECK(d->from_terms({}) == 0);
+  }
+  auto d = make_domain(DomainKind::Ordered, 4, 1, 1);
+  CHECK(d->from_terms({0, 1}) != d->from_terms({1, 0}));
+}
