@@ -453,7 +453,8 @@ class Analyzer {
     return d_.kind() == DomainKind::Exact
                ? ": every contribution is held, but no held items add up to it without counting "
                  "one twice"
-               : ": every contribution is held, but no held sequences concatenate to it";
+               : ": every contribution is held, but no held sequences, each used once, "
+                 "concatenate to it";
   }
 
   void report(CheckResult& r, Outcome oc, NodeId v, const Transfer* x, std::uint32_t xi,
@@ -478,18 +479,21 @@ class Analyzer {
       c.transfers = {xi};
       c.buffers.push_back({v, "sent", d_.describe(it)});
       c.buffers.push_back({v, fmt::format("held before step {}", x->step), held_text()});
+      std::string before =
+          x->step <= 1 ? "its input"
+                       : fmt::format("its input and what it received in steps 1..{}", x->step - 1);
       c.message = fmt::format(
           "step {}: transfer #{} ({} -> {}) carries {}, which {} cannot derive from what it holds "
-          "before step {} ({} items: its input and what it received in steps 1..{}){}",
+          "before step {} ({} item(s): {}){}",
           x->step, xi, label(x->src), label(x->dst), d_.describe(it), label(v), held_.size(),
-          x->step, x->step - 1, why_not(it));
+          x->step, before, why_not(it));
     } else {
       c.nodes = {v};
       c.buffers.push_back({v, "output", buffer_to_string(t_, t_.final_output[v])});
       c.buffers.push_back({v, "held at the end", held_text()});
       c.message = fmt::format(
           "node {} ends with {} in output[{}], which it cannot derive from what it holds at the "
-          "end ({} items: its input and what it received){}",
+          "end ({} item(s): its input and what it received){}",
           label(v), d_.describe(it), q, held_.size(), why_not(it));
     }
     r.violations.push_back(std::move(c));

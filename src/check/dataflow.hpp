@@ -6,11 +6,11 @@
 // engine encodes them (src/smt), so a proof rests on the schedule, not on collv's values.
 //
 //   collv::Dataflow df = collv::analyze_dataflow(trace, {});
-//   df.dataflow.verdict;   // Pass, or Fail with a counterexample naming step, transfer, item,
-//   holdings df.payload[k].parts;   // how Trace::payload[k] was made from what its sender held
+//   df.dataflow.verdict;  // Pass, or Fail: step, transfer, item and what the sender held
+//   df.payload[k].parts;  // how Trace::payload[k] was made from what its sender held
 //
 // The `match` check reports sends that no node ever receives (Trace::unreceived) and receives
-// that never happen.
+// that never happen (the nodes a deadlock leaves waiting). docs/checks.md has the details.
 #pragma once
 
 #include <cstdint>
