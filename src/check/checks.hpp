@@ -60,6 +60,10 @@ struct CheckResult {
 
 struct CheckOptions {
   std::size_t max_violations = 5;
+  // dataflow: search steps allowed per item and per trace when an item must be decomposed into
+  // held items; an item left undecided makes the verdict unknown, never pass.
+  std::uint64_t dataflow_item_budget = 200000;
+  std::uint64_t dataflow_total_budget = 50000000;
 };
 
 // Runs every check, in kCheckNames order.

@@ -42,7 +42,7 @@ enum class Outcome { Derived, NotDerivable, OutOfBudget, Undecidable };
 class Analyzer {
  public:
   Analyzer(const Trace& t, const CheckOptions& o, bool record)
-      : t_(t), o_(o), d_(*t.domain), record_(record) {
+      : t_(t), o_(o), d_(*t.domain), record_(record), total_budget_(o.dataflow_total_budget) {
     // A direct map from contribution to its place in the target, when the universe is small.
     std::uint64_t universe = static_cast<std::uint64_t>(d_.p()) * d_.elems();
     if (d_.kind() == DomainKind::Exact && universe <= (1u << 24)) {
@@ -232,7 +232,7 @@ class Analyzer {
     if (!d_.inspectable()) return Outcome::Undecidable;
     index_held();
     parts_.clear();
-    item_budget_ = kItemBudget;
+    item_budget_ = o_.dataflow_item_budget;
     Outcome r = d_.kind() == DomainKind::Exact ? cover_exact(it) : cover_ordered(it);
     if (r == Outcome::Derived && out) {
       out->parts.clear();
@@ -469,7 +469,16 @@ class Analyzer {
     }
     r.verdict = Verdict::Fail;
     ++r.violation_count;
-    if (r.violations.size() >= o_.max_violations) return;
+    // Nodes are replayed one by one; the violations kept are the earliest in schedule order
+    // (step, then transfer; final buffers last).
+    auto key = [&](const Counterexample& c) {
+      return std::make_pair(c.step.value_or(UINT32_MAX),
+                            c.transfers.empty() ? UINT32_MAX : c.transfers[0]);
+    };
+    std::pair<std::uint32_t, std::uint32_t> mine{x ? x->step : UINT32_MAX, x ? xi : UINT32_MAX};
+    if (r.violations.size() >= o_.max_violations &&
+        (r.violations.empty() || !(mine < key(r.violations.back()))))
+      return;
     Counterexample c;
     c.invariant = r.name;
     Item it = x ? t_.payload[x->payload_begin + q] : t_.final_output[v][q];
@@ -485,8 +494,8 @@ class Analyzer {
       c.message = fmt::format(
           "step {}: transfer #{} ({} -> {}) carries {}, which {} cannot derive from what it holds "
           "before step {} ({} item(s): {}){}",
-          x->step, xi, label(x->src), label(x->dst), d_.describe(it), label(v), held_.size(),
-          x->step, before, why_not(it));
+          x->step, xi, label(x->src), label(x->dst), d_.describe(it), label(v), x->step,
+          held_.size(), before, why_not(it));
     } else {
       c.nodes = {v};
       c.buffers.push_back({v, "output", buffer_to_string(t_, t_.final_output[v])});
@@ -496,7 +505,10 @@ class Analyzer {
           "end ({} item(s): its input and what it received){}",
           label(v), d_.describe(it), q, held_.size(), why_not(it));
     }
-    r.violations.push_back(std::move(c));
+    auto at = std::upper_bound(r.violations.begin(), r.violations.end(), mine,
+                               [&](const auto& k, const Counterexample& e) { return k < key(e); });
+    r.violations.insert(at, std::move(c));
+    if (r.violations.size() > o_.max_violations) r.violations.pop_back();
   }
 
   void finish(CheckResult& r) {
@@ -592,7 +604,7 @@ class Analyzer {
   std::uint32_t target_stamp_ = 0;
   std::size_t remaining_ = 0;
   bool exhausted_ = false;
-  std::uint64_t item_budget_ = 0, total_budget_ = kTotalBudget;
+  std::uint64_t item_budget_ = 0, total_budget_ = 0;
   std::size_t undecidable_ = 0, out_of_budget_ = 0;
 };
 
