@@ -141,6 +141,7 @@ class Analyzer {
     held_.clear();
     indexed_ = 0;
     by_first_.clear();
+    terms_.clear();
     ++gen_;
     if (v < t_.initial_input.size())
       for (std::uint32_t k = 0; k < t_.initial_input[v].size(); ++k)
@@ -193,7 +194,7 @@ class Analyzer {
     }
   }
 
-  // ---- terms, cached per distinct item ----
+  // ---- terms of held items, cached while their node is replayed ----
   const std::vector<std::uint32_t>& terms(Item it) {
     auto f = terms_.find(it);
     if (f != terms_.end()) return f->second;
@@ -251,7 +252,8 @@ class Analyzer {
 
   // ---- exact: an exact cover of the multiset ----
   Outcome cover_exact(Item target) {
-    const auto& ts = terms(target);
+    target_terms_ = d_.terms(target);
+    const auto& ts = target_terms_;
     distinct_.clear();
     count_.clear();
     for (auto c : ts) {
@@ -344,7 +346,7 @@ class Analyzer {
   }
 
   Outcome cover_ordered(Item target) {
-    seq_ = terms(target);
+    seq_ = d_.terms(target);
     std::vector<std::uint32_t> sorted = seq_;
     std::sort(sorted.begin(), sorted.end());
     bool repeats = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
@@ -438,7 +440,7 @@ class Analyzer {
     have.erase(std::unique(have.begin(), have.end()), have.end());
     std::string missing;
     std::size_t count = 0;
-    auto ts = terms(it);
+    auto ts = d_.terms(it);
     std::sort(ts.begin(), ts.end());
     ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
     for (auto c : ts) {
@@ -598,7 +600,7 @@ class Analyzer {
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
   std::unordered_map<Item, std::vector<std::uint32_t>> terms_;
   // search state
-  std::vector<std::uint32_t> distinct_, count_, seq_, parts_;
+  std::vector<std::uint32_t> distinct_, count_, seq_, parts_, target_terms_;
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;
