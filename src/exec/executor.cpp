@@ -183,6 +183,14 @@ class Machine {
     timing_.prev_recv.reserve(n);
   }
 
+  // Messages still queued when the run ends: sent, never received (ascending transfer ids).
+  std::vector<std::uint32_t> unreceived() const {
+    std::vector<std::uint32_t> out;
+    for (const auto& box : inbox_) out.insert(out.end(), box.begin(), box.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   void run() {
     auto& all = ready_[0];
     all.resize(p_);
@@ -1031,6 +1039,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   mach.run();
   tr.final_output = mach.column(out_slot);
   apply_timing(tr, mach.timing_record(), opts);
+  tr.unreceived = mach.unreceived();
   tr.compute_stats();
   return tr;
 }
