@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <queue>
 
 #include <fmt/format.h>
 
@@ -142,6 +143,7 @@ class Machine {
     blocked_pc_.assign(p_, kNone);
     inbox_.resize(p_);
     ready_.resize(prog_.code.size() + 1);
+    queued_.assign(prog_.code.size() + 1, 0);
   }
 
   void set_input(int slot, std::vector<Buffer> init) {
@@ -153,17 +155,17 @@ class Machine {
     auto& all = ready_[0];
     all.resize(p_);
     for (NodeId v = 0; v < p_; ++v) all[v] = v;
+    mark_ready(0);
     std::uint64_t op_budget = opts_.max_ops_per_node * std::max<std::uint64_t>(p_, 1);
     std::vector<NodeId> batch;
     for (;;) {
-      std::uint32_t pc = kNone;
-      for (std::uint32_t i = 0; i < ready_.size(); ++i) {
-        if (!ready_[i].empty()) {
-          pc = i;
-          break;
-        }
-      }
-      if (pc == kNone) break;
+      // The lowest program point with waiting nodes. A heap of the non-empty points keeps this
+      // O(log n): scanning ready_ from 0 made a run quadratic in the program's length.
+      if (pending_.empty()) break;
+      std::uint32_t pc = pending_.top();
+      pending_.pop();
+      queued_[pc] = 0;
+      if (ready_[pc].empty()) continue;
       batch.clear();
       batch.swap(ready_[pc]);
       if (pc == prog_.code.size()) {  // finished
@@ -196,6 +198,12 @@ class Machine {
   }
 
  private:
+  void mark_ready(std::uint32_t pc) {
+    if (queued_[pc] || ready_[pc].empty()) return;
+    queued_[pc] = 1;
+    pending_.push(pc);
+  }
+
   void fail(RunFailure::Kind k, std::string msg) {
     tr_.failure.kind = k;
     tr_.failure.message = std::move(msg);
@@ -569,6 +577,7 @@ class Machine {
     auto advance_all = [&](std::uint32_t to) {
       auto& r = ready_[to];
       r.insert(r.end(), nodes, nodes + cnt);
+      mark_ready(to);
     };
     switch (in.op) {
       case IOp::Assign: {
@@ -593,6 +602,8 @@ class Machine {
         auto& c = iscratch(0);
         eval_int(*in.cond, nodes, cnt, c.data(), 1);
         for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
+        mark_ready(pc + 1);
+        mark_ready(in.target);
         return;
       }
       case IOp::Jump:
@@ -621,6 +632,8 @@ class Machine {
           bool go = s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
           ready_[go ? pc + 1 : in.target].push_back(v);
         }
+        mark_ready(pc + 1);
+        mark_ready(in.target);
         return;
       }
       case IOp::ForNext: {
@@ -660,6 +673,7 @@ class Machine {
           if (waiting_on_[dst] == v) {
             waiting_on_[dst] = kNone;
             ready_[blocked_pc_[dst]].push_back(dst);
+            mark_ready(blocked_pc_[dst]);
           }
         }
         if ((tr_.transfers.size() & 0xFFFF) < cnt) {
@@ -703,6 +717,7 @@ class Machine {
         store(*s.target, got.data(), got.size(), val.data(), 1);
         auto& r = ready_[pc + 1];
         r.insert(r.end(), got.begin(), got.end());
+        mark_ready(pc + 1);
         return;
       }
     }
@@ -735,6 +750,10 @@ class Machine {
   std::vector<std::uint32_t> clock_, waiting_on_, blocked_pc_;
   std::vector<SmallVec<std::uint32_t, 2>> inbox_;
   std::vector<std::vector<NodeId>> ready_;
+  // The program points whose ready_ list may be non-empty, lowest on top; queued_[pc] says pc is
+  // in the heap.
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> pending_;
+  std::vector<std::uint8_t> queued_;
   std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
   std::deque<std::vector<Buffer>> dscr_;
   std::uint64_t ops_ = 0, finished_ = 0;
