@@ -437,11 +437,19 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
 }
 
 CheckResult check_steps(const Trace& t, const CheckOptions& o) {
-  if (!t.claimed_steps) return not_checked("steps", "the model claims no step count here");
+  if (!t.claimed_steps && !t.claimed_steps_real)
+    return not_checked("steps", "the model claims no step count here");
   if (t.failure.kind != RunFailure::Kind::None)
     return not_checked("steps", "the run did not finish");
   CheckResult r = make("steps");
-  if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
+  if (t.claimed_steps_real) {  // a claim that is not a whole number cannot hold
+    Counterexample c;
+    c.message = fmt::format(
+        "the run takes {} steps; the model claims {:.6g} steps, not a whole "
+        "number",
+        t.steps, *t.claimed_steps_real);
+    add_violation(r, o, std::move(c));
+  } else if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
     Counterexample c;
     c.message =
         fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);

@@ -252,6 +252,7 @@ int main(int argc, char** argv) {
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
       run_opts.run.max_memory = mib(max_mem);
+      run_opts.source_given = run->count("--source") > 0;
       if (isatty(2) && !run_opts.quiet)
         run_opts.run.progress = [](std::uint64_t transfers, std::uint32_t step) {
           std::cerr << "\r\033[K" << transfers << " transfers, step " << step << std::flush;

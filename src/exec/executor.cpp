@@ -762,17 +762,49 @@ class Machine {
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
 // header's `elements` (1 by default).
-std::uint32_t elems_per_node(const Model& m, std::uint32_t p,
+std::uint32_t elems_per_node(const Model& m, const Topology& t,
                              const std::map<std::string, double>& env) {
   Collective c = m.header.collective;
+  auto p = static_cast<std::uint32_t>(t.num_processors());
   if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
     return p;
   if (!m.header.elements) return 1;
-  auto e = eval_header_expr(*m.header.elements, env);
-  if (!e || *e < 1 || *e > 65535 || *e != std::floor(*e))
+  double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
+  if (!(e >= 1 && e <= 65535) || e != std::floor(e))
     throw ModelError(m.header.elements->loc,
-                     "'elements' must be a whole number from 1 to 65535 here");
-  return static_cast<std::uint32_t>(*e);
+                     fmt::format("'elements' must be a whole number from 1 to 65535; on {} it "
+                                 "is {}",
+                                 t.spec(), e));
+  return static_cast<std::uint32_t>(e);
+}
+
+// The operands of a `requires`'s top-level `and`s, in order.
+void conjuncts(const Expr& e, std::vector<const Expr*>& out) {
+  if (e.kind == ExprKind::Binary && e.op == Op::And) {
+    conjuncts(*e.args[0], out);
+    conjuncts(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
+// "source = 1, p = 8": the values of the names e uses.
+std::string values_of_names(const Expr& e, const std::map<std::string, double>& env) {
+  std::vector<std::string> names;
+  std::vector<const Expr*> stack{&e};
+  while (!stack.empty()) {
+    const Expr* x = stack.back();
+    stack.pop_back();
+    if (x->kind == ExprKind::Name && std::find(names.begin(), names.end(), x->name) == names.end())
+      names.push_back(x->name);
+    for (auto it = x->args.rbegin(); it != x->args.rend(); ++it) stack.push_back(it->get());
+  }
+  std::string out;
+  for (const auto& n : names) {
+    auto it = env.find(n);
+    if (it != env.end()) out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", n, it->second);
+  }
+  return out;
 }
 
 std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
@@ -811,9 +843,11 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
 
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
-  auto v = eval_header_expr(*m.header.requires_, header_env(t, o));
-  if (!v) return std::nullopt;
-  return *v != 0;
+  try {
+    return eval_header_expr(*m.header.requires_, header_env(t, o), "'requires'", &t) != 0;
+  } catch (const ModelError&) {
+    return std::nullopt;  // run_model reports why
+  }
 }
 
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
@@ -825,10 +859,24 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
         fmt::format("--source {} is not a processor of {} (0 .. {})", opts.root, t.spec(), p - 1));
   auto env = header_env(t, opts);
   if (m.header.requires_) {
-    auto ok = eval_header_expr(*m.header.requires_, env);
-    if (!ok || *ok == 0)
-      throw UsageError(fmt::format("{}: model '{}' requires a condition that {} does not meet",
-                                   m.header.requires_->loc.str(), m.header.name, t.spec()));
+    // A name the topology does not define, or arithmetic undefined here, is a ModelError at its
+    // position; a false condition is refused naming the conjunct that fails.
+    std::string what = "'requires' on " + t.spec();
+    if (eval_header_expr(*m.header.requires_, env, what, &t) == 0) {
+      std::vector<const Expr*> parts;
+      conjuncts(*m.header.requires_, parts);
+      const Expr* failing = m.header.requires_.get();
+      for (const Expr* c : parts)
+        if (eval_header_expr(*c, env, what, &t) == 0) {
+          failing = c;
+          break;
+        }
+      std::string vals = values_of_names(*failing, env);
+      throw UsageError(fmt::format("{}: model '{}' requires {}, which does not hold on {}{}",
+                                   expr_start(*failing).str(), m.header.name,
+                                   expr_to_string(*failing), t.spec(),
+                                   vals.empty() ? "" : " (" + vals + ")"));
+    }
   }
   Trace tr;
   tr.model_name = m.header.name;
@@ -839,21 +887,25 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.topology = t;
   tr.root = opts.root;
   tr.shift = opts.shift;
-  std::uint32_t elems = elems_per_node(m, p, env);
+  std::uint32_t elems = elems_per_node(m, t, env);
 
-  // Claimed step count and cost, evaluated on this topology.
+  // Claimed step count and cost, evaluated on this topology. A formula that cannot be evaluated
+  // here throws ModelError (never a silently unchecked claim). A step claim that is not a whole
+  // number is kept as it is, and check_steps fails it: it is never rounded.
   if (m.header.steps) {
-    if (auto s = eval_header_expr(*m.header.steps, env)) tr.claimed_steps = std::llround(*s);
+    double s = eval_header_expr(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    if (s == std::floor(s) && std::fabs(s) <= 9007199254740992.0)  // 2^53: exact in a double
+      tr.claimed_steps = static_cast<std::int64_t>(s);
+    else
+      tr.claimed_steps_real = s;
   }
   if (m.header.cost) {
     auto e1 = env, e2 = env;
     e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
     e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
-    auto a = eval_header_expr(*m.header.cost, e1), b = eval_header_expr(*m.header.cost, e2);
-    if (a && b) {
-      tr.claimed_ts = *a;
-      tr.claimed_tw = *b;
-    }
+    std::string what = "'cost' on " + t.spec();
+    tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
+    tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);
   }
 
   // Up-front memory estimate: variable columns, plus the trace if the claimed step count holds
