@@ -155,6 +155,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     }
     out << fmt::format("steps      {}", tr.steps);
     if (tr.claimed_steps) out << fmt::format("   (claimed {})", *tr.claimed_steps);
+    if (tr.claimed_steps_real) out << fmt::format("   (claimed {:.6g})", *tr.claimed_steps_real);
     out << "\n";
     out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
     if (tr.claimed_ts)
