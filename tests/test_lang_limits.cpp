@@ -123,6 +123,12 @@ TEST_CASE("a step claim that is not a whole number fails; it is never rounded", 
   REQUIRE(s.verdict == Verdict::Fail);
   CHECK(s.violations.at(0).message ==
         "the run takes 4 steps; the model claims 4.4 steps, not a whole number");
+  // A whole number too large for the step counter is compared, not wrapped or rounded.
+  m.header.steps = std::move(parse_model(header_only("  steps 2^80\n"), "h.coll").header.steps);
+  Trace huge = run_model(m, Topology::parse("ring:5"), RunOptions{});
+  auto hs = named(check_trace(huge, CheckOptions{}), "steps");
+  REQUIRE(hs.verdict == Verdict::Fail);
+  CHECK(hs.violations.at(0).message == "the run takes 4 steps; the model claims 1.20893e+24 steps");
   // p - 1 passes on the same run.
   m.header.steps = std::move(parse_model(header_only("  steps p - 1\n"), "h.coll").header.steps);
   Trace ok = run_model(m, Topology::parse("ring:5"), RunOptions{});

@@ -442,12 +442,11 @@ CheckResult check_steps(const Trace& t, const CheckOptions& o) {
   if (t.failure.kind != RunFailure::Kind::None)
     return not_checked("steps", "the run did not finish");
   CheckResult r = make("steps");
-  if (t.claimed_steps_real) {  // a claim that is not a whole number cannot hold
+  if (t.claimed_steps_real) {  // not a whole number, or beyond 2^53: it cannot hold
     Counterexample c;
-    c.message = fmt::format(
-        "the run takes {} steps; the model claims {:.6g} steps, not a whole "
-        "number",
-        t.steps, *t.claimed_steps_real);
+    double v = *t.claimed_steps_real;
+    c.message = fmt::format("the run takes {} steps; the model claims {:.6g} steps{}", t.steps, v,
+                            v == std::floor(v) ? "" : ", not a whole number");
     add_violation(r, o, std::move(c));
   } else if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
     Counterexample c;
