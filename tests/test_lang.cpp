@@ -147,8 +147,14 @@ TEST_CASE("header expressions evaluate with real arithmetic", "[lang]") {
           "  steps n*(n-1)/2\n  cost (ts + tw*m*p/2)*(p-1)\nprocedure P\nbegin\nend P\n",
       "h.coll");
   std::map<std::string, double> env{{"n", 5}, {"p", 5}, {"ts", 0}, {"tw", 1}, {"m", 1}};
-  CHECK(*eval_header_expr(*m.header.steps, env) == 10);
-  CHECK(*eval_header_expr(*m.header.cost, env) == Approx(10.0));  // 5/2 * 4
+  CHECK(eval_header_expr(*m.header.steps, env, "'steps'") == 10);
+  CHECK(eval_header_expr(*m.header.cost, env, "'cost'") == Approx(10.0));  // 5/2 * 4
   env.erase("p");
-  CHECK_FALSE(eval_header_expr(*m.header.cost, env).has_value());
+  // A name the environment lacks is an error at its position, never a value or a skip.
+  try {
+    eval_header_expr(*m.header.cost, env, "'cost'");
+    FAIL("expected a ModelError");
+  } catch (const ModelError& e) {
+    CHECK(std::string(e.what()) == "h.coll:7:19: error: 'cost': 'p' is not defined here");
+  }
 }

@@ -111,6 +111,11 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
   std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
   std::string path = resolve_model_path(o.model, dir);
   Model m = parse_model_file(path);
+  if (o.source_given && !collective_is_rooted(m.header.collective))
+    throw UsageError(
+        fmt::format("--source: model '{}' is a {} collective, which has no root "
+                    "(--source is for broadcast, reduce, scatter and gather)",
+                    m.header.name, collective_name(m.header.collective)));
   std::string spec = o.topology.empty() ? default_topology_spec(m) : o.topology;
   Topology topo = Topology::parse(spec);
   Trace tr = run_model(m, topo, o.run);
@@ -151,6 +156,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     }
     out << fmt::format("steps      {}", tr.steps);
     if (tr.claimed_steps) out << fmt::format("   (claimed {})", *tr.claimed_steps);
+    if (tr.claimed_steps_real) out << fmt::format("   (claimed {:.6g})", *tr.claimed_steps_real);
     out << "\n";
     out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
     if (tr.claimed_ts)

@@ -36,8 +36,9 @@ struct RunCommandOptions {
   std::string models_dir;
   std::string topology;  // "" = the first size that fits the model's first family
   RunOptions run;
-  std::string json_file;  // write the Trace as JSON here ("-" = stdout)
-  bool schedule = false;  // print every transfer even for large runs
+  bool source_given = false;  // --source was on the command line (a usage error if unrooted)
+  std::string json_file;      // write the Trace as JSON here ("-" = stdout)
+  bool schedule = false;      // print every transfer even for large runs
   bool quiet = false;
 };
 int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream& err);

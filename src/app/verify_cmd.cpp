@@ -194,6 +194,19 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
   }
   auto doms = domains_of(o.domain);
   auto files = model_files(o);
+  if (fixed_source) {  // --source must apply to at least one selected model
+    bool rooted = false;
+    std::string unrooted;
+    for (const auto& f : files) {
+      Model fm = parse_model_file(f);
+      rooted = rooted || collective_is_rooted(fm.header.collective);
+      if (unrooted.empty())
+        unrooted = fm.header.name + ": " + collective_name(fm.header.collective);
+    }
+    if (!rooted && !files.empty())
+      throw UsageError("--source: no model selected has a root (" + unrooted +
+                       "); --source is for broadcast, reduce, scatter and gather");
+  }
   VerifyReport rep;
   std::map<std::string, Topology> topo_cache;
   auto topo_of = [&](const std::string& spec) -> const Topology& {
@@ -238,7 +251,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
             ro.root = src.value_or(0);
             ro.shift = q.value_or(1);
             auto applies = model_applies(m, topo, ro);
-            if (!applies || !*applies) {
+            if (applies && !*applies) {  // nullopt: run_model reports why
               ++rep.skipped_runs;
               continue;
             }

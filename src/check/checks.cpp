@@ -443,11 +443,18 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
 }
 
 CheckResult check_steps(const Trace& t, const CheckOptions& o) {
-  if (!t.claimed_steps) return not_checked("steps", "the model claims no step count here");
+  if (!t.claimed_steps && !t.claimed_steps_real)
+    return not_checked("steps", "the model claims no step count here");
   if (t.failure.kind != RunFailure::Kind::None)
     return not_checked("steps", "the run did not finish");
   CheckResult r = make("steps");
-  if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
+  if (t.claimed_steps_real) {  // not a whole number, or beyond 2^53: it cannot hold
+    Counterexample c;
+    double v = *t.claimed_steps_real;
+    c.message = fmt::format("the run takes {} steps; the model claims {:.6g} steps{}", t.steps, v,
+                            v == std::floor(v) ? "" : ", not a whole number");
+    add_violation(r, o, std::move(c));
+  } else if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
     Counterexample c;
     c.message =
         fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);

@@ -266,6 +266,7 @@ int main(int argc, char** argv) {
       run_opts.run.port = run_port == "all" ? PortModel::All : PortModel::Single;
       run_opts.run.max_memory = mib(max_mem);
       set_memory_limit(run_opts.run.max_memory);
+      run_opts.source_given = run->count("--source") > 0;
       if (isatty(2) && !run_opts.quiet)
         run_opts.run.progress = [](std::uint64_t transfers, std::uint32_t step) {
           std::cerr << "\r\033[K" << transfers << " transfers, step " << step << std::flush;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <queue>
 
 #include <fmt/format.h>
 
@@ -171,6 +172,7 @@ class Machine {
     blocked_pc_.assign(p_, kNone);
     inbox_.resize(p_);
     ready_.resize(prog_.code.size() + 1);
+    queued_.assign(prog_.code.size() + 1, 0);
   }
 
   void set_input(int slot, std::vector<Buffer> init) {
@@ -195,17 +197,17 @@ class Machine {
     auto& all = ready_[0];
     all.resize(p_);
     for (NodeId v = 0; v < p_; ++v) all[v] = v;
+    mark_ready(0);
     std::uint64_t op_budget = opts_.max_ops_per_node * std::max<std::uint64_t>(p_, 1);
     std::vector<NodeId> batch;
     for (;;) {
-      std::uint32_t pc = kNone;
-      for (std::uint32_t i = 0; i < ready_.size(); ++i) {
-        if (!ready_[i].empty()) {
-          pc = i;
-          break;
-        }
-      }
-      if (pc == kNone) break;
+      // The lowest program point with waiting nodes. A heap of the non-empty points keeps this
+      // O(log n): scanning ready_ from 0 made a run quadratic in the program's length.
+      if (pending_.empty()) break;
+      std::uint32_t pc = pending_.top();
+      pending_.pop();
+      queued_[pc] = 0;
+      if (ready_[pc].empty()) continue;
       batch.clear();
       batch.swap(ready_[pc]);
       if (pc == prog_.code.size()) {  // finished
@@ -239,6 +241,12 @@ class Machine {
   }
 
  private:
+  void mark_ready(std::uint32_t pc) {
+    if (queued_[pc] || ready_[pc].empty()) return;
+    queued_[pc] = 1;
+    pending_.push(pc);
+  }
+
   void fail(RunFailure::Kind k, std::string msg) {
     tr_.failure.kind = k;
     tr_.failure.message = std::move(msg);
@@ -630,6 +638,7 @@ class Machine {
     auto advance_all = [&](std::uint32_t to) {
       auto& r = ready_[to];
       r.insert(r.end(), nodes, nodes + cnt);
+      mark_ready(to);
     };
     switch (in.op) {
       case IOp::Assign: {
@@ -655,6 +664,8 @@ class Machine {
         auto& c = iscratch(0);
         eval_int(*in.cond, nodes, cnt, c.data(), 1);
         for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
+        mark_ready(pc + 1);
+        mark_ready(in.target);
         return;
       }
       case IOp::Jump:
@@ -683,6 +694,8 @@ class Machine {
           bool go = s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
           ready_[go ? pc + 1 : in.target].push_back(v);
         }
+        mark_ready(pc + 1);
+        mark_ready(in.target);
         return;
       }
       case IOp::ForNext: {
@@ -727,6 +740,7 @@ class Machine {
           if (waiting_on_[dst] == v) {
             waiting_on_[dst] = kNone;
             ready_[blocked_pc_[dst]].push_back(dst);
+            mark_ready(blocked_pc_[dst]);
           }
         }
         if ((tr_.transfers.size() & 0xFFFF) < cnt) {
@@ -772,6 +786,7 @@ class Machine {
         track_receive(*s.target, got.data(), got.size(), tids.data());
         auto& r = ready_[pc + 1];
         r.insert(r.end(), got.begin(), got.end());
+        mark_ready(pc + 1);
         return;
       }
     }
@@ -834,6 +849,10 @@ class Machine {
   std::vector<std::uint32_t> waiting_on_, blocked_pc_;
   std::vector<SmallVec<std::uint32_t, 2>> inbox_;
   std::vector<std::vector<NodeId>> ready_;
+  // The program points whose ready_ list may be non-empty, lowest on top; queued_[pc] says pc is
+  // in the heap.
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> pending_;
+  std::vector<std::uint8_t> queued_;
   std::deque<std::vector<std::int64_t>> iscr_;  // deque: growing keeps references valid
   std::deque<std::vector<Buffer>> dscr_;
   std::uint64_t ops_ = 0, finished_ = 0, dispatches_ = 0;
@@ -848,17 +867,49 @@ class Machine {
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
 // header's `elements` (1 by default).
-std::uint32_t elems_per_node(const Model& m, std::uint32_t p,
+std::uint32_t elems_per_node(const Model& m, const Topology& t,
                              const std::map<std::string, double>& env) {
   Collective c = m.header.collective;
+  auto p = static_cast<std::uint32_t>(t.num_processors());
   if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
     return p;
   if (!m.header.elements) return 1;
-  auto e = eval_header_expr(*m.header.elements, env);
-  if (!e || *e < 1 || *e > 65535 || *e != std::floor(*e))
+  double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
+  if (!(e >= 1 && e <= 65535) || e != std::floor(e))
     throw ModelError(m.header.elements->loc,
-                     "'elements' must be a whole number from 1 to 65535 here");
-  return static_cast<std::uint32_t>(*e);
+                     fmt::format("'elements' must be a whole number from 1 to 65535; on {} it "
+                                 "is {}",
+                                 t.spec(), e));
+  return static_cast<std::uint32_t>(e);
+}
+
+// The operands of a `requires`'s top-level `and`s, in order.
+void conjuncts(const Expr& e, std::vector<const Expr*>& out) {
+  if (e.kind == ExprKind::Binary && e.op == Op::And) {
+    conjuncts(*e.args[0], out);
+    conjuncts(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
+// "source = 1, p = 8": the values of the names e uses.
+std::string values_of_names(const Expr& e, const std::map<std::string, double>& env) {
+  std::vector<std::string> names;
+  std::vector<const Expr*> stack{&e};
+  while (!stack.empty()) {
+    const Expr* x = stack.back();
+    stack.pop_back();
+    if (x->kind == ExprKind::Name && std::find(names.begin(), names.end(), x->name) == names.end())
+      names.push_back(x->name);
+    for (auto it = x->args.rbegin(); it != x->args.rend(); ++it) stack.push_back(it->get());
+  }
+  std::string out;
+  for (const auto& n : names) {
+    auto it = env.find(n);
+    if (it != env.end()) out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", n, it->second);
+  }
+  return out;
 }
 
 // Assigns the steps (exec/timing.hpp) and reports what the machine model adds to the run: a
@@ -938,9 +989,11 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
 
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
-  auto v = eval_header_expr(*m.header.requires_, header_env(t, o));
-  if (!v) return std::nullopt;
-  return *v != 0;
+  try {
+    return eval_header_expr(*m.header.requires_, header_env(t, o), "'requires'", &t) != 0;
+  } catch (const ModelError&) {
+    return std::nullopt;  // run_model reports why
+  }
 }
 
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
@@ -952,10 +1005,24 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
         fmt::format("--source {} is not a processor of {} (0 .. {})", opts.root, t.spec(), p - 1));
   auto env = header_env(t, opts);
   if (m.header.requires_) {
-    auto ok = eval_header_expr(*m.header.requires_, env);
-    if (!ok || *ok == 0)
-      throw UsageError(fmt::format("{}: model '{}' requires a condition that {} does not meet",
-                                   m.header.requires_->loc.str(), m.header.name, t.spec()));
+    // A name the topology does not define, or arithmetic undefined here, is a ModelError at its
+    // position; a false condition is refused naming the conjunct that fails.
+    std::string what = "'requires' on " + t.spec();
+    if (eval_header_expr(*m.header.requires_, env, what, &t) == 0) {
+      std::vector<const Expr*> parts;
+      conjuncts(*m.header.requires_, parts);
+      const Expr* failing = m.header.requires_.get();
+      for (const Expr* c : parts)
+        if (eval_header_expr(*c, env, what, &t) == 0) {
+          failing = c;
+          break;
+        }
+      std::string vals = values_of_names(*failing, env);
+      throw UsageError(fmt::format("{}: model '{}' requires {}, which does not hold on {}{}",
+                                   expr_start(*failing).str(), m.header.name,
+                                   expr_to_string(*failing), t.spec(),
+                                   vals.empty() ? "" : " (" + vals + ")"));
+    }
   }
   Trace tr;
   tr.model_name = m.header.name;
@@ -966,22 +1033,25 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.topology = t;
   tr.root = opts.root;
   tr.shift = opts.shift;
-  std::uint32_t elems = elems_per_node(m, p, env);
+  std::uint32_t elems = elems_per_node(m, t, env);
 
-  // Claimed step count and cost, evaluated on this topology.
+  // Claimed step count and cost, evaluated on this topology. A formula that cannot be evaluated
+  // here throws ModelError (never a silently unchecked claim). A step claim that is not a whole
+  // number is kept as it is, and check_steps fails it: it is never rounded.
   if (m.header.steps) {
-    auto s = eval_header_expr(*m.header.steps, env);
-    if (s && std::isfinite(*s) && std::fabs(*s) < 9.0e15) tr.claimed_steps = std::llround(*s);
+    double s = eval_header_expr(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    if (s == std::floor(s) && std::fabs(s) <= 9007199254740992.0)  // 2^53: exact in a double
+      tr.claimed_steps = static_cast<std::int64_t>(s);
+    else
+      tr.claimed_steps_real = s;
   }
   if (m.header.cost) {
     auto e1 = env, e2 = env;
     e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
     e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
-    auto a = eval_header_expr(*m.header.cost, e1), b = eval_header_expr(*m.header.cost, e2);
-    if (a && b) {
-      tr.claimed_ts = *a;
-      tr.claimed_tw = *b;
-    }
+    std::string what = "'cost' on " + t.spec();
+    tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
+    tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);
   }
 
   // Up-front memory estimate: variable columns; the trace if the claimed step count holds

@@ -35,7 +35,8 @@ struct RunOptions {
   std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;
 };
 
-// Throws ModelError (names the topology lacks), UsageError (bad root, requires not met) or
+// Throws ModelError (names the topology lacks; a header formula that cannot be evaluated on t, at
+// its position), UsageError (bad root; requires not met, naming the conjunct that fails) or
 // LimitError (too large). Deadlocks, step limits and runtime errors of the model are not thrown:
 // they are reported in Trace::failure with the partial trace.
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
@@ -45,7 +46,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
 std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root);
 
 // Whether the model's `requires` holds on t with o's source and shift (true if it has none).
-// nullopt: it names something t does not define.
+// nullopt: it cannot be evaluated on t (a name t does not define, arithmetic undefined there);
+// run_model then throws the reason. Callers must not treat nullopt as "skip".
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o);
 
 }  // namespace collv

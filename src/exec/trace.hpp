@@ -80,6 +80,9 @@ struct Trace {
   double cost_ts = 0, cost_tw = 0;  // coefficients of ts and tw*m
 
   std::optional<std::int64_t> claimed_steps;
+  // The model's step claim when it is not a whole number at this size (claimed_steps is then
+  // empty): check_steps fails it, "the model claims 4.4 steps".
+  std::optional<double> claimed_steps_real;
   std::optional<double> claimed_ts, claimed_tw;
 
   std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }

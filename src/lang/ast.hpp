@@ -34,14 +34,15 @@ bool collective_is_rooted(Collective c);
 enum class OperatorClass { Associative, Commutative };
 
 enum class ExprKind {
-  Number,   // value
-  Name,     // name (variable or environment name)
-  Unary,    // op, args[0]
-  Binary,   // op, args[0], args[1]
-  Call,     // name(args...)
-  Index,    // args[0][args[1]]
-  Slice,    // args[0][args[1] .. args[2]]
-  EmptyBuf  // []
+  Number,    // value
+  Name,      // name (variable or environment name)
+  Unary,     // op, args[0]
+  Binary,    // op, args[0], args[1]
+  Call,      // name(args...)
+  Index,     // args[0][args[1]]
+  Slice,     // args[0][args[1] .. args[2]]
+  EmptyBuf,  // []
+  Cond       // if args[0] then args[1] else args[2] (header formulas only)
 };
 
 enum class Op {
@@ -82,6 +83,9 @@ struct Expr {
   // Filled by the checker: the expression's type and, for Name, the variable slot (-1 = env).
   Type type = Type::Unknown;
   int slot = -1;
+  // Height of the tree below this node (1 for a leaf). The parser refuses trees higher than
+  // kMaxExprHeight, so every recursive walk over an expression is bounded.
+  std::uint32_t height = 1;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -125,6 +129,11 @@ struct Model {
   std::vector<std::string> var_names;
   std::vector<Type> var_types;
 };
+
+// Limits that keep every recursive walk over a model bounded (docs/language.md, "Limits").
+constexpr int kMaxNesting = 200;                // parentheses, unary operators, nested blocks
+constexpr std::uint32_t kMaxExprHeight = 1000;  // operators on one path of an expression tree
+constexpr std::size_t kMaxModelBytes = std::size_t{16} << 20;  // 16 MiB
 
 // Parses a model; throws ModelError with file:line:col and what was expected.
 Model parse_model(const std::string& text, const std::string& file);

@@ -22,8 +22,25 @@ std::map<std::string, std::int64_t> topology_env(const Topology& t);
 // Throws ModelError at the first use of an environment name (or function) that `t` does not have.
 void check_names_on(const Model& m, const Topology& t);
 
-// Evaluates a header expression (requires, steps, cost) with real arithmetic. Returns nullopt if it
-// names something `env` does not define.
-std::optional<double> eval_header_expr(const Expr& e, const std::map<std::string, double>& env);
+// Why name `n` (an environment name) is not defined on t, or "" if it is.
+std::string undefined_on(const std::string& n, const Topology& t);
+
+// Evaluates a header formula (requires, steps, cost, elements) with real arithmetic; `and`, `or`
+// and `if C then A else B` evaluate only the operands that decide. Throws ModelError at the
+// position of a name `env` lacks (t, if given, says why it lacks it) or of an operation that is
+// undefined there (log2(0), division by zero, ...); the message starts with `what` (e.g. "'steps'
+// on ring:6").
+double eval_header_expr(const Expr& e, const std::map<std::string, double>& env,
+                        const std::string& what, const Topology* t = nullptr);
+
+// Where the expression's text starts (an operator node's own position is its operator's).
+const SourceLoc& expr_start(const Expr& e);
+
+// The expression as it could be written in a model (with the parentheses precedence needs).
+std::string expr_to_string(const Expr& e);
+
+// s with control bytes, DEL and malformed UTF-8 escaped as \xNN: input text that is safe to echo
+// in an error message.
+std::string printable(const std::string& s);
 
 }  // namespace collv

@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "lang/ast.hpp"
@@ -136,11 +135,23 @@ class Lexer {
           t.text += advance();
       } else if (std::isdigit(c)) {
         t.kind = Tok::Number;
+        std::size_t digits = 0;
+        bool too_large = false;
         while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-          t.text += advance();
-          if (t.text.size() > 18) error(t, "number too large: " + t.text);
+          char ch = advance();
+          ++digits;
+          if (t.text.size() < 64) t.text += ch;
+          // Every literal that fits in a signed 64-bit integer is accepted (up to 19 digits).
+          if (!too_large && (__builtin_mul_overflow(t.value, 10, &t.value) ||
+                             __builtin_add_overflow(t.value, ch - '0', &t.value)))
+            too_large = true;
         }
-        t.value = std::stoll(t.text);
+        if (too_large) {
+          std::string shown =
+              digits <= 64 ? t.text
+                           : t.text.substr(0, 40) + "... (" + std::to_string(digits) + " digits)";
+          error(t, "number too large: " + shown + " (the largest is 9223372036854775807)");
+        }
       } else if (c == '"') {
         t.kind = Tok::String;
         advance();
@@ -207,7 +218,7 @@ class Lexer {
       }
     }
     char c = s_[i_];
-    if (std::strchr("+-*/^()[],;=<>", c)) {
+    if (c != '\0' && std::strchr("+-*/^()[],;=<>", c)) {
       advance();
       return std::string(1, c);
     }
@@ -215,7 +226,7 @@ class Lexer {
     if (static_cast<unsigned char>(c) >= 0x80) {
       shown = "a non-ASCII character";
     } else {
-      shown = std::string("'") + c + "'";
+      shown = "'" + printable(std::string(1, c)) + "'";
     }
     error(t, "unexpected character: " + shown);
   }
@@ -234,6 +245,20 @@ const std::unordered_map<std::string, bool>& block_enders() {
 }
 
 class Parser {
+  // Counts the parser's own recursion (parentheses, unary operators, nested statements) so that
+  // deep input is refused with its position instead of overflowing the stack.
+  struct Nest {
+    Parser& p;
+    Nest(Parser& parser, const Token& at) : p(parser) {
+      if (++p.nest_ > kMaxNesting)
+        p.error(at, "nested too deeply: more than " + std::to_string(kMaxNesting) +
+                        " levels of parentheses, unary operators or blocks");
+    }
+    ~Nest() { --p.nest_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
+
  public:
   Parser(std::vector<Token> toks, std::string file) : t_(std::move(toks)), file_(std::move(file)) {}
 
@@ -281,11 +306,12 @@ class Parser {
       case Tok::End:
         return "end of file";
       case Tok::String:
-        return "string \"" + t.text + "\"";
+        return "string \"" + printable(t.text.size() > 60 ? t.text.substr(0, 60) + "..." : t.text) +
+               "\"";
       case Tok::Number:
         return "number " + t.text;
       default:
-        return "'" + t.text + "'";
+        return "'" + printable(t.text) + "'";
     }
   }
   bool is_punct(const char* p, int k = 0) const {
@@ -441,6 +467,7 @@ class Parser {
 
   StmtPtr statement() {
     const Token& t = peek();
+    Nest guard(*this, t);
     if (t.kind != Tok::Ident) error(t, "expected a statement, found " + describe(t));
     if (t.text == "if") return if_stmt();
     if (t.text == "for") return for_stmt();
@@ -577,6 +604,17 @@ class Parser {
   }
 
   // ---- expressions (precedence climbing, loosest first) ----
+  // Sets e's height from its operands and refuses a tree higher than kMaxExprHeight (a sum of
+  // thousands of terms builds such a tree without any parser recursion).
+  ExprPtr sized(ExprPtr e) {
+    std::uint32_t h = 0;
+    for (const auto& a : e->args) h = std::max(h, a->height);
+    e->height = h + 1;
+    if (e->height > kMaxExprHeight)
+      throw ModelError(e->loc, "expression too deep: more than " + std::to_string(kMaxExprHeight) +
+                                   " nested operations (split it over several assignments)");
+    return e;
+  }
   ExprPtr make_binary(Op op, const Token& at, ExprPtr a, ExprPtr b) {
     auto e = std::make_unique<Expr>();
     e->kind = ExprKind::Binary;
@@ -584,7 +622,7 @@ class Parser {
     e->loc = loc(at);
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    return sized(std::move(e));
   }
   ExprPtr make_unary(Op op, const Token& at, ExprPtr a) {
     auto e = std::make_unique<Expr>();
@@ -592,10 +630,13 @@ class Parser {
     e->op = op;
     e->loc = loc(at);
     e->args.push_back(std::move(a));
-    return e;
+    return sized(std::move(e));
   }
 
-  ExprPtr expr() { return or_expr(); }
+  ExprPtr expr() {
+    Nest guard(*this, peek());
+    return or_expr();
+  }
   ExprPtr or_expr() {
     auto a = and_expr();
     while (is_word("or")) {
@@ -615,6 +656,7 @@ class Parser {
   ExprPtr not_expr() {
     if (is_word("not")) {
       const Token& t = next();
+      Nest guard(*this, t);
       return make_unary(Op::Not, t, not_expr());
     }
     return cmp_expr();
@@ -687,10 +729,12 @@ class Parser {
   ExprPtr unary_expr() {
     if (is_punct("-")) {
       const Token& t = next();
+      Nest guard(*this, t);
       return make_unary(Op::Neg, t, unary_expr());
     }
     if (is_word("NOT")) {
       const Token& t = next();
+      Nest guard(*this, t);
       return make_unary(Op::BitNot, t, unary_expr());
     }
     return pow_expr();
@@ -699,6 +743,7 @@ class Parser {
     auto a = postfix_expr();
     if (is_punct("^")) {
       const Token& t = next();
+      Nest guard(*this, t);
       return make_binary(Op::Pow, t, std::move(a), unary_expr());
     }
     return a;
@@ -718,7 +763,7 @@ class Parser {
         e->kind = ExprKind::Index;
       }
       expect("]", "']' to close the index");
-      base = std::move(e);
+      base = sized(std::move(e));
     }
     return base;
   }
@@ -744,6 +789,19 @@ class Parser {
       e->kind = ExprKind::EmptyBuf;
       return e;
     }
+    if (is_word("if")) {
+      // The conditional `if C then A else B` (header formulas; the checker refuses it in the
+      // procedure). B extends as far as an expression can.
+      next();
+      e->kind = ExprKind::Cond;
+      e->args.push_back(expr());
+      expect_word("then", "'then' in the conditional 'if C then A else B'");
+      e->args.push_back(expr());
+      expect_word("else",
+                  "'else' in the conditional 'if C then A else B' (it needs both branches)");
+      e->args.push_back(expr());
+      return sized(std::move(e));
+    }
     if (t.kind == Tok::Ident) {
       static const char* reserved[] = {"then",   "do",        "to",    "downto",  "endif",
                                        "endfor", "endwhile",  "else",  "endelse", "end",
@@ -759,7 +817,7 @@ class Parser {
           } while (accept(","));
           expect(")", "')' to close the argument list of '" + e->name + "'");
         }
-        return e;
+        return sized(std::move(e));
       }
       e->kind = ExprKind::Name;
       return e;
@@ -770,11 +828,47 @@ class Parser {
   std::vector<Token> t_;
   std::string file_;
   std::size_t pos_ = 0;
+  int nest_ = 0;
 };
 
 }  // namespace
 
+std::string printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [&](unsigned char c) {
+    static const char* digits = "0123456789abcdef";
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      hex(c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      // Keep well-formed UTF-8 sequences; escape any other byte.
+      std::size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+      bool ok = n > 0 && i + n <= s.size();
+      for (std::size_t k = 1; ok && k < n; ++k)
+        ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+      if (ok) {
+        out.append(s, i, n);
+        i += n - 1;
+      } else {
+        hex(c);
+      }
+    }
+  }
+  return out;
+}
+
 Model parse_model(const std::string& text, const std::string& file) {
+  if (text.size() > kMaxModelBytes)
+    throw UsageError("model file '" + file + "' has " + std::to_string(text.size()) +
+                     " bytes; the limit is " + std::to_string(kMaxModelBytes >> 20) + " MiB");
   Lexer lx(text, file);
   Parser ps(lx.run(), file);
   Model m = ps.model();
@@ -785,9 +879,20 @@ Model parse_model(const std::string& text, const std::string& file) {
 Model parse_model_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read model file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model(ss.str(), path);
+  // Refuse an oversize file before reading it (a pipe or device reports no size: read at most
+  // one byte past the limit).
+  in.seekg(0, std::ios::end);
+  auto size = in.tellg();
+  if (size > 0 && static_cast<std::uint64_t>(size) > kMaxModelBytes)
+    throw UsageError("model file '" + path + "' has " + std::to_string(size) +
+                     " bytes; the limit is " + std::to_string(kMaxModelBytes >> 20) + " MiB");
+  in.clear();
+  in.seekg(0, std::ios::beg);
+  std::string text;
+  char buf[1 << 16];
+  while (text.size() <= kMaxModelBytes && in.read(buf, sizeof buf).gcount() > 0)
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+  return parse_model(text, path);
 }
 
 }  // namespace collv
