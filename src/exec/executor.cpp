@@ -1065,7 +1065,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   std::uint64_t est = sat_mul(p, sat_mul(m.var_names.size() + 8, 40));
   est = sat_add(est, sat_mul(sat_mul(p, elems), 48));
   if (tr.claimed_steps && *tr.claimed_steps > 0) {
-    std::uint64_t per_transfer = sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
+    std::uint64_t per_transfer =
+        sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
     if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
     est = sat_add(est,
                   sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer));
