@@ -174,6 +174,13 @@ class Machine {
     timing_.dep.reserve(n);
     timing_.prev_recv.reserve(n);
   }
+  // Messages still queued when the run ends: sent, never received (ascending transfer ids).
+  std::vector<std::uint32_t> unreceived() const {
+    std::vector<std::uint32_t> out;
+    for (const auto& box : inbox_) out.insert(out.end(), box.begin(), box.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
   void run() {
     auto& all = ready_[0];
@@ -975,6 +982,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   mach.run();
   tr.final_output = mach.column(out_slot);
   apply_timing(tr, mach.timing_record(), opts);
+  tr.unreceived = mach.unreceived();
   tr.compute_stats();
   return tr;
 }
