@@ -263,3 +263,33 @@ TEST_CASE("schedule formats are told apart by content", "[import]") {
   CHECK_FALSE(looks_like_schedule_path("models/ring.coll"));
   CHECK_THROWS_AS(import_schedule(kShared + "no-such-file.xml"), UsageError);
 }
+
+TEST_CASE("SCCL/msccl JSON: the real files pass and mutants are caught", "[import]") {
+  for (const char* f :
+       {"sccl-json/Allgather.n8-DGX1-steps2.msccl.json", "sccl-json/sccl-ring8-allgather.json"}) {
+    INFO(f);
+    ImportedSchedule s = import_schedule(kShared + f);
+    CHECK(s.format == ScheduleFormat::MscclJson);
+    CHECK(failing(s).empty());
+    auto v = verdicts(s);
+    CHECK(v["postcondition"] == Verdict::Pass);
+    CHECK(v["dataflow"] == Verdict::Pass);
+    CHECK(v["links"] == Verdict::Pass);
+  }
+  ImportedSchedule ring = import_schedule(kShared + "sccl-json/sccl-ring8-allgather.json");
+  CHECK(ring.trace.steps == 4);
+  CHECK(ring.trace.transfers.size() == 16 + 15 + 14 + 11);
+  CHECK(
+      failing(import_schedule(kMutants + "ring8_missing_send.msccl.json")).count("postcondition"));
+  auto nl = failing(import_schedule(kMutants + "ring8_no_link.msccl.json"));
+  CHECK(nl.count("links"));
+  auto uh = failing(import_schedule(kMutants + "dgx1_send_unheld.msccl.json"));
+  CHECK(uh.count("dataflow"));
+  CHECK_THROWS_WITH(import_msccl_json(R"({"msccl_type": "algorithm"})", "x.json"),
+                    Catch::Contains("x.json: collective: missing"));
+  CHECK_THROWS_WITH(
+      import_msccl_json(
+          R"({"msccl_type":"algorithm","collective":{"nodes":2,"chunks":[{"pre":[0],"post":[0,5]}]}})",
+          "x.json"),
+      Catch::Contains("collective.chunks[0].post[1]"));
+}
