@@ -9,6 +9,7 @@ PACKAGES=(
   libcli11-dev catch2
   graphviz
   nlohmann-json3-dev libfmt-dev
+  libpugixml-dev
   clang-format
   clang-14 libclang-rt-14-dev
 )

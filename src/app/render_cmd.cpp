@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "exec/executor.hpp"
+#include "import/import.hpp"
 #include "render/render.hpp"
 #include "util/exit_codes.hpp"
 
@@ -37,9 +38,11 @@ int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) 
   go.timeout_seconds = o.timeout;
 
   auto load = [&]() -> Trace {
-    if (!o.trace_file.empty()) {
-      if (!o.model.empty()) throw UsageError("give a MODEL or --trace FILE, not both");
-      Trace t = read_trace_file(o.trace_file);
+    bool schedule_arg = o.trace_file.empty() && looks_like_schedule_path(o.model);
+    if (!o.trace_file.empty() || schedule_arg) {
+      if (!o.model.empty() && !schedule_arg)
+        throw UsageError("give a MODEL or --trace FILE, not both");
+      Trace t = import_schedule(schedule_arg ? o.model : o.trace_file).trace;
       check_renderable(t.topology, ro);
       return t;
     }

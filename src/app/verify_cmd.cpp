@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "import/import.hpp"
 #include "render/render.hpp"
 #include "util/exit_codes.hpp"
 
@@ -89,11 +90,12 @@ std::vector<std::string> model_files(const VerifyOptions& o) {
     if (fs::is_directory(t, ec)) {
       auto f = list_model_files(t);
       files.insert(files.end(), f.begin(), f.end());
-    } else {
+    } else if (!looks_like_schedule_path(t)) {  // schedule files are judged as --trace ones
       files.push_back(resolve_model_path(t, dir));
     }
   }
-  if (files.empty() && o.trace_files.empty())
+  if (files.empty() && o.trace_files.empty() &&
+      std::none_of(o.targets.begin(), o.targets.end(), looks_like_schedule_path))
     throw UsageError("nothing to verify: name models or directories, pass --all, or --trace FILE");
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -289,8 +291,23 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     }
   }
   // Schedules from files: judged as they are (no sizes, sources or domains to sweep).
-  for (const auto& file : o.trace_files) {
-    Trace t = read_trace_file(file);
+  std::vector<std::string> schedules = o.trace_files;
+  for (const auto& t : o.targets)
+    if (looks_like_schedule_path(t) && !fs::is_directory(t)) schedules.push_back(t);
+  for (const auto& file : schedules) {
+    ImportedSchedule imported;
+    try {
+      imported = import_schedule(file);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
+    } catch (const UsageError& e) {
+      VerifyRun run;
+      run.model = fs::path(file).filename().string();
+      run.file = file;
+      run.status = "error";
+      run.error = e.what();
+      rep.runs.push_back(std::move(run));
+      continue;
+    }
+    const Trace& t = imported.trace;
     VerifyRun run;
     run.model = t.model_name;
     run.file = file;
@@ -302,7 +319,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     run.steps = t.steps;
     run.cost_ts = t.cost_ts;
     run.cost_tw = t.cost_tw;
-    run.checks = check_trace(t, CheckOptions{});
+    run.checks = check_imported(imported, CheckOptions{});
     run.status = run_status(run.checks, t, t.domain->kind());
     if (!o.cex_dir.empty() && run.status == "fail") write_cex_picture(o.cex_dir, run, t, err);
     rep.runs.push_back(std::move(run));

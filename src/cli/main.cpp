@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
   std::uint64_t ver_mem = 8192;
   auto* ver = app.add_subcommand(
       "verify", "Run models over topologies, sizes, sources and domains and judge every invariant");
-  ver->add_option("targets", ver_opts.targets, "model files, model names or directories");
+  ver->add_option("targets", ver_opts.targets,
+                  "model files, model names, directories, or schedule files (.xml MSCCL, "
+                  ".json collv or SCCL/msccl, .goal; docs/formats.md)");
   ver->add_flag("--all", ver_opts.all, "every model in the models directory");
   ver->add_option("--trace", ver_opts.trace_files,
                   "judge a schedule file (JSON as `collv run --json` writes it; "
@@ -133,7 +135,9 @@ int main(int argc, char** argv) {
 
   RenderCommandOptions ren_opts;
   auto* ren = app.add_subcommand("render", "Run a model and draw its schedule with Graphviz");
-  ren->add_option("model", ren_opts.model, "a .coll file, or a model name from `collv list`");
+  ren->add_option("model", ren_opts.model,
+                  "a .coll file, a model name from `collv list`, or a schedule file (.xml, "
+                  ".json, .goal)");
   ren->add_option("--trace", ren_opts.trace_file,
                   "draw this schedule file (JSON as `collv run --json` writes it) instead of "
                   "running a model");

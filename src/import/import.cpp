@@ -1,0 +1,169 @@
+// Format detection, dispatch and the checks shared by the schedule readers (see import.hpp).
+#include "import/import.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "check/dataflow.hpp"
+#include "util/error.hpp"
+
+namespace collv {
+
+const char* schedule_format_name(ScheduleFormat f) {
+  switch (f) {
+    case ScheduleFormat::TraceJson:
+      return "collv-json";
+    case ScheduleFormat::MscclXml:
+      return "msccl-xml";
+    case ScheduleFormat::MscclJson:
+      return "msccl-json";
+    case ScheduleFormat::Goal:
+      return "goal";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("'" + path + "' is a directory, not a schedule file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("cannot read schedule file '" + path + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string lower_ext(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+ScheduleFormat detect_text(const std::string& text, const std::string& path) {
+  std::size_t k = 0;
+  if (text.size() >= 3 && static_cast<unsigned char>(text[0]) == 0xEF) k = 3;  // UTF-8 BOM
+  while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+  if (k < text.size() && text[k] == '<') return ScheduleFormat::MscclXml;
+  if (k < text.size() && text[k] == '{') {
+    // A key, not a value: SCCL/msccl JSON marks every object with msccl_type or sccl_type.
+    if (text.find("\"msccl_type\"") != std::string::npos ||
+        text.find("\"sccl_type\"") != std::string::npos)
+      return ScheduleFormat::MscclJson;
+    return ScheduleFormat::TraceJson;
+  }
+  if (text.compare(k, 9, "num_ranks") == 0) return ScheduleFormat::Goal;
+  std::string e = lower_ext(path);
+  if (e == ".xml") return ScheduleFormat::MscclXml;
+  if (e == ".goal") return ScheduleFormat::Goal;
+  if (e == ".json") return ScheduleFormat::TraceJson;
+  throw UsageError(path +
+                   ": not a schedule collv reads (MSCCL-XML, SCCL/msccl JSON, GOAL or collv's "
+                   "trace JSON; see docs/formats.md)");
+}
+
+}  // namespace
+
+ScheduleFormat detect_schedule_format(const std::string& path) {
+  return detect_text(read_text(path), path);
+}
+
+bool looks_like_schedule_path(const std::string& path) {
+  std::string e = lower_ext(path);
+  return e == ".xml" || e == ".json" || e == ".goal";
+}
+
+ImportedSchedule import_schedule(const std::string& path) {
+  std::string text = read_text(path);
+  switch (detect_text(text, path)) {
+    case ScheduleFormat::MscclXml:
+      return import_msccl_xml(text, path);
+    case ScheduleFormat::MscclJson:
+      return import_msccl_json(text, path);
+    case ScheduleFormat::Goal:
+      return import_goal(text, path);
+    case ScheduleFormat::TraceJson:
+      break;
+  }
+  ImportedSchedule s;
+  s.format = ScheduleFormat::TraceJson;
+  s.trace = read_trace_file(path);
+  return s;
+}
+
+std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOptions& o) {
+  std::vector<CheckResult> all = check_trace(s.trace, o);
+  for (auto& r : all) {
+    if (r.name == "postcondition") {
+      if (s.postcondition) {
+        r = *s.postcondition;
+      } else if (!s.carries_data) {
+        r = CheckResult{};
+        r.name = "postcondition";
+        r.verdict = Verdict::NotChecked;
+        r.note = "the format carries message sizes, not data: the postcondition was not checked";
+      }
+    }
+    if (!s.carries_data &&
+        (r.name == "final-buffers" || r.name == "nodup" || r.name == "dataflow")) {
+      r = CheckResult{
+          r.name, Verdict::NotChecked, {}, 0, "the format carries message sizes, not data", false};
+    }
+    if (r.name == "congestion" && !s.congestion_note.empty()) {
+      r = CheckResult{r.name, Verdict::NotChecked, {}, 0, s.congestion_note, false};
+    }
+  }
+  for (const auto& c : s.checks) all.push_back(c);
+  return all;
+}
+
+namespace import_detail {
+
+CheckResult make_check(const char* name) {
+  CheckResult r;
+  r.name = name;
+  r.verdict = Verdict::Pass;
+  return r;
+}
+
+void add_violation(CheckResult& r, Counterexample c, std::size_t max_kept) {
+  r.verdict = Verdict::Fail;
+  c.invariant = r.name;
+  ++r.violation_count;
+  if (r.violations.size() < max_kept) r.violations.push_back(std::move(c));
+}
+
+CheckResult positional_postcondition(const Trace& t, const std::vector<Buffer>& expected,
+                                     const std::string& what) {
+  CheckResult r = make_check("postcondition");
+  const Domain& d = *t.domain;
+  for (NodeId v = 0; v < expected.size() && v < t.final_output.size(); ++v) {
+    const Buffer& got = t.final_output[v];
+    const Buffer& want = expected[v];
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      Item g = k < got.size() ? got[k] : 0;
+      if (g == want[k]) continue;
+      Counterexample c;
+      c.nodes = {v};
+      c.buffers.push_back({v, "output", buffer_to_string(t, got)});
+      c.buffers.push_back({v, "expected", buffer_to_string(t, want)});
+      c.message = fmt::format("gpu {} {} chunk {} holds {} but {} requires {}", v, what, k,
+                              d.describe(g), collective_name(t.collective), d.describe(want[k]));
+      add_violation(r, std::move(c), 5);
+      break;
+    }
+  }
+  r.note = "positional: every chunk of the output buffer as the runtime defines it";
+  return r;
+}
+
+}  // namespace import_detail
+
+}  // namespace collv

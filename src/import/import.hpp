@@ -1,0 +1,69 @@
+// Readers for schedules written by other tools: MSCCL-XML (the MSCCL/RCCL runtimes), SCCL/msccl
+// algorithm JSON (msccl-tools' synthesizer) and GOAL (LogGOPSim). Each turns a file into a Trace,
+// collv's common currency, plus the checks that only make sense for that format (docs/formats.md).
+//
+//   collv::ImportedSchedule s = collv::import_schedule("allgather.xml");
+//   for (const collv::CheckResult& r : collv::check_imported(s, {}))
+//     std::cout << r.name << " " << collv::verdict_name(r.verdict) << "\n";
+//
+// Malformed input (bad XML or JSON, a missing or invalid attribute the runtime needs) throws
+// UsageError naming the file and the place: `file:line:col: error: ...` for XML and GOAL,
+// `file: key: ...` for JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/checks.hpp"
+#include "exec/trace.hpp"
+
+namespace collv {
+
+enum class ScheduleFormat { TraceJson, MscclXml, MscclJson, Goal };
+const char* schedule_format_name(ScheduleFormat f);  // "collv-json", "msccl-xml", ...
+
+struct ImportedSchedule {
+  ScheduleFormat format = ScheduleFormat::TraceJson;
+  Trace trace;
+  // Checks of the format: MSCCL-XML "attributes", "bounds", "race"; GOAL "flow". They are
+  // appended to check_trace's by check_imported.
+  std::vector<CheckResult> checks;
+  // The collective's postcondition as the tool's runtime defines the output buffer (positional),
+  // replacing check_trace's. Absent: check_trace's own postcondition stands (collv JSON), or the
+  // format carries no data (GOAL: postcondition not checked).
+  std::optional<CheckResult> postcondition;
+  bool carries_data = true;  // false for GOAL: sizes only
+  // Congestion per directed link is not a property of these schedules (parallel channels and
+  // NIC queues are the runtime's business): check_imported marks it not checked, with this note.
+  std::string congestion_note;
+};
+
+// Which reader a path needs: by content (a leading '<' is XML; JSON with "msccl_type" or
+// "sccl_type" is SCCL/msccl JSON, other JSON is collv's trace format; "num_ranks" opens GOAL),
+// falling back to the extension (.xml, .json, .goal). Throws UsageError if the file cannot be
+// read.
+ScheduleFormat detect_schedule_format(const std::string& path);
+// Whether a command-line target names a schedule file rather than a model (by extension).
+bool looks_like_schedule_path(const std::string& path);
+
+ImportedSchedule import_schedule(const std::string& path);
+ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source);
+ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
+ImportedSchedule import_goal(const std::string& text, const std::string& source);
+
+// check_trace, with the format's postcondition and checks folded in (kCheckNames order first,
+// then the format's own checks).
+std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOptions& o);
+
+// Shared by the readers (src/import/*.cpp).
+namespace import_detail {
+// A check result with a verdict of pass and no violations yet.
+CheckResult make_check(const char* name);
+void add_violation(CheckResult& r, Counterexample c, std::size_t max_kept = 20);
+// The positional postcondition: final_output[r] must equal expected[r] item by item.
+CheckResult positional_postcondition(const Trace& t, const std::vector<Buffer>& expected,
+                                     const std::string& what);
+}  // namespace import_detail
+
+}  // namespace collv

@@ -1,0 +1,875 @@
+// MSCCL-XML reader: replays the threadblocks of every GPU as the MSCCL runtime runs them and
+// records the result as a Trace (docs/formats.md, "MSCCL-XML").
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <pugixml.hpp>
+
+#include "import/import.hpp"
+#include "util/error.hpp"
+
+namespace collv {
+
+namespace {
+
+using import_detail::add_violation;
+using import_detail::make_check;
+
+enum class Op { S, R, RCS, RRS, RRC, RRCS, CPY, RE, NOP };
+
+struct OpInfo {
+  const char* name;
+  Op op;
+  bool recv, send, reads_src, writes_dst;
+};
+constexpr OpInfo kOps[] = {
+    {"s", Op::S, false, true, true, false},       {"r", Op::R, true, false, false, true},
+    {"rcs", Op::RCS, true, true, false, true},    {"rrs", Op::RRS, true, true, true, false},
+    {"rrc", Op::RRC, true, false, true, true},    {"rrcs", Op::RRCS, true, true, true, true},
+    {"cpy", Op::CPY, false, false, true, true},   {"re", Op::RE, false, false, true, true},
+    {"nop", Op::NOP, false, false, false, false},
+};
+
+enum Buf { In = 0, Out = 1, Scr = 2 };
+const char* kBufName[] = {"i", "o", "s"};
+
+struct XStep {
+  const OpInfo* info = nullptr;
+  int srcbuf = In, srcoff = 0, dstbuf = Out, dstoff = 0, cnt = 1;
+  int depid = -1, deps = -1, hasdep = 0;
+  int s = 0;  // the attribute as written
+  int line = 0, col = 0;
+};
+
+struct XTb {
+  int id = 0, send = -1, recv = -1, chan = 0;
+  int line = 0, col = 0;
+  std::vector<XStep> steps;
+};
+
+struct XGpu {
+  int id = 0;
+  int chunks[3] = {0, 0, 0};  // declared i_chunks, o_chunks, s_chunks
+  int line = 0, col = 0;
+  std::vector<XTb> tbs;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& text, const std::string& source) : text_(text), src_(source) {
+    line_starts_.push_back(0);
+    for (std::size_t k = 0; k < text.size(); ++k)
+      if (text[k] == '\n') line_starts_.push_back(k + 1);
+  }
+
+  ImportedSchedule run();
+
+ private:
+  // Position of a pugixml node as line:col (1-based).
+  std::pair<int, int> pos(std::ptrdiff_t offset) const {
+    if (offset < 0) return {0, 0};
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(),
+                               static_cast<std::size_t>(offset));
+    std::size_t line = static_cast<std::size_t>(it - line_starts_.begin());
+    return {static_cast<int>(line), static_cast<int>(offset - line_starts_[line - 1] + 1)};
+  }
+  std::string where(const pugi::xml_node& n) const {
+    auto [l, c] = pos(n.offset_debug());
+    return fmt::format("{}:{}:{}", src_, l, c);
+  }
+  std::string where(int line, int col) const { return fmt::format("{}:{}:{}", src_, line, col); }
+  [[noreturn]] void fail(const pugi::xml_node& n, const std::string& msg) const {
+    throw UsageError(where(n) + ": error: " + msg);
+  }
+  static bool parse_int(const char* s, long long& out) {
+    if (!s || !*s) return false;
+    const char* p = s;
+    if (*p == '-') ++p;
+    if (!*p) return false;
+    long long v = 0;
+    for (; *p; ++p) {
+      if (*p < '0' || *p > '9') return false;
+      v = v * 10 + (*p - '0');
+      if (v > 1000000000) return false;
+    }
+    out = s[0] == '-' ? -v : v;
+    return true;
+  }
+  int get_int(const pugi::xml_node& n, const char* name, std::optional<int> dflt = std::nullopt) {
+    pugi::xml_attribute a = n.attribute(name);
+    if (!a) {
+      if (dflt) return *dflt;
+      fail(n, fmt::format("<{}> lacks attribute '{}', which the MSCCL runtime requires (it would "
+                          "reject the file)",
+                          n.name(), name));
+    }
+    long long v = 0;
+    if (!parse_int(a.value(), v))
+      fail(n, fmt::format("<{}> attribute {}=\"{}\" is not an integer", n.name(), name, a.value()));
+    return static_cast<int>(v);
+  }
+  std::string get_str(const pugi::xml_node& n, const char* name) {
+    pugi::xml_attribute a = n.attribute(name);
+    if (!a)
+      fail(n, fmt::format("<{}> lacks attribute '{}', which the MSCCL runtime requires (it would "
+                          "reject the file)",
+                          n.name(), name));
+    return a.value();
+  }
+  int get_buf(const pugi::xml_node& n, const char* name) {
+    std::string b = get_str(n, name);
+    if (b == "i") return In;
+    if (b == "o") return Out;
+    if (b == "s") return Scr;
+    fail(n, fmt::format("<{}> attribute {}=\"{}\": a buffer is i, o or s", n.name(), name, b));
+  }
+  void attr_violation(int line, int col, const std::string& msg, std::vector<NodeId> nodes = {}) {
+    Counterexample c;
+    c.nodes = std::move(nodes);
+    c.message = where(line, col) + ": " + msg;
+    add_violation(attributes_, std::move(c));
+  }
+
+  void parse(const pugi::xml_node& algo);
+  void static_checks();
+  void replay(ImportedSchedule& out);
+
+  const std::string& text_;
+  std::string src_;
+  std::vector<std::size_t> line_starts_;
+
+  // <algo>
+  std::string name_, coll_, proto_;
+  int ngpus_ = 0, nchannels_ = 0, nchunksperloop_ = 0, inplace_ = 0;
+  bool op_form_ = false;
+  std::vector<XGpu> gpus_;
+  CheckResult attributes_ = make_check("attributes");
+  CheckResult bounds_ = make_check("bounds");
+  CheckResult race_ = make_check("race");
+};
+
+void Reader::parse(const pugi::xml_node& algo) {
+  name_ = algo.attribute("name") ? algo.attribute("name").value() : "msccl";
+  ngpus_ = get_int(algo, "ngpus");
+  coll_ = get_str(algo, "coll");
+  inplace_ = get_int(algo, "inplace");
+  nchannels_ = get_int(algo, "nchannels");
+  nchunksperloop_ = get_int(algo, "nchunksperloop");
+  if (algo.attribute("proto")) {
+    proto_ = algo.attribute("proto").value();
+    if (proto_ != "Simple" && proto_ != "LL" && proto_ != "LL128")
+      fail(algo, "<algo> proto=\"" + proto_ + "\": the runtime knows Simple, LL and LL128");
+  }
+  if (ngpus_ < 1 || ngpus_ > 4096)
+    fail(algo, fmt::format("<algo> ngpus={} is out of range", ngpus_));
+  if (inplace_ != 0 && inplace_ != 1) fail(algo, "<algo> inplace must be 0 or 1");
+  if (nchannels_ < 1 || nchannels_ > 32)
+    fail(algo, fmt::format("<algo> nchannels={}: the runtime allows 1 to 32", nchannels_));
+  if (nchunksperloop_ < 1)
+    fail(algo, fmt::format("<algo> nchunksperloop={} must be positive", nchunksperloop_));
+  if (coll_ == "reducescatter") coll_ = "reduce_scatter";
+  if (coll_ != "allgather" && coll_ != "allreduce" && coll_ != "reduce_scatter" &&
+      coll_ != "alltoall")
+    fail(algo, "<algo> coll=\"" + coll_ +
+                   "\": collv checks allgather, allreduce, reduce_scatter (reducescatter) and "
+                   "alltoall");
+  std::vector<std::string> missing;
+  for (const char* a : {"outofplace", "minBytes", "maxBytes"})
+    if (!algo.attribute(a)) missing.push_back(a);
+  if (!missing.empty()) {
+    std::string list;
+    for (auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    attributes_.note = "msccl-executor-nccl (Azure) also requires " + list +
+                       " on <algo>; the microsoft/msccl runtime msccl-tools targets does not";
+  }
+
+  gpus_.assign(static_cast<std::size_t>(ngpus_), XGpu{});
+  std::vector<bool> seen(static_cast<std::size_t>(ngpus_), false);
+  bool any_step = false;
+  for (pugi::xml_node g : algo.children()) {
+    if (g.type() != pugi::node_element) continue;
+    if (std::string(g.name()) != "gpu")
+      fail(g, fmt::format("unexpected element <{}> in <algo>", g.name()));
+    int id = get_int(g, "id");
+    if (id < 0 || id >= ngpus_) fail(g, fmt::format("<gpu id={}>: ngpus is {}", id, ngpus_));
+    if (seen[id]) fail(g, fmt::format("<gpu id={}> appears twice", id));
+    seen[id] = true;
+    XGpu& gpu = gpus_[id];
+    gpu.id = id;
+    std::tie(gpu.line, gpu.col) = pos(g.offset_debug());
+    gpu.chunks[In] = get_int(g, "i_chunks");
+    gpu.chunks[Out] = get_int(g, "o_chunks");
+    gpu.chunks[Scr] = get_int(g, "s_chunks");
+    for (int b = 0; b < 3; ++b)
+      if (gpu.chunks[b] < 0 || gpu.chunks[b] > 1000000)
+        fail(g, fmt::format("<gpu> {}_chunks={} is out of range", kBufName[b], gpu.chunks[b]));
+    for (pugi::xml_node tbn : g.children()) {
+      if (tbn.type() != pugi::node_element) continue;
+      if (std::string(tbn.name()) != "tb")
+        fail(tbn, fmt::format("unexpected element <{}> in <gpu>", tbn.name()));
+      XTb tb;
+      std::tie(tb.line, tb.col) = pos(tbn.offset_debug());
+      tb.id = get_int(tbn, "id");
+      tb.send = get_int(tbn, "send");
+      tb.recv = get_int(tbn, "recv");
+      tb.chan = get_int(tbn, "chan");
+      if (tb.send < -1 || tb.send >= ngpus_ || tb.recv < -1 || tb.recv >= ngpus_)
+        fail(tbn, fmt::format("<tb id={}>: peers send={} recv={} must be -1 or a gpu id below {}",
+                              tb.id, tb.send, tb.recv, ngpus_));
+      if (tb.send == id || tb.recv == id)
+        fail(tbn, fmt::format("<tb id={}> on gpu {} names its own gpu as a peer", tb.id, id));
+      if (tb.chan < 0 || tb.chan >= nchannels_)
+        fail(tbn, fmt::format("<tb id={}> chan={}: <algo> declares nchannels={}", tb.id, tb.chan,
+                              nchannels_));
+      bool has_step = false, has_op = false;
+      for (pugi::xml_node sn : tbn.children()) {
+        if (sn.type() != pugi::node_element) continue;
+        std::string en = sn.name();
+        if (en != "step" && en != "op")
+          fail(sn, fmt::format("unexpected element <{}> in <tb>", en));
+        (en == "step" ? has_step : has_op) = true;
+        if (has_step && has_op) fail(sn, "a <tb> mixes <step> and <op> elements");
+        XStep st;
+        std::tie(st.line, st.col) = pos(sn.offset_debug());
+        std::string type = get_str(sn, "type");
+        for (const auto& oi : kOps)
+          if (type == oi.name) st.info = &oi;
+        if (!st.info)
+          fail(sn, "<" + en + "> type=\"" + type +
+                       "\": the runtime knows s, r, rcs, rrs, rrc, rrcs, cpy, re and nop");
+        if (en == "step") {
+          st.s = get_int(sn, "s");
+          st.srcbuf = get_buf(sn, "srcbuf");
+          st.srcoff = get_int(sn, "srcoff");
+          st.dstbuf = get_buf(sn, "dstbuf");
+          st.dstoff = get_int(sn, "dstoff");
+          st.cnt = get_int(sn, "cnt");
+          st.depid = get_int(sn, "depid");
+          st.deps = get_int(sn, "deps");
+          st.hasdep = get_int(sn, "hasdep");
+        } else {
+          op_form_ = true;
+          st.s = get_int(sn, "step");
+          if (sn.attribute("srcbuf") || sn.attribute("dstbuf")) {
+            st.srcbuf = get_buf(sn, "srcbuf");
+            st.srcoff = get_int(sn, "srcoff");
+            st.dstbuf = get_buf(sn, "dstbuf");
+            st.dstoff = get_int(sn, "dstoff");
+          } else if (st.info->op != Op::NOP) {
+            // msccl-tools' <op> form names one chunk (buf, off): the source of a send, the
+            // destination otherwise; its instructions keep both operands on that chunk.
+            st.srcbuf = st.dstbuf = get_buf(sn, "buf");
+            st.srcoff = st.dstoff = get_int(sn, "off");
+          }
+          st.cnt = get_int(sn, "cnt", 1);
+          st.depid = get_int(sn, "depid", -1);
+          st.deps = get_int(sn, "deps", -1);
+          st.hasdep = get_int(sn, "hasdep", 0);
+        }
+        if (st.hasdep != 0 && st.hasdep != 1)
+          fail(sn, fmt::format("hasdep={}: the runtime accepts 0 or 1", st.hasdep));
+        if (st.s < 0 || st.s >= 256)
+          fail(sn, fmt::format("step {} is out of the runtime's range 0..255", st.s));
+        if (st.info->op != Op::NOP && (st.cnt < 1 || st.cnt > 4096))
+          fail(sn, fmt::format("cnt={} must be positive", st.cnt));
+        if (st.depid < -1 || (st.depid >= 0 && st.deps < 0))
+          fail(sn, fmt::format("depid={} deps={}: a dependency names a threadblock and a step",
+                               st.depid, st.deps));
+        if (st.info->send && tb.send < 0)
+          fail(sn, fmt::format("a '{}' step in threadblock {} of gpu {}, which has no send peer "
+                               "(send=-1): the runtime rejects it",
+                               type, tb.id, id));
+        if (st.info->recv && tb.recv < 0)
+          fail(sn, fmt::format("a '{}' step in threadblock {} of gpu {}, which has no receive "
+                               "peer (recv=-1): the runtime rejects it",
+                               type, tb.id, id));
+        if (st.info->op == Op::NOP) st.cnt = 0;
+        tb.steps.push_back(st);
+        any_step = true;
+      }
+      gpu.tbs.push_back(std::move(tb));
+    }
+    // Threadblock ids index the runtime's arrays: 0..n-1, each once.
+    std::vector<XTb> sorted(gpu.tbs.size());
+    for (auto& tb : gpu.tbs) {
+      if (tb.id < 0 || tb.id >= static_cast<int>(gpu.tbs.size()) || !sorted[tb.id].steps.empty() ||
+          sorted[tb.id].line != 0)
+        throw UsageError(where(tb.line, tb.col) +
+                         fmt::format(": error: <tb id={}> on gpu {}: threadblock ids must be "
+                                     "0..{} with none repeated",
+                                     tb.id, id, gpu.tbs.size() - 1));
+      sorted[tb.id] = tb;
+    }
+    gpu.tbs = std::move(sorted);
+  }
+  for (int g = 0; g < ngpus_; ++g)
+    if (!seen[g]) fail(algo, fmt::format("<algo ngpus={}> has no <gpu id={}>", ngpus_, g));
+  if (!any_step) fail(algo, "the algorithm has no <step> or <op>: the runtime would do nothing");
+}
+
+// Checks of the file as the runtime reads it, before any replay.
+void Reader::static_checks() {
+  for (const XGpu& gpu : gpus_) {
+    std::map<std::pair<int, int>, int> send_conn, recv_conn;
+    for (const XTb& tb : gpu.tbs) {
+      if (tb.send >= 0) {
+        auto [it, fresh] = send_conn.emplace(std::make_pair(tb.send, tb.chan), tb.id);
+        if (!fresh)
+          attr_violation(tb.line, tb.col,
+                         fmt::format("gpu {}: threadblocks {} and {} both send to gpu {} on "
+                                     "channel {}: they would share one connection",
+                                     gpu.id, it->second, tb.id, tb.send, tb.chan),
+                         {static_cast<NodeId>(gpu.id)});
+      }
+      if (tb.recv >= 0) {
+        auto [it, fresh] = recv_conn.emplace(std::make_pair(tb.recv, tb.chan), tb.id);
+        if (!fresh)
+          attr_violation(tb.line, tb.col,
+                         fmt::format("gpu {}: threadblocks {} and {} both receive from gpu {} on "
+                                     "channel {}: they would share one connection",
+                                     gpu.id, it->second, tb.id, tb.recv, tb.chan),
+                         {static_cast<NodeId>(gpu.id)});
+      }
+      bool pending_nop_dep = false;
+      for (std::size_t k = 0; k < tb.steps.size(); ++k) {
+        const XStep& st = tb.steps[k];
+        if (st.s != static_cast<int>(k))
+          attr_violation(st.line, st.col,
+                         fmt::format("gpu {} tb {}: step s={} is step {} of its threadblock: the "
+                                     "runtime numbers steps by their order in the file, so "
+                                     "dependencies on it are misread",
+                                     gpu.id, tb.id, st.s, k),
+                         {static_cast<NodeId>(gpu.id)});
+        if (st.info->op == Op::NOP) {
+          pending_nop_dep = pending_nop_dep || st.depid >= 0;
+        } else {
+          if (pending_nop_dep && st.depid < 0)
+            attr_violation(st.line, st.col,
+                           fmt::format("gpu {} tb {} step {}: it follows nop steps that carry "
+                                       "dependencies but has no depid itself: the runtime "
+                                       "ignores the XML (\"the last reduction must be a part of "
+                                       "the first immediate instruction\")",
+                                       gpu.id, tb.id, k),
+                           {static_cast<NodeId>(gpu.id)});
+          pending_nop_dep = false;
+        }
+        if (st.depid < 0) continue;
+        if (st.depid >= static_cast<int>(gpu.tbs.size())) {
+          attr_violation(st.line, st.col,
+                         fmt::format("gpu {} tb {} step {} depends on threadblock {}, which gpu "
+                                     "{} does not have",
+                                     gpu.id, tb.id, k, st.depid, gpu.id),
+                         {static_cast<NodeId>(gpu.id)});
+          continue;
+        }
+        const XTb& dep = gpu.tbs[st.depid];
+        if (st.deps >= static_cast<int>(dep.steps.size())) {
+          attr_violation(st.line, st.col,
+                         fmt::format("gpu {} tb {} step {} depends on step {} of threadblock {}, "
+                                     "which has {} steps",
+                                     gpu.id, tb.id, k, st.deps, st.depid, dep.steps.size()),
+                         {static_cast<NodeId>(gpu.id)});
+          continue;
+        }
+        const XStep& target = dep.steps[st.deps];
+        if (!target.hasdep || target.info->op == Op::NOP) {
+          int next = -1;
+          for (std::size_t j = st.deps + 1; j < dep.steps.size(); ++j)
+            if (dep.steps[j].hasdep && dep.steps[j].info->op != Op::NOP) {
+              next = static_cast<int>(j);
+              break;
+            }
+          attr_violation(
+              st.line, st.col,
+              fmt::format("gpu {} tb {} step {} depends on step {} of threadblock {}, which does "
+                          "not signal ({}): the runtime would wait for {}",
+                          gpu.id, tb.id, k, st.deps, st.depid,
+                          target.info->op == Op::NOP ? "a nop" : "hasdep=0",
+                          next < 0 ? std::string("ever (no later step of it signals)")
+                                   : fmt::format("its step {} instead", next)),
+              {static_cast<NodeId>(gpu.id)});
+        }
+      }
+    }
+  }
+}
+
+struct Access {
+  std::uint32_t tb;     // global threadblock index
+  std::uint32_t count;  // its event number (vector clock component)
+  bool write;
+  int line;
+};
+
+struct Msg {
+  std::uint32_t transfer;
+  std::vector<Item> items;
+  int cnt;
+  std::vector<std::uint32_t> vc;
+  std::uint32_t step;
+  int line;
+};
+
+struct Signal {
+  int index;
+  std::vector<std::uint32_t> vc;
+  std::uint32_t level;
+};
+
+void Reader::replay(ImportedSchedule& out) {
+  const int p = ngpus_;
+  const int cpl = nchunksperloop_;
+  Collective coll = Collective::Allgather;
+  int in_size = 0, out_size = 0;
+  if (coll_ == "allgather") {
+    coll = Collective::Allgather;
+    if (cpl % p != 0)
+      throw UsageError(src_ + ": error: allgather needs nchunksperloop to be a multiple of ngpus");
+    in_size = cpl / p;
+    out_size = cpl;
+  } else if (coll_ == "allreduce") {
+    coll = Collective::Allreduce;
+    in_size = out_size = cpl;
+  } else if (coll_ == "reduce_scatter") {
+    coll = Collective::ReduceScatter;
+    if (cpl % p != 0)
+      throw UsageError(src_ +
+                       ": error: reduce_scatter needs nchunksperloop to be a multiple of ngpus");
+    in_size = cpl;
+    out_size = cpl / p;
+  } else {
+    coll = Collective::Alltoall;
+    if (cpl % p != 0)
+      throw UsageError(src_ + ": error: alltoall needs nchunksperloop to be a multiple of ngpus");
+    in_size = out_size = cpl;
+  }
+  const int c = coll == Collective::Allreduce ? cpl : cpl / p;  // chunks per rank and peer
+
+  // The declared sizes must agree with nchunksperloop (the runtime checks it too).
+  for (const XGpu& g : gpus_) {
+    int want[2] = {in_size, out_size};
+    for (int b = 0; b < 2; ++b)
+      if (g.chunks[b] > 0 && g.chunks[b] != want[b])
+        attr_violation(g.line, g.col,
+                       fmt::format("gpu {}: {}_chunks={} but {} with nchunksperloop={} on {} gpus "
+                                   "has {} {} chunks",
+                                   g.id, kBufName[b], g.chunks[b], coll_, cpl, p, want[b],
+                                   b == 0 ? "input" : "output"),
+                       {static_cast<NodeId>(g.id)});
+  }
+
+  Trace& t = out.trace;
+  t.model_name = name_;
+  t.collective = coll;
+  t.op_class = OperatorClass::Commutative;
+  t.nodup_claimed = false;
+  t.topology = Topology::parse(fmt::format("complete:{}", p));
+  t.port = PortModel::All;
+  // One more element per rank than the input has: leaf(r, in_size) is rank r's uninitialized
+  // memory, so a chunk read before it is written is visible (and never derivable).
+  t.domain = make_domain(DomainKind::Exact, static_cast<std::uint32_t>(p),
+                         static_cast<std::uint32_t>(in_size + 1), 1);
+  Domain& d = *t.domain;
+  auto garbage = [&](int r) {
+    return d.leaf(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(in_size));
+  };
+
+  // Physical memory: input and output of the user's size, scratch as declared. In-place, one
+  // buffer aliases into the other the way msccl-tools (and the runtime's callers) lay it out.
+  std::vector<std::array<std::vector<Item>, 3>> mem(p);
+  for (int r = 0; r < p; ++r) {
+    mem[r][In].assign(in_size, 0);
+    for (int k = 0; k < in_size; ++k)
+      mem[r][In][k] = d.leaf(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(k));
+    mem[r][Out].assign(out_size, garbage(r));
+    mem[r][Scr].assign(static_cast<std::size_t>(gpus_[r].chunks[Scr]), garbage(r));
+    if (inplace_ && coll == Collective::Allgather)
+      for (int k = 0; k < c; ++k) mem[r][Out][r * c + k] = mem[r][In][k];
+    t.initial_input.push_back({});
+    for (int k = 0; k < in_size; ++k) t.initial_input.back().push_back(mem[r][In][k]);
+  }
+  // (buf, off) of gpu r -> physical (buf, off), or nullopt past the end.
+  auto resolve = [&](int r, int buf, int off) -> std::optional<std::pair<int, int>> {
+    if (inplace_) {
+      if (coll == Collective::Allgather && buf == In) return std::make_pair(int(Out), off + r * c);
+      if ((coll == Collective::Allreduce || coll == Collective::Alltoall) && buf == Out)
+        return std::make_pair(int(In), off);
+      if (coll == Collective::ReduceScatter && buf == Out)
+        return std::make_pair(int(In), off + r * c);
+    }
+    return std::make_pair(buf, off);
+  };
+
+  // Global threadblock numbering.
+  std::vector<std::pair<int, int>> tbs;  // (gpu, tb id)
+  std::vector<std::vector<std::uint32_t>> gidx(p);
+  for (int r = 0; r < p; ++r)
+    for (std::size_t k = 0; k < gpus_[r].tbs.size(); ++k) {
+      gidx[r].push_back(static_cast<std::uint32_t>(tbs.size()));
+      tbs.emplace_back(r, static_cast<int>(k));
+    }
+  const std::size_t T = tbs.size();
+  std::vector<std::size_t> pc(T, 0);
+  std::vector<std::uint32_t> level(T, 0);
+  std::vector<std::vector<std::uint32_t>> vc(T, std::vector<std::uint32_t>(T, 0));
+  std::vector<int> signalled(T, -1);
+  std::vector<std::vector<Signal>> signals(T);
+  std::map<std::tuple<int, int, int>, std::deque<Msg>> queues;  // (sender, receiver, channel)
+  std::unordered_map<std::uint64_t, std::vector<Access>> log;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> races_seen;
+
+  auto tb_name = [&](std::uint32_t g) {
+    return fmt::format("gpu {} tb {}", tbs[g].first, tbs[g].second);
+  };
+  auto access = [&](std::uint32_t g, int r, int pbuf, int poff, bool write, const XStep& st) {
+    std::uint64_t key = (static_cast<std::uint64_t>(r) << 40) |
+                        (static_cast<std::uint64_t>(pbuf) << 32) | static_cast<std::uint32_t>(poff);
+    auto& list = log[key];
+    for (const Access& a : list) {
+      if (a.tb == g || (!a.write && !write)) continue;
+      if (vc[g][a.tb] >= a.count) continue;  // ordered: a happens before this access
+      auto pair_key = std::make_pair(key, (static_cast<std::uint64_t>(a.tb) << 32) | g);
+      if (!races_seen.insert(pair_key).second) continue;
+      Counterexample ce;
+      ce.nodes = {static_cast<NodeId>(r)};
+      ce.message = fmt::format(
+          "{}: gpu {} {}[{}]: {} by {} (line {}) and {} by {} (line {}) are not ordered by any "
+          "dependency or message",
+          where(st.line, st.col), r, kBufName[pbuf], poff, a.write ? "written" : "read",
+          tb_name(a.tb), a.line, write ? "written" : "read", tb_name(g), st.line);
+      add_violation(race_, std::move(ce));
+    }
+    list.push_back({g, vc[g][g], write, st.line});
+  };
+  // Reads cnt chunks; out-of-bounds chunks read as uninitialized memory.
+  auto read = [&](std::uint32_t g, int r, int buf, int off, int cnt, const XStep& st) {
+    std::vector<Item> v;
+    for (int k = 0; k < cnt; ++k) {
+      auto loc = resolve(r, buf, off + k);
+      if (!loc || loc->second < 0 || loc->second >= static_cast<int>(mem[r][loc->first].size())) {
+        v.push_back(garbage(r));
+        continue;
+      }
+      access(g, r, loc->first, loc->second, false, st);
+      v.push_back(mem[r][loc->first][loc->second]);
+    }
+    return v;
+  };
+  auto write = [&](std::uint32_t g, int r, int buf, int off, const std::vector<Item>& v,
+                   const XStep& st) {
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      auto loc = resolve(r, buf, off + static_cast<int>(k));
+      if (!loc || loc->second < 0 || loc->second >= static_cast<int>(mem[r][loc->first].size()))
+        continue;
+      access(g, r, loc->first, loc->second, true, st);
+      mem[r][loc->first][loc->second] = v[k];
+    }
+  };
+  auto bounds_ok = [&](int r, const XTb& tb, std::size_t k, const XStep& st, int buf, int off,
+                       const char* which) {
+    int decl = gpus_[r].chunks[buf];
+    auto last = resolve(r, buf, off + st.cnt - 1);
+    int phys = last ? static_cast<int>(mem[r][last->first].size()) : 0;
+    bool ok = off >= 0 && off + st.cnt <= decl && last && last->second < phys;
+    if (ok) return true;
+    Counterexample ce;
+    ce.nodes = {static_cast<NodeId>(r)};
+    std::string why = off < 0               ? "a negative offset"
+                      : off + st.cnt > decl ? fmt::format("{}_chunks is {}", kBufName[buf], decl)
+                                            : fmt::format("the {} buffer of {} has {} chunks",
+                                                          kBufName[last->first], coll_, phys);
+    ce.message = fmt::format("{}: gpu {} tb {} step {} ({}): {} {}[{}..{}] is out of bounds: {}",
+                             where(st.line, st.col), r, tb.id, k, st.info->name, which,
+                             kBufName[buf], off, off + st.cnt - 1, why);
+    add_violation(bounds_, std::move(ce));
+    return false;
+  };
+  // Static bounds, once per step.
+  for (int r = 0; r < p; ++r)
+    for (const XTb& tb : gpus_[r].tbs)
+      for (std::size_t k = 0; k < tb.steps.size(); ++k) {
+        const XStep& st = tb.steps[k];
+        bool src = st.info->reads_src, dst = st.info->writes_dst || st.info->op == Op::RE;
+        if (src) bounds_ok(r, tb, k, st, st.srcbuf, st.srcoff, "source");
+        if (dst) bounds_ok(r, tb, k, st, st.dstbuf, st.dstoff, "destination");
+      }
+
+  // The replay: run every threadblock as far as it can go until none can move.
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::uint32_t g = 0; g < T; ++g) {
+      auto [r, id] = tbs[g];
+      const XTb& tb = gpus_[r].tbs[id];
+      while (pc[g] < tb.steps.size()) {
+        const XStep& st = tb.steps[pc[g]];
+        const Signal* sig = nullptr;
+        if (st.depid >= 0) {
+          if (st.depid >= static_cast<int>(gpus_[r].tbs.size())) break;
+          std::uint32_t dg = gidx[r][st.depid];
+          if (signalled[dg] < st.deps) break;
+          for (const Signal& s : signals[dg])
+            if (s.index >= st.deps) {
+              sig = &s;
+              break;
+            }
+        }
+        std::deque<Msg>* q = nullptr;
+        if (st.info->recv) {
+          q = &queues[{tb.recv, r, tb.chan}];
+          if (q->empty()) break;
+        }
+        // The step runs.
+        progress = true;
+        auto& my = vc[g];
+        ++my[g];
+        std::uint32_t start = level[g];
+        if (sig) {
+          for (std::size_t k = 0; k < T; ++k) my[k] = std::max(my[k], sig->vc[k]);
+          start = std::max(start, sig->level);
+        }
+        std::vector<Item> got;
+        if (q) {
+          Msg m = std::move(q->front());
+          q->pop_front();
+          for (std::size_t k = 0; k < T; ++k) my[k] = std::max(my[k], m.vc[k]);
+          start = std::max(start, m.step);
+          if (m.cnt != st.cnt)
+            attr_violation(st.line, st.col,
+                           fmt::format("gpu {} tb {} step {} receives cnt={} from gpu {} on "
+                                       "channel {}, but the matching send (line {}) has cnt={}",
+                                       r, id, pc[g], st.cnt, tb.recv, tb.chan, m.line, m.cnt),
+                           {static_cast<NodeId>(r), static_cast<NodeId>(tb.recv)});
+          got = std::move(m.items);
+          got.resize(static_cast<std::size_t>(st.cnt), garbage(r));
+        }
+        auto combine = [&](const std::vector<Item>& a, const std::vector<Item>& b) {
+          std::vector<Item> v(a.size());
+          for (std::size_t k = 0; k < a.size(); ++k) v[k] = d.combine(a[k], b[k]);
+          return v;
+        };
+        std::vector<Item> sent;
+        switch (st.info->op) {
+          case Op::S:
+            sent = read(g, r, st.srcbuf, st.srcoff, st.cnt, st);
+            break;
+          case Op::R:
+            write(g, r, st.dstbuf, st.dstoff, got, st);
+            break;
+          case Op::RCS:
+            write(g, r, st.dstbuf, st.dstoff, got, st);
+            sent = got;
+            break;
+          case Op::RRS:
+            sent = combine(read(g, r, st.srcbuf, st.srcoff, st.cnt, st), got);
+            break;
+          case Op::RRC:
+            write(g, r, st.dstbuf, st.dstoff,
+                  combine(read(g, r, st.srcbuf, st.srcoff, st.cnt, st), got), st);
+            break;
+          case Op::RRCS:
+            sent = combine(read(g, r, st.srcbuf, st.srcoff, st.cnt, st), got);
+            write(g, r, st.dstbuf, st.dstoff, sent, st);
+            break;
+          case Op::CPY:
+            write(g, r, st.dstbuf, st.dstoff, read(g, r, st.srcbuf, st.srcoff, st.cnt, st), st);
+            break;
+          case Op::RE: {
+            auto dst = read(g, r, st.dstbuf, st.dstoff, st.cnt, st);
+            write(g, r, st.dstbuf, st.dstoff,
+                  combine(dst, read(g, r, st.srcbuf, st.srcoff, st.cnt, st)), st);
+            break;
+          }
+          case Op::NOP:
+            break;
+        }
+        if (st.info->send) {
+          Transfer x;
+          x.step = start + 1;
+          x.src = static_cast<NodeId>(r);
+          x.dst = static_cast<NodeId>(tb.send);
+          x.payload_begin = static_cast<std::uint32_t>(t.payload.size());
+          x.payload_len = static_cast<std::uint16_t>(sent.size());
+          x.line = static_cast<std::uint16_t>(std::min(st.line, 65535));
+          t.payload.insert(t.payload.end(), sent.begin(), sent.end());
+          auto xi = static_cast<std::uint32_t>(t.transfers.size());
+          t.transfers.push_back(x);
+          queues[{r, tb.send, tb.chan}].push_back({xi, sent, st.cnt, my, x.step, st.line});
+          start = x.step;
+        }
+        level[g] = start;
+        if (st.hasdep && st.info->op != Op::NOP) {
+          signalled[g] = static_cast<int>(pc[g]);
+          signals[g].push_back({signalled[g], my, start});
+        }
+        ++pc[g];
+      }
+    }
+  }
+
+  // Deadlock: the threadblocks left waiting, and the chain of waits from the first of them.
+  std::vector<std::uint32_t> stuck;
+  for (std::uint32_t g = 0; g < T; ++g)
+    if (pc[g] < gpus_[tbs[g].first].tbs[tbs[g].second].steps.size()) stuck.push_back(g);
+  if (!stuck.empty()) {
+    auto waits_for = [&](std::uint32_t g, std::string& why) -> std::optional<std::uint32_t> {
+      auto [r, id] = tbs[g];
+      const XTb& tb = gpus_[r].tbs[id];
+      const XStep& st = tb.steps[pc[g]];
+      std::string at = fmt::format("{} step {} (line {})", tb_name(g), pc[g], st.line);
+      if (st.depid >= 0 && (st.depid >= static_cast<int>(gpus_[r].tbs.size()) ||
+                            signalled[gidx[r][st.depid]] < st.deps)) {
+        if (st.depid >= static_cast<int>(gpus_[r].tbs.size())) {
+          why =
+              at + " waits for threadblock " + std::to_string(st.depid) + ", which does not exist";
+          return std::nullopt;
+        }
+        why = fmt::format("{} waits for step {} of tb {}", at, st.deps, st.depid);
+        return gidx[r][st.depid];
+      }
+      why = fmt::format("{} waits for a receive from gpu {} on channel {}", at, tb.recv, tb.chan);
+      for (std::uint32_t h : gidx[tb.recv]) {
+        const XTb& o = gpus_[tb.recv].tbs[tbs[h].second];
+        if (o.send == r && o.chan == tb.chan) return h;
+      }
+      why += fmt::format(" (no threadblock of gpu {} sends to gpu {} on channel {})", tb.recv, r,
+                         tb.chan);
+      return std::nullopt;
+    };
+    RunFailure& f = t.failure;
+    f.kind = RunFailure::Kind::Deadlock;
+    std::vector<std::uint32_t> chain{stuck.front()};
+    std::vector<std::string> whys;
+    bool closed = false;
+    for (;;) {
+      std::string why;
+      auto next = waits_for(chain.back(), why);
+      whys.push_back(why);
+      if (!next) break;
+      auto it = std::find(chain.begin(), chain.end(), *next);
+      if (it != chain.end()) {
+        auto cut = it - chain.begin();
+        chain.erase(chain.begin(), chain.begin() + cut);
+        whys.erase(whys.begin(), whys.begin() + cut);
+        closed = true;
+        chain.push_back(*next);
+        break;
+      }
+      chain.push_back(*next);
+      const XTb& ntb = gpus_[tbs[*next].first].tbs[tbs[*next].second];
+      if (pc[*next] >= ntb.steps.size()) {
+        whys.push_back(tb_name(*next) + " has finished");
+        break;
+      }
+    }
+    std::string msg;
+    for (auto& w : whys) msg += (msg.empty() ? "" : "; ") + w;
+    f.message = fmt::format("{}: deadlock: {} threadblocks wait forever; {}{}", src_, stuck.size(),
+                            closed ? "the cycle: " : "the chain: ", msg);
+    for (auto g : chain) f.waiting_cycle.push_back(static_cast<NodeId>(tbs[g].first));
+    f.cycle_closed = closed;
+    for (auto g : stuck) f.waiting.push_back(static_cast<NodeId>(tbs[g].first));
+    std::sort(f.waiting.begin(), f.waiting.end());
+    f.waiting.erase(std::unique(f.waiting.begin(), f.waiting.end()), f.waiting.end());
+  }
+  for (auto& [key, q] : queues)
+    for (const Msg& m : q) t.unreceived.push_back(m.transfer);
+  std::sort(t.unreceived.begin(), t.unreceived.end());
+
+  // The output buffer as the runtime defines it, and what the collective asks of it.
+  std::vector<Buffer> expected(p);
+  auto sum_over_ranks = [&](int elem) {
+    Item acc = 0;
+    for (int j = 0; j < p; ++j)
+      acc = j == 0 ? d.leaf(0, static_cast<std::uint32_t>(elem))
+                   : d.combine(acc, d.leaf(static_cast<std::uint32_t>(j),
+                                           static_cast<std::uint32_t>(elem)));
+    return acc;
+  };
+  std::string what = "output";
+  for (int r = 0; r < p; ++r) {
+    Buffer fin;
+    auto phys = [&](int buf, int off) {
+      auto loc = resolve(r, buf, off);
+      return mem[r][loc->first][loc->second];
+    };
+    switch (coll) {
+      case Collective::Allgather:
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        for (int j = 0; j < p; ++j)
+          for (int k = 0; k < c; ++k)
+            expected[r].push_back(
+                d.leaf(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(k)));
+        break;
+      case Collective::Allreduce:
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        for (int k = 0; k < c; ++k) expected[r].push_back(sum_over_ranks(k));
+        break;
+      case Collective::ReduceScatter:
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        for (int k = 0; k < c; ++k) expected[r].push_back(sum_over_ranks(r * c + k));
+        break;
+      default:  // alltoall
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        for (int j = 0; j < p; ++j)
+          for (int k = 0; k < c; ++k)
+            expected[r].push_back(
+                d.leaf(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(r * c + k)));
+        break;
+    }
+    t.final_output.push_back(std::move(fin));
+  }
+  t.compute_stats();
+  out.postcondition = import_detail::positional_postcondition(t, expected, what);
+  out.postcondition->note = fmt::format(
+      "positional, as the runtime defines the {} output buffer ({} chunks per gpu{}); x{{r}}.{} "
+      "stands for gpu r's uninitialized memory",
+      coll_, out_size, inplace_ ? ", in place" : "", in_size);
+  if (op_form_)
+    attributes_.note += std::string(attributes_.note.empty() ? "" : "; ") +
+                        "the file uses the <op> form: msccl-executor-nccl reads only <step> "
+                        "elements";
+  if (race_.verdict == Verdict::Fail)
+    race_.note = "the values collv replayed are those of one interleaving of the unordered steps";
+  out.congestion_note =
+      "MSCCL channels run in parallel: several transfers may share a pair of gpus in a step "
+      "(per-link bandwidth is not modelled)";
+}
+
+ImportedSchedule Reader::run() {
+  pugi::xml_document doc;
+  pugi::xml_parse_result res =
+      doc.load_buffer(text_.data(), text_.size(), pugi::parse_default | pugi::parse_declaration);
+  if (!res) {
+    auto [l, c] = pos(res.offset);
+    throw UsageError(
+        fmt::format("{}:{}:{}: error: not well-formed XML: {}", src_, l, c, res.description()));
+  }
+  pugi::xml_node algo = doc.document_element();
+  if (std::string(algo.name()) != "algo")
+    fail(algo,
+         fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>", algo.name()));
+  parse(algo);
+  static_checks();
+  ImportedSchedule out;
+  out.format = ScheduleFormat::MscclXml;
+  out.trace.model_file = src_;
+  replay(out);
+  out.checks = {attributes_, bounds_, race_};
+  return out;
+}
+
+}  // namespace
+
+ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source) {
+  return Reader(text, source).run();
+}
+
+}  // namespace collv
