@@ -15,6 +15,7 @@
 
 #include "app/commands.hpp"
 #include "check/checks.hpp"
+#include "check/dataflow.hpp"
 #include "exec/executor.hpp"
 #include "smt/lemmas.hpp"
 #include "util/exit_codes.hpp"
@@ -237,12 +238,13 @@ Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
     const auto& a = r.attempts.back();
     auto out = compare(a.answer, parse_answer(po.get("expect"), path), a.seconds, a.reason);
     if (r.trace && a.answer == smt::Answer::Sat) {
-      // Re-check the synthesized schedule with the executor's checkers.
-      for (auto& c : check_trace(*r.trace, {}))
-        if (c.verdict == Verdict::Fail && c.name != "nodup") {
-          out.status = Status::Contradicted;
-          out.note = "the synthesized schedule fails " + c.name + ": " + c.violations[0].message;
-        }
+      // Re-check the synthesized schedule with the executor's checkers and the data flow, under
+      // the machine model it was synthesized for.
+      std::string why;
+      if (!synthesized_ok(recheck_synthesized(*r.trace, so.port), &why)) {
+        out.status = Status::Contradicted;
+        out.note = "the synthesized schedule fails " + why;
+      }
     }
     return out;
   }
@@ -272,6 +274,38 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
 }
 
 }  // namespace
+
+std::vector<CheckResult> recheck_synthesized(const Trace& t, PortModel port) {
+  std::vector<CheckResult> rs = check_trace(t, {});
+  if (port == PortModel::All)
+    for (auto& c : rs)
+      if (c.name == "single-port") {
+        c = CheckResult{};
+        c.name = "single-port";
+        c.verdict = Verdict::NotChecked;
+        c.note =
+            "all-port schedule: the single-port rule does not apply (congestion checks at most one "
+            "transfer per directed link per step)";
+      }
+  bool has_dataflow =
+      std::any_of(rs.begin(), rs.end(), [](const CheckResult& c) { return c.name == "dataflow"; });
+  if (!has_dataflow) {
+    Dataflow df = analyze_dataflow(t, {});
+    rs.push_back(std::move(df.dataflow));
+    rs.push_back(std::move(df.match));
+  }
+  return rs;
+}
+
+bool synthesized_ok(const std::vector<CheckResult>& rs, std::string* why) {
+  for (const auto& c : rs)
+    if (c.verdict == Verdict::Fail && c.name != "nodup") {
+      if (why)
+        *why = c.name + (c.violations.empty() ? std::string() : ": " + c.violations[0].message);
+      return false;
+    }
+  return true;
+}
 
 std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
                                            const RunOptions& ro, const Trace& trace,
@@ -381,15 +415,17 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
     if (!o.quiet && (o.schedule || t.transfers.size() <= 200)) {
       print_schedule(t, out);
     }
-    // Independent re-check by the executor's checkers.
-    std::string verdicts;
-    bool ok = true;
-    for (auto& c : check_trace(t, {})) {
+    // Independent re-check by the executor's checkers and the data flow, under the machine model
+    // synthesized for (all-port: no single-port rule; congestion allows one transfer per
+    // directed link per step).
+    std::string verdicts, why;
+    auto rs = recheck_synthesized(t, s.port);
+    bool ok = synthesized_ok(rs, &why);
+    for (auto& c : rs) {
       if (c.verdict == Verdict::NotChecked) continue;
       verdicts += fmt::format(" {}={}", c.name, verdict_name(c.verdict));
-      if (c.verdict == Verdict::Fail && c.name != "nodup") ok = false;
     }
-    out << "re-checked by the executor's checkers:" << verdicts << "\n";
+    out << fmt::format("re-checked by the executor's checkers ({}):{}\n", port, verdicts);
     if (!o.json_file.empty()) {
       std::string text = trace_to_json(t).dump(2) + "\n";
       if (o.json_file == "-") {
@@ -413,8 +449,8 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
       }
     }
     if (!ok) {
-      err << "collv: internal error: the synthesized schedule fails a check (please report this "
-             "bug)\n";
+      err << "collv: internal error: the synthesized schedule fails " << why
+          << " (please report this bug)\n";
       return kExitInternal;
     }
     return r.answer == smt::Answer::Sat ? kExitOk : kExitInconclusive;
