@@ -170,11 +170,12 @@ Outcome run_steps_obligation(const ProofObligation& po, const ProveCommandOption
     return out;
   }
   LemmaQuery q;
-  q.name = fmt::format("theorem3-steps-{}-{}", po.get("model"), topo.spec());
+  q.name = fmt::format("consistency-steps-{}-{}", po.get("model"), topo.spec());
   std::replace(q.name.begin(), q.name.end(), ':', '_');
-  q.description =
-      fmt::format("Theorem 3 on {}: the run of {} takes T = {} steps and 2T = n(n-1) for n = {}",
-                  topo.spec(), po.get("model"), t.steps, n->second);
+  q.description = fmt::format(
+      "consistency check (not a proof): on {} the run of {} took T = {} steps (measured by "
+      "the executor) and 2T = n(n-1) for n = {}",
+      topo.spec(), po.get("model"), t.steps, n->second);
   q.script = fmt::format(
       "; {}\n(declare-const a Bool)\n(declare-const n Int)\n(declare-const T Int)\n"
       "(assert (= n {}))\n(assert (= T {}))\n(assert (=> a (not (= (* 2 T) (* n (- n 1))))))\n",
