@@ -1,6 +1,8 @@
 // The invariant checkers (see checks.hpp). Each one reads the Trace only.
 #include "check/checks.hpp"
 
+#include "check/dataflow.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -482,10 +484,13 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
       r.verdict = Verdict::Unknown;
       r.note = f.message;
       break;
-    case RunFailure::Kind::Deadlock:
-    case RunFailure::Kind::RuntimeError: {
+    case RunFailure::Kind::RuntimeError:
+      r.verdict = Verdict::NotChecked;
+      r.note = "the run stopped at a runtime error (see the runtime check)";
+      break;
+    case RunFailure::Kind::Deadlock: {
       Counterexample c;
-      c.nodes = f.kind == RunFailure::Kind::Deadlock ? f.waiting_cycle : std::vector<NodeId>{};
+      c.nodes = f.waiting_cycle;
       c.message = f.message;
       add_violation(r, o, std::move(c));
       break;
@@ -494,11 +499,23 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
   return r;
 }
 
+CheckResult check_runtime(const Trace& t, const CheckOptions& o) {
+  CheckResult r = make("runtime");
+  if (t.failure.kind == RunFailure::Kind::RuntimeError) {
+    Counterexample c;
+    c.message = t.failure.message;
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
 std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
+  auto [dataflow, match] = check_dataflow_and_match(t, o);
   std::vector<CheckResult> all{
-      check_single_port(t, o), check_route(t, o),         check_congestion(t, o),
-      check_nodup(t, o),       check_postcondition(t, o), check_final_buffers(t, o),
-      check_steps(t, o),       check_cost(t, o),          check_deadlock(t, o)};
+      check_single_port(t, o),   check_route(t, o),         check_congestion(t, o),
+      check_nodup(t, o),         std::move(dataflow),       std::move(match),
+      check_postcondition(t, o), check_final_buffers(t, o), check_steps(t, o),
+      check_cost(t, o),          check_deadlock(t, o),      check_runtime(t, o)};
   // A run stopped at a limit is unfinished: a violation found in its prefix is real, but a
   // pass is not, and its final buffers mean nothing.
   bool limit =

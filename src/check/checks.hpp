@@ -19,9 +19,9 @@ enum class Verdict { Pass, Fail, Unknown, NotChecked };
 const char* verdict_name(Verdict v);  // "pass", "fail", "unknown", "not-checked"
 
 // The fixed check names, in report order.
-inline constexpr const char* kCheckNames[] = {"single-port", "route",         "congestion",
-                                              "nodup",       "postcondition", "final-buffers",
-                                              "steps",       "cost",          "deadlock"};
+inline constexpr const char* kCheckNames[] = {
+    "single-port",   "route",         "congestion", "nodup", "dataflow", "match",
+    "postcondition", "final-buffers", "steps",      "cost",  "deadlock", "runtime"};
 
 struct LinkLoad {
   NodeId from, to;
@@ -64,6 +64,10 @@ struct CheckResult {
 
 struct CheckOptions {
   std::size_t max_violations = 5;
+  // dataflow: search steps allowed per item and per trace when an item must be decomposed into
+  // held items; an item left undecided makes the verdict unknown, never pass.
+  std::uint64_t dataflow_item_budget = 200000;
+  std::uint64_t dataflow_total_budget = 50000000;
 };
 
 // Runs every check, in kCheckNames order.
@@ -79,6 +83,9 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o);
 CheckResult check_steps(const Trace& t, const CheckOptions& o);
 CheckResult check_cost(const Trace& t, const CheckOptions& o);
 CheckResult check_deadlock(const Trace& t, const CheckOptions& o);
+// Runtime errors of the model (an out-of-range slice, a bad peer, ...): RunFailure::RuntimeError.
+CheckResult check_runtime(const Trace& t, const CheckOptions& o);
+// dataflow and match: see check/dataflow.hpp.
 
 // The output the collective's definition asks of each processor, built with the trace's domain
 // (so Item ids compare directly). Entries for processors with no requirement are nullopt (e.g.

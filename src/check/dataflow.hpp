@@ -6,14 +6,15 @@
 // engine encodes them (src/smt), so a proof rests on the schedule, not on collv's values.
 //
 //   collv::Dataflow df = collv::analyze_dataflow(trace, {});
-//   df.dataflow.verdict;   // Pass, or Fail with a counterexample naming step, transfer, item, holdings
-//   df.payload[k].parts;   // how Trace::payload[k] was made from what its sender held
+//   df.dataflow.verdict;  // Pass, or Fail: step, transfer, item and what the sender held
+//   df.payload[k].parts;  // how Trace::payload[k] was made from what its sender held
 //
 // The `match` check reports sends that no node ever receives (Trace::unreceived) and receives
-// that never happen.
+// that never happen (the nodes a deadlock leaves waiting). docs/checks.md has the details.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "check/checks.hpp"
@@ -39,12 +40,16 @@ struct Derivation {
 };
 
 struct Dataflow {
-  std::vector<Derivation> payload;                   // per Trace::payload index
+  std::vector<Derivation> payload;                    // per Trace::payload index
   std::vector<std::vector<Derivation>> final_output;  // per node, per item of final_output
-  CheckResult dataflow;                              // name "dataflow"
-  CheckResult match;                                 // name "match"
+  CheckResult dataflow;                               // name "dataflow"
+  CheckResult match;                                  // name "match"
 };
 
 Dataflow analyze_dataflow(const Trace& t, const CheckOptions& o);
+
+// The two verdicts of analyze_dataflow without recording the derivations (what check_trace runs:
+// it keeps memory flat on traces with millions of items).
+std::pair<CheckResult, CheckResult> check_dataflow_and_match(const Trace& t, const CheckOptions& o);
 
 }  // namespace collv

@@ -148,6 +148,13 @@ class Machine {
     for (NodeId v = 0; v < p_; ++v) data_[slot][v] = std::move(init[v]);
   }
   const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
+  // Messages still queued when the run ends: sent, never received (ascending transfer ids).
+  std::vector<std::uint32_t> unreceived() const {
+    std::vector<std::uint32_t> out;
+    for (const auto& box : inbox_) out.insert(out.end(), box.begin(), box.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
   void run() {
     auto& all = ready_[0];
@@ -872,6 +879,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
   tr.final_output = mach.column(out_slot);
+  tr.unreceived = mach.unreceived();
   tr.compute_stats();
   return tr;
 }

@@ -164,6 +164,9 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   j["transfer_count"] = t.transfers.size();
   if (max_transfers == 0 || t.transfers.size() <= max_transfers) {
     json xs = json::array();
+    std::vector<std::uint8_t> lost(t.transfers.size(), 0);
+    for (auto i : t.unreceived)
+      if (i < lost.size()) lost[i] = 1;
     for (auto i : t.ordered_transfers()) {
       const Transfer& x = t.transfers[i];
       json items = json::array();
@@ -176,6 +179,7 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
                     {"items", std::move(items)},
                     {"words", x.payload_len},
                     {"line", x.line}});
+      if (lost[i]) xs.back()["received"] = false;
     }
     j["transfers"] = std::move(xs);
   }

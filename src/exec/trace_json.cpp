@@ -194,6 +194,11 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& source) {
                   ? static_cast<std::uint16_t>(
                         std::min<std::uint64_t>(x["line"].get<std::uint64_t>(), 0xFFFF))
                   : 0;
+    if (x.contains("received")) {
+      if (!x["received"].is_boolean()) r.fail(where + ".received", "expected true or false");
+      if (!x["received"].get<bool>())
+        t.unreceived.push_back(static_cast<std::uint32_t>(t.transfers.size()));
+    }
     t.payload.insert(t.payload.end(), b.begin(), b.end());
     t.transfers.push_back(tr);
   }

@@ -1,0 +1,625 @@
+// The dataflow and match checks (see dataflow.hpp).
+//
+// Nodes are processed one at a time: what node v may send at step s depends only on its input and
+// the transfers it received before step s, so v's incoming transfers (in step order) are merged
+// with its outgoing ones, and only one node's holdings are alive at a time. Each item is first
+// looked up among the held items (a copy); only items that are not held are decomposed:
+//   exact:    an exact cover of the item's multiset of contributions by held items, each held
+//             occurrence used at most once (backtracking over the smallest uncovered contribution,
+//             budgeted);
+//   ordered:  the item's sequence as a concatenation of held sequences (word-break DP; a
+//             budgeted search when a contribution repeats, so no occurrence is used twice);
+//   fingerprint: membership only; a combination cannot be decomposed (not checked).
+#include "check/dataflow.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace collv {
+
+namespace {
+
+constexpr std::uint64_t kItemBudget = 200000;     // fit tests per item
+constexpr std::uint64_t kTotalBudget = 50000000;  // fit tests per trace
+constexpr std::size_t kHeldShown = 8;             // held items listed in a counterexample
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+struct Held {
+  Item item;
+  HeldRef ref;
+};
+
+enum class Outcome { Derived, NotDerivable, OutOfBudget, Undecidable };
+
+class Analyzer {
+ public:
+  Analyzer(const Trace& t, const CheckOptions& o, bool record)
+      : t_(t), o_(o), d_(*t.domain), record_(record), total_budget_(o.dataflow_total_budget) {
+    // A direct map from contribution to its place in the target, when the universe is small.
+    std::uint64_t universe = static_cast<std::uint64_t>(d_.p()) * d_.elems();
+    if (d_.kind() == DomainKind::Exact && universe <= (1u << 24)) {
+      pos_.assign(universe, 0);
+      pos_stamp_.assign(universe, 0);
+    }
+  }
+
+  Dataflow run() {
+    Dataflow df;
+    df.dataflow.name = "dataflow";
+    df.dataflow.verdict = Verdict::Pass;
+    if (record_) {
+      df.payload.resize(t_.payload.size());
+      df.final_output.resize(t_.final_output.size());
+      for (std::size_t v = 0; v < t_.final_output.size(); ++v)
+        df.final_output[v].resize(t_.final_output[v].size());
+    }
+    auto p = static_cast<std::uint32_t>(t_.topology.num_processors());
+    // Incoming (received) and outgoing transfers per node, each in step order.
+    std::vector<std::uint8_t> lost(t_.transfers.size(), 0);
+    for (auto i : t_.unreceived)
+      if (i < lost.size()) lost[i] = 1;
+    std::vector<std::uint32_t> order(t_.transfers.size());
+    {
+      std::uint32_t maxs = 0;
+      for (const auto& x : t_.transfers) maxs = std::max(maxs, x.step);
+      std::vector<std::uint32_t> start(maxs + 2, 0);
+      for (const auto& x : t_.transfers) ++start[x.step + 1];
+      for (std::size_t s = 1; s < start.size(); ++s) start[s] += start[s - 1];
+      for (std::uint32_t i = 0; i < t_.transfers.size(); ++i)
+        order[start[t_.transfers[i].step]++] = i;
+    }
+    auto bucket = [&](bool incoming) {
+      std::vector<std::uint32_t> first(p + 1, 0), list;
+      for (auto i : order) {
+        const Transfer& x = t_.transfers[i];
+        if (incoming && lost[i]) continue;
+        NodeId v = incoming ? x.dst : x.src;
+        if (v < p) ++first[v + 1];
+      }
+      for (std::uint32_t v = 0; v < p; ++v) first[v + 1] += first[v];
+      list.resize(first[p]);
+      std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+      for (auto i : order) {
+        const Transfer& x = t_.transfers[i];
+        if (incoming && lost[i]) continue;
+        NodeId v = incoming ? x.dst : x.src;
+        if (v < p) list[fill[v]++] = i;
+      }
+      return std::make_pair(std::move(first), std::move(list));
+    };
+    auto [in_first, in_list] = bucket(true);
+    auto [out_first, out_list] = bucket(false);
+
+    for (NodeId v = 0; v < p; ++v) {
+      begin_node(v);
+      std::uint32_t j = in_first[v];
+      auto take_until = [&](std::uint32_t step) {  // receive every transfer of a step < `step`
+        while (j < in_first[v + 1] && t_.transfers[in_list[j]].step < step) {
+          const Transfer& x = t_.transfers[in_list[j]];
+          for (std::uint32_t k = 0; k < x.payload_len; ++k)
+            add_held(t_.payload[x.payload_begin + k],
+                     {HeldRef::Kind::Received, x.payload_begin + k});
+          ++j;
+        }
+      };
+      for (std::uint32_t k = out_first[v]; k < out_first[v + 1]; ++k) {
+        std::uint32_t xi = out_list[k];
+        const Transfer& x = t_.transfers[xi];
+        take_until(x.step);
+        for (std::uint32_t q = 0; q < x.payload_len; ++q) {
+          Derivation* out = record_ ? &df.payload[x.payload_begin + q] : nullptr;
+          Outcome r = derive(t_.payload[x.payload_begin + q], out);
+          if (r != Outcome::Derived) report(df.dataflow, r, v, &x, xi, q);
+        }
+      }
+      take_until(UINT32_MAX);
+      if (v < t_.final_output.size()) {
+        for (std::uint32_t q = 0; q < t_.final_output[v].size(); ++q) {
+          Derivation* out = record_ ? &df.final_output[v][q] : nullptr;
+          Outcome r = derive(t_.final_output[v][q], out);
+          if (r != Outcome::Derived) report(df.dataflow, r, v, nullptr, 0, q);
+        }
+      }
+    }
+    finish(df.dataflow);
+    df.match = check_match();
+    return df;
+  }
+
+ private:
+  // ---- one node's holdings ----
+  void begin_node(NodeId v) {
+    node_ = v;
+    held_.clear();
+    indexed_ = 0;
+    by_first_.clear();
+    terms_.clear();
+    ++gen_;
+    if (v < t_.initial_input.size())
+      for (std::uint32_t k = 0; k < t_.initial_input[v].size(); ++k)
+        add_held(t_.initial_input[v][k], {HeldRef::Kind::Input, k});
+  }
+
+  void add_held(Item it, HeldRef ref) {
+    auto idx = static_cast<std::uint32_t>(held_.size());
+    held_.push_back({it, ref});
+    if (it == 0) return;
+    // Open addressing with generation stamps: no clearing between nodes.
+    if ((held_.size() + 1) * 2 > slots_.size()) grow();
+    insert_slot(it, idx);
+  }
+
+  struct Slot {
+    Item key = 0;
+    std::uint32_t idx = 0;
+    std::uint32_t gen = 0;
+  };
+
+  void insert_slot(Item it, std::uint32_t idx) {
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = mix(it) & mask;; h = (h + 1) & mask) {
+      Slot& s = slots_[h];
+      if (s.gen != gen_) {
+        s = {it, idx, gen_};
+        return;
+      }
+      if (s.key == it) return;  // keep the first occurrence
+    }
+  }
+
+  void grow() {
+    std::size_t n = std::max<std::size_t>(1024, slots_.size() * 2);
+    while (n < (held_.size() + 1) * 2) n *= 2;
+    slots_.assign(n, Slot{});
+    ++gen_;
+    for (std::uint32_t i = 0; i < held_.size(); ++i)
+      if (held_[i].item != 0) insert_slot(held_[i].item, i);
+  }
+
+  const Held* find_held(Item it) const {
+    if (slots_.empty()) return nullptr;
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = mix(it) & mask;; h = (h + 1) & mask) {
+      const Slot& s = slots_[h];
+      if (s.gen != gen_) return nullptr;
+      if (s.key == it) return &held_[s.idx];
+    }
+  }
+
+  // ---- terms of held items, cached while their node is replayed ----
+  const std::vector<std::uint32_t>& terms(Item it) {
+    auto f = terms_.find(it);
+    if (f != terms_.end()) return f->second;
+    return terms_.emplace(it, d_.terms(it)).first->second;
+  }
+
+  // Index the held items not yet indexed by their first contribution (smallest for exact, first
+  // in order for ordered). Lists are kept largest item first.
+  void index_held() {
+    for (; indexed_ < held_.size(); ++indexed_) {
+      Item it = held_[indexed_].item;
+      if (it == 0) continue;
+      const auto& ts = terms(it);
+      if (ts.empty()) continue;
+      auto& lst = by_first_[ts.front()];
+      lst.push_back(indexed_);
+      for (std::size_t k = lst.size() - 1; k > 0; --k) {
+        if (d_.weight(held_[lst[k - 1]].item) >= d_.weight(held_[lst[k]].item)) break;
+        std::swap(lst[k - 1], lst[k]);
+      }
+    }
+  }
+
+  Outcome derive(Item it, Derivation* out) {
+    if (it == 0) {
+      if (out) out->found = true;
+      return Outcome::Derived;
+    }
+    if (const Held* h = find_held(it)) {
+      if (out) {
+        out->parts = {h->ref};
+        out->found = true;
+      }
+      return Outcome::Derived;
+    }
+    if (!d_.inspectable()) return Outcome::Undecidable;
+    index_held();
+    parts_.clear();
+    item_budget_ = o_.dataflow_item_budget;
+    Outcome r = d_.kind() == DomainKind::Exact ? cover_exact(it) : cover_ordered(it);
+    if (r == Outcome::Derived && out) {
+      out->parts.clear();
+      for (auto i : parts_) out->parts.push_back(held_[i].ref);
+      out->found = true;
+    }
+    return r;
+  }
+
+  bool spend() {
+    if (item_budget_ == 0 || total_budget_ == 0) return false;
+    --item_budget_;
+    --total_budget_;
+    return true;
+  }
+
+  // ---- exact: an exact cover of the multiset ----
+  Outcome cover_exact(Item target) {
+    target_terms_ = d_.terms(target);
+    const auto& ts = target_terms_;
+    distinct_.clear();
+    count_.clear();
+    for (auto c : ts) {
+      if (!distinct_.empty() && distinct_.back() == c) {
+        ++count_.back();
+      } else {
+        distinct_.push_back(c);
+        count_.push_back(1);
+      }
+    }
+    if (!pos_.empty()) {
+      if (++target_stamp_ == 0) {
+        std::fill(pos_stamp_.begin(), pos_stamp_.end(), 0);
+        target_stamp_ = 1;
+      }
+      for (std::size_t k = 0; k < distinct_.size(); ++k) {
+        pos_stamp_[distinct_[k]] = target_stamp_;
+        pos_[distinct_[k]] = static_cast<std::uint32_t>(k);
+      }
+    }
+    used_.assign(held_.size(), 0);
+    remaining_ = ts.size();
+    exhausted_ = false;
+    bool ok = dfs_exact(0);
+    if (ok) return Outcome::Derived;
+    return exhausted_ ? Outcome::OutOfBudget : Outcome::NotDerivable;
+  }
+
+  // Where contribution c sits in distinct_, or SIZE_MAX if the target does not contain it.
+  std::size_t pos_of(std::uint32_t c) const {
+    if (!pos_.empty()) {
+      return c < pos_.size() && pos_stamp_[c] == target_stamp_ ? pos_[c] : SIZE_MAX;
+    }
+    auto it = std::lower_bound(distinct_.begin(), distinct_.end(), c);
+    return it != distinct_.end() && *it == c ? static_cast<std::size_t>(it - distinct_.begin())
+                                             : SIZE_MAX;
+  }
+
+  // Takes held terms hs out of what is left of the target, if they fit (else changes nothing).
+  bool take(const std::vector<std::uint32_t>& hs) {
+    for (std::size_t k = 0; k < hs.size(); ++k) {
+      std::size_t at = pos_of(hs[k]);
+      if (at == SIZE_MAX || count_[at] == 0) {
+        for (std::size_t u = 0; u < k; ++u) ++count_[pos_of(hs[u])];
+        return false;
+      }
+      --count_[at];
+    }
+    remaining_ -= hs.size();
+    return true;
+  }
+  void give_back(const std::vector<std::uint32_t>& hs) {
+    for (auto c : hs) ++count_[pos_of(c)];
+    remaining_ += hs.size();
+  }
+
+  bool dfs_exact(std::size_t ptr) {
+    while (ptr < distinct_.size() && count_[ptr] == 0) ++ptr;
+    if (ptr == distinct_.size()) return true;
+    auto f = by_first_.find(distinct_[ptr]);
+    if (f == by_first_.end()) return false;
+    Item tried_last = 0;
+    for (auto h : f->second) {
+      if (used_[h]) continue;
+      Item it = held_[h].item;
+      if (it == tried_last) continue;  // another occurrence of an item that did not work
+      if (d_.weight(it) > remaining_) continue;
+      if (!spend()) {
+        exhausted_ = true;
+        return false;
+      }
+      const auto& hs = terms(it);
+      if (!take(hs)) continue;
+      used_[h] = 1;
+      parts_.push_back(h);
+      if (dfs_exact(ptr)) return true;
+      if (exhausted_) return false;
+      parts_.pop_back();
+      used_[h] = 0;
+      give_back(hs);
+      tried_last = it;
+    }
+    return false;
+  }
+
+  // ---- ordered: a concatenation of held sequences ----
+  bool matches_at(const std::vector<std::uint32_t>& seq, std::size_t i,
+                  const std::vector<std::uint32_t>& hs) {
+    return i + hs.size() <= seq.size() && std::equal(hs.begin(), hs.end(), seq.begin() + i);
+  }
+
+  Outcome cover_ordered(Item target) {
+    seq_ = d_.terms(target);
+    std::vector<std::uint32_t> sorted = seq_;
+    std::sort(sorted.begin(), sorted.end());
+    bool repeats = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    exhausted_ = false;
+    if (repeats) {
+      // A contribution repeats: search with each held occurrence used at most once.
+      used_.assign(held_.size(), 0);
+      if (dfs_ordered(0)) return Outcome::Derived;
+      return exhausted_ ? Outcome::OutOfBudget : Outcome::NotDerivable;
+    }
+    // No repeats: no held item can be used twice in a concatenation, so a word-break DP decides.
+    std::size_t n = seq_.size();
+    std::vector<std::uint32_t> back(n + 1, UINT32_MAX);  // held index that ends a prefix
+    std::vector<std::uint8_t> reach(n + 1, 0);
+    reach[0] = 1;
+    for (std::size_t i = 0; i < n && !reach[n]; ++i) {
+      if (!reach[i]) continue;
+      auto f = by_first_.find(seq_[i]);
+      if (f == by_first_.end()) continue;
+      Item tried_last = 0;
+      for (auto h : f->second) {
+        Item it = held_[h].item;
+        if (it == tried_last) continue;
+        tried_last = it;
+        std::size_t len = d_.weight(it);
+        if (i + len > n || reach[i + len]) continue;
+        if (!spend()) return Outcome::OutOfBudget;
+        if (!matches_at(seq_, i, terms(it))) continue;
+        reach[i + len] = 1;
+        back[i + len] = h;
+      }
+    }
+    if (!reach[n]) return Outcome::NotDerivable;
+    for (std::size_t e = n; e > 0;) {
+      std::uint32_t h = back[e];
+      parts_.push_back(h);
+      e -= d_.weight(held_[h].item);
+    }
+    std::reverse(parts_.begin(), parts_.end());
+    return Outcome::Derived;
+  }
+
+  bool dfs_ordered(std::size_t i) {
+    if (i == seq_.size()) return true;
+    auto f = by_first_.find(seq_[i]);
+    if (f == by_first_.end()) return false;
+    Item tried_last = 0;
+    for (auto h : f->second) {
+      if (used_[h]) continue;
+      Item it = held_[h].item;
+      if (it == tried_last) continue;
+      if (!spend()) {
+        exhausted_ = true;
+        return false;
+      }
+      const auto& hs = terms(it);
+      if (!matches_at(seq_, i, hs)) continue;
+      used_[h] = 1;
+      parts_.push_back(h);
+      if (dfs_ordered(i + hs.size())) return true;
+      if (exhausted_) return false;
+      parts_.pop_back();
+      used_[h] = 0;
+      tried_last = it;
+    }
+    return false;
+  }
+
+  // ---- reports ----
+  std::string label(NodeId v) const { return t_.topology.label(v); }
+
+  std::string held_text() const {
+    std::string s = "[";
+    std::size_t shown = 0, n = held_.size();
+    for (std::size_t i = 0; i < n && shown < kHeldShown; ++i, ++shown)
+      s += (i ? ", " : "") + d_.describe(held_[i].item);
+    if (n > shown) s += fmt::format(", ... ({} more)", n - shown);
+    return s + "]";
+  }
+
+  // Why an item is not derivable, in the words of its contributions.
+  std::string why_not(Item it) {
+    if (!d_.inspectable()) return "";
+    std::vector<std::uint32_t> have;
+    for (const auto& h : held_) {
+      if (h.item == 0) continue;
+      const auto& ts = terms(h.item);
+      have.insert(have.end(), ts.begin(), ts.end());
+    }
+    std::sort(have.begin(), have.end());
+    have.erase(std::unique(have.begin(), have.end()), have.end());
+    std::string missing;
+    std::size_t count = 0;
+    auto ts = d_.terms(it);
+    std::sort(ts.begin(), ts.end());
+    ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+    for (auto c : ts) {
+      if (std::binary_search(have.begin(), have.end(), c)) continue;
+      if (count++ < 4)
+        missing += (missing.empty() ? "" : ", ") +
+                   (d_.elems() == 1 ? fmt::format("x{}", c)
+                                    : fmt::format("x{}.{}", c / d_.elems(), c % d_.elems()));
+    }
+    if (count > 4) missing += fmt::format(" and {} more", count - 4);
+    if (count) return fmt::format(": it holds nothing that contains {}", missing);
+    return d_.kind() == DomainKind::Exact
+               ? ": every contribution is held, but no held items add up to it without counting "
+                 "one twice"
+               : ": every contribution is held, but no held sequences, each used once, "
+                 "concatenate to it";
+  }
+
+  void report(CheckResult& r, Outcome oc, NodeId v, const Transfer* x, std::uint32_t xi,
+              std::uint32_t q) {
+    if (oc == Outcome::Undecidable) {
+      ++undecidable_;
+      return;
+    }
+    if (oc == Outcome::OutOfBudget) {
+      ++out_of_budget_;
+      return;
+    }
+    r.verdict = Verdict::Fail;
+    ++r.violation_count;
+    // Nodes are replayed one by one; the violations kept are the earliest in schedule order
+    // (step, then transfer; final buffers last).
+    auto key = [&](const Counterexample& c) {
+      return std::make_pair(c.step.value_or(UINT32_MAX),
+                            c.transfers.empty() ? UINT32_MAX : c.transfers[0]);
+    };
+    std::pair<std::uint32_t, std::uint32_t> mine{x ? x->step : UINT32_MAX, x ? xi : UINT32_MAX};
+    if (r.violations.size() >= o_.max_violations &&
+        (r.violations.empty() || !(mine < key(r.violations.back()))))
+      return;
+    Counterexample c;
+    c.invariant = r.name;
+    Item it = x ? t_.payload[x->payload_begin + q] : t_.final_output[v][q];
+    if (x) {
+      c.step = x->step;
+      c.nodes = {x->src, x->dst};
+      c.transfers = {xi};
+      c.buffers.push_back({v, "sent", d_.describe(it)});
+      c.buffers.push_back({v, fmt::format("held before step {}", x->step), held_text()});
+      std::string before =
+          x->step <= 1 ? "its input"
+                       : fmt::format("its input and what it received in steps 1..{}", x->step - 1);
+      c.message = fmt::format(
+          "step {}: transfer #{} ({} -> {}) carries {}, which {} cannot derive from what it holds "
+          "before step {} ({} item(s): {}){}",
+          x->step, xi, label(x->src), label(x->dst), d_.describe(it), label(v), x->step,
+          held_.size(), before, why_not(it));
+    } else {
+      c.nodes = {v};
+      c.buffers.push_back({v, "output", buffer_to_string(t_, t_.final_output[v])});
+      c.buffers.push_back({v, "held at the end", held_text()});
+      c.message = fmt::format(
+          "node {} ends with {} in output[{}], which it cannot derive from what it holds at the "
+          "end ({} item(s): its input and what it received){}",
+          label(v), d_.describe(it), q, held_.size(), why_not(it));
+    }
+    auto at = std::upper_bound(r.violations.begin(), r.violations.end(), mine,
+                               [&](const auto& k, const Counterexample& e) { return k < key(e); });
+    r.violations.insert(at, std::move(c));
+    if (r.violations.size() > o_.max_violations) r.violations.pop_back();
+  }
+
+  void finish(CheckResult& r) {
+    std::vector<std::string> notes;
+    if (out_of_budget_) {
+      if (r.verdict == Verdict::Pass) r.verdict = Verdict::Unknown;
+      notes.push_back(fmt::format(
+          "{} item(s) could not be decided within the search budget (combinations of many held "
+          "items)",
+          out_of_budget_));
+    }
+    if (d_.kind() == DomainKind::Fingerprint) {
+      if (undecidable_) {
+        if (r.verdict == Verdict::Pass) r.verdict = Verdict::NotChecked;
+        notes.push_back(fmt::format(
+            "fingerprint domain: {} item(s) are not held as they are and a fingerprint cannot be "
+            "decomposed into the held values it might combine; run the exact or ordered domain",
+            undecidable_));
+      } else {
+        notes.push_back(
+            "fingerprint domain: every item sent or kept is one its node holds (equal 64-bit "
+            "fingerprints; probabilistic)");
+      }
+    }
+    for (const auto& n : notes) r.note += (r.note.empty() ? "" : "; ") + n;
+  }
+
+  CheckResult check_match() {
+    CheckResult r;
+    r.name = "match";
+    r.verdict = Verdict::Pass;
+    const RunFailure& f = t_.failure;
+    if (f.kind == RunFailure::Kind::RuntimeError) {
+      r.verdict = Verdict::NotChecked;
+      r.note = "the run stopped at a runtime error before its messages could all be received";
+      return r;
+    }
+    if (f.kind == RunFailure::Kind::StepLimit || f.kind == RunFailure::Kind::OpLimit) {
+      r.verdict = Verdict::Unknown;
+      r.note = "the run stopped at a limit before its messages could all be received";
+      return r;
+    }
+    auto add = [&](Counterexample c) {
+      r.verdict = Verdict::Fail;
+      c.invariant = r.name;
+      ++r.violation_count;
+      if (r.violations.size() < o_.max_violations) r.violations.push_back(std::move(c));
+    };
+    for (auto i : t_.unreceived) {
+      if (i >= t_.transfers.size()) continue;
+      const Transfer& x = t_.transfers[i];
+      Counterexample c;
+      c.step = x.step;
+      c.nodes = {x.src, x.dst};
+      c.transfers = {i};
+      c.buffers.push_back({x.src, "sent", payload_to_string(t_, x)});
+      c.message = fmt::format("step {}: transfer #{} sent by {} to {} ({}) is never received",
+                              x.step, i, label(x.src), label(x.dst), payload_to_string(t_, x));
+      add(std::move(c));
+    }
+    if (f.kind == RunFailure::Kind::Deadlock && !f.waiting.empty()) {
+      // Receives that never happen: every waiting node waits for a message nobody sends.
+      Counterexample c;
+      c.nodes = f.waiting;
+      std::string who;
+      for (std::size_t k = 0; k < f.waiting.size() && k < 8; ++k)
+        who += (k ? ", " : "") + label(f.waiting[k]);
+      if (f.waiting.size() > 8) who += fmt::format(", ... ({} more)", f.waiting.size() - 8);
+      c.message = fmt::format(
+          "{} receive(s) never happen: node(s) {} wait for a message that is never sent (the "
+          "deadlock check names the waiting chain)",
+          f.waiting.size(), who);
+      add(std::move(c));
+    }
+    return r;
+  }
+
+  const Trace& t_;
+  const CheckOptions& o_;
+  Domain& d_;
+  bool record_;
+  NodeId node_ = 0;
+  std::vector<Held> held_;
+  std::vector<Slot> slots_;
+  std::uint32_t gen_ = 0;
+  std::size_t indexed_ = 0;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
+  std::unordered_map<Item, std::vector<std::uint32_t>> terms_;
+  // search state
+  std::vector<std::uint32_t> distinct_, count_, seq_, parts_, target_terms_;
+  std::vector<std::uint8_t> used_;
+  std::vector<std::uint32_t> pos_, pos_stamp_;
+  std::uint32_t target_stamp_ = 0;
+  std::size_t remaining_ = 0;
+  bool exhausted_ = false;
+  std::uint64_t item_budget_ = 0, total_budget_ = 0;
+  std::size_t undecidable_ = 0, out_of_budget_ = 0;
+};
+
+}  // namespace
+
+Dataflow analyze_dataflow(const Trace& t, const CheckOptions& o) {
+  return Analyzer(t, o, true).run();
+}
+
+std::pair<CheckResult, CheckResult> check_dataflow_and_match(const Trace& t,
+                                                             const CheckOptions& o) {
+  Dataflow df = Analyzer(t, o, false).run();
+  return {std::move(df.dataflow), std::move(df.match)};
+}
+
+}  // namespace collv

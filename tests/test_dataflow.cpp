@@ -1,0 +1,427 @@
+// The dataflow, match and runtime checks: corrupted schedules fail with a counterexample, every
+// model passes in every domain, derivations rebuild the items they explain.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "app/commands.hpp"
+#include "app/verify_cmd.hpp"
+#include "check/checks.hpp"
+#include "check/dataflow.hpp"
+#include "exec/executor.hpp"
+
+using namespace collv;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = COLLV_SOURCE_DIR;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+const CheckResult& named(const std::vector<CheckResult>& rs, const std::string& n) {
+  for (const auto& r : rs)
+    if (r.name == n) return r;
+  throw std::runtime_error("no check " + n);
+}
+
+Trace run(const std::string& model, const std::string& topo, DomainKind d, std::uint32_t root = 0) {
+  Model m = parse_model_file(resolve_model_path(model, kRoot + "/models"));
+  RunOptions ro;
+  ro.domain = d;
+  ro.root = root;
+  return run_model(m, Topology::parse(topo), ro);
+}
+
+// Rebuilds an item from its derivation with the trace's own domain.
+Item rebuild(const Trace& t, NodeId v, const Derivation& d) {
+  Item acc = 0;
+  for (const HeldRef& h : d.parts) {
+    const Buffer& in = t.initial_input.at(v);
+    if (h.kind == HeldRef::Kind::Input) REQUIRE(h.index < in.size());
+    Item part = h.kind == HeldRef::Kind::Input ? in[h.index] : t.payload.at(h.index);
+    acc = t.domain->combine(acc, part);
+  }
+  return acc;
+}
+
+// Which transfer carries payload index k.
+std::vector<std::uint32_t> owner_of_payload(const Trace& t) {
+  std::vector<std::uint32_t> own(t.payload.size(), UINT32_MAX);
+  for (std::uint32_t i = 0; i < t.transfers.size(); ++i)
+    for (std::uint32_t k = 0; k < t.transfers[i].payload_len; ++k)
+      own[t.transfers[i].payload_begin + k] = i;
+  return own;
+}
+
+// Every derivation is sound: its parts are values the node held at that point (its input, or
+// items of transfers it received in an earlier step), no part is used twice, and combining the
+// parts in order gives the item (exactly, in the exact and the ordered domain).
+void check_derivations(const Trace& t, const Dataflow& df) {
+  auto own = owner_of_payload(t);
+  std::set<std::uint32_t> lost(t.unreceived.begin(), t.unreceived.end());
+  auto held_ok = [&](NodeId v, const HeldRef& h, std::uint32_t before_step) {
+    if (h.kind == HeldRef::Kind::Input) return h.index < t.initial_input[v].size();
+    if (h.index >= t.payload.size()) return false;
+    const Transfer& x = t.transfers[own[h.index]];
+    return x.dst == v && x.step < before_step && !lost.count(own[h.index]);
+  };
+  auto distinct = [](const Derivation& d) {
+    std::set<std::pair<int, std::uint32_t>> s;
+    for (const auto& h : d.parts) s.insert({static_cast<int>(h.kind), h.index});
+    return s.size() == d.parts.size();
+  };
+  REQUIRE(df.payload.size() == t.payload.size());
+  for (std::uint32_t k = 0; k < t.payload.size(); ++k) {
+    const Transfer& x = t.transfers[own[k]];
+    const Derivation& d = df.payload[k];
+    INFO("payload " << k << " = " << t.domain->describe(t.payload[k]) << " at step " << x.step);
+    REQUIRE(d.found);
+    CHECK(distinct(d));
+    for (const auto& h : d.parts) CHECK(held_ok(x.src, h, x.step));
+    CHECK(rebuild(t, x.src, d) == t.payload[k]);
+  }
+  for (NodeId v = 0; v < t.final_output.size(); ++v)
+    for (std::uint32_t q = 0; q < t.final_output[v].size(); ++q) {
+      const Derivation& d = df.final_output[v][q];
+      REQUIRE(d.found);
+      CHECK(distinct(d));
+      for (const auto& h : d.parts) CHECK(held_ok(v, h, UINT32_MAX));
+      CHECK(rebuild(t, v, d) == t.final_output[v][q]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("dataflow: a schedule with one transfer removed fails at the send that needed it",
+          "[dataflow]") {
+  Trace t = read_trace_file(kRoot + "/tests/data/corrupt_transfer_removed.json");
+  Dataflow df = analyze_dataflow(t, {});
+  REQUIRE(df.dataflow.verdict == Verdict::Fail);
+  const Counterexample& c = df.dataflow.violations.front();
+  // 0 -> 5 (x0+x2) was removed from step 2, so node 5 cannot forward x0+x2 to node 3 in step 3.
+  REQUIRE(c.step);
+  CHECK(*c.step == 3);
+  REQUIRE(c.transfers.size() == 1);
+  const Transfer& x = t.transfers[c.transfers[0]];
+  CHECK(x.src == 5);
+  CHECK(x.dst == 3);
+  CHECK(c.message.find("x0+x2") != std::string::npos);
+  CHECK(c.message.find("holds nothing that contains x0, x2") != std::string::npos);
+  REQUIRE(c.buffers.size() == 2);
+  CHECK(c.buffers[1].contents == "[x5, x3]");  // what node 5 held before step 3
+  // The same schedule with the transfer in place passes: the failure is the removal's.
+  Trace good = read_trace_file(kRoot + "/tests/data/allreduce_star_s3.json");
+  CHECK(named(check_trace(good, {}), "dataflow").verdict == Verdict::Pass);
+  CHECK(named(check_trace(good, {}), "match").verdict == Verdict::Pass);
+}
+
+TEST_CASE("dataflow: removing any one transfer of a correct schedule is caught", "[dataflow]") {
+  for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered}) {
+    Trace good = run("allreduce_star", "star:3", d);
+    auto j = trace_to_json(good);
+    REQUIRE(named(check_trace(good, {}), "dataflow").verdict == Verdict::Pass);
+    for (std::size_t k = 0; k < j["transfers"].size(); ++k) {
+      auto bad = j;
+      bad["transfers"].erase(k);
+      Trace t = trace_from_json(bad, "removed.json");
+      INFO(domain_name(d) << ": transfer " << k << " removed");
+      CHECK(named(check_trace(t, {}), "dataflow").verdict == Verdict::Fail);
+    }
+  }
+}
+
+TEST_CASE("dataflow: a changed payload fails at that transfer, naming what the sender held",
+          "[dataflow]") {
+  Trace t = read_trace_file(kRoot + "/tests/data/corrupt_payload_changed.json");
+  auto rs = check_trace(t, {});
+  const CheckResult& df = named(rs, "dataflow");
+  REQUIRE(df.verdict == Verdict::Fail);
+  const Counterexample& c = df.violations.front();
+  REQUIRE(c.step);
+  CHECK(*c.step == 2);
+  const Transfer& x = t.transfers.at(c.transfers.at(0));
+  CHECK(x.src == 1);
+  CHECK(x.dst == 3);
+  CHECK(c.message.find("x1+x5") != std::string::npos);
+  CHECK(c.message.find("1 -> 3") == std::string::npos);  // nodes are named by label
+  CHECK(c.message.find("132 -> 231") != std::string::npos);
+  CHECK(c.buffers.at(1).contents == "[x1, x4]");
+
+  // Every payload of a correct run, replaced by itself counted twice, is caught at its transfer.
+  Trace good = run("allreduce_star", "star:3", DomainKind::Exact);
+  auto j = trace_to_json(good);
+  for (std::size_t k = 0; k < j["transfers"].size(); ++k) {
+    auto bad = j;
+    std::string item = bad["transfers"][k]["items"][0];
+    bad["transfers"][k]["items"][0] = item + "+" + item;
+    Trace tb = trace_from_json(bad, "doubled.json");
+    auto r = named(check_trace(tb, {}), "dataflow");
+    INFO("transfer " << k << " carries " << item << " twice");
+    REQUIRE(r.verdict == Verdict::Fail);
+    CHECK(r.violations.front().transfers.at(0) == k);
+  }
+}
+
+TEST_CASE("dataflow: final buffers in a file are a claim, not a fact", "[dataflow]") {
+  // An all-reduce on star:4 with no transfers at all whose final buffers are right.
+  Trace t = read_trace_file(kRoot + "/tests/data/corrupt_no_transfers.json");
+  REQUIRE(t.transfers.empty());
+  auto rs = check_trace(t, {});
+  CHECK(named(rs, "postcondition").verdict == Verdict::Pass);  // the claimed buffers look right
+  const CheckResult& df = named(rs, "dataflow");
+  REQUIRE(df.verdict == Verdict::Fail);
+  CHECK(df.violation_count == 24);  // every node claims what it never received
+  const Counterexample& c = df.violations.front();
+  CHECK_FALSE(c.step);
+  CHECK(c.message.find("node 1234 ends with x0..x23") != std::string::npos);
+  CHECK(c.message.find("holds nothing that contains x1,") != std::string::npos);
+  // and the CLI exits 1 naming the check
+  std::string cmd = std::string(COLLV_BINARY) + " verify --trace " + kRoot +
+                    "/tests/data/corrupt_no_transfers.json > /dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(rc) == 1);
+}
+
+TEST_CASE("match: a send nobody receives is reported, also after a JSON round trip",
+          "[dataflow][match]") {
+  Model m = parse_model_file(kRoot + "/tests/mutants/match_reduce_hcube_extra_send.coll");
+  Trace t = run_model(m, Topology::parse("hypercube:3"), RunOptions{});
+  REQUIRE(t.unreceived.size() == 1);
+  const Transfer& x = t.transfers[t.unreceived[0]];
+  CHECK(x.src == 1);
+  CHECK(x.dst == 3);
+  auto rs = check_trace(t, {});
+  const CheckResult& mt = named(rs, "match");
+  REQUIRE(mt.verdict == Verdict::Fail);
+  CHECK(mt.violations.front().message.find("sent by 001 to 011") != std::string::npos);
+  CHECK(mt.violations.front().message.find("never received") != std::string::npos);
+  // Every other check passes: only match sees the extra send (issue 9).
+  for (const auto& r : rs)
+    if (r.name != "match") CHECK(r.verdict != Verdict::Fail);
+  // The item never reaches node 3: dataflow does not count it as held there.
+  Dataflow df = analyze_dataflow(t, {});
+  check_derivations(t, df);
+
+  auto j = trace_to_json(t);
+  int marked = 0;
+  for (const auto& xj : j["transfers"])
+    if (xj.contains("received")) {
+      CHECK(xj["received"] == false);
+      ++marked;
+    }
+  CHECK(marked == 1);
+  Trace back = trace_from_json(j, "extra.json");
+  CHECK(back.unreceived.size() == 1);
+  CHECK(named(check_trace(back, {}), "match").verdict == Verdict::Fail);
+  // The model it was made from sends nothing extra.
+  Trace ok = run("reduce_hypercube", "hypercube:3", DomainKind::Exact);
+  CHECK(ok.unreceived.empty());
+  CHECK(named(check_trace(ok, {}), "match").verdict == Verdict::Pass);
+  // A bad "received" is an error naming the key.
+  auto bad = j;
+  bad["transfers"][0]["received"] = "no";
+  CHECK_THROWS_WITH(trace_from_json(bad, "s.json"),
+                    Catch::Contains("transfers[0].received: expected true or false"));
+}
+
+TEST_CASE("match: an unreceived transfer's items are not held by its receiver", "[dataflow]") {
+  // 0 sends x0 to 1 in step 1 but 1 never receives it; 1 then forwards x0: not derivable.
+  auto j = nlohmann::json::parse(R"({
+    "collective": "broadcast", "topology": "line:3", "domain": "exact", "source": 0,
+    "transfers": [
+      {"step": 1, "src": 0, "dst": 1, "items": ["x0"], "received": false},
+      {"step": 2, "src": 1, "dst": 2, "items": ["x0"]}
+    ],
+    "final": [{"node": 0, "output": ["x0"]}, {"node": 2, "output": ["x0"]}]
+  })");
+  Trace t = trace_from_json(j, "lost.json");
+  auto rs = check_trace(t, {});
+  CHECK(named(rs, "match").verdict == Verdict::Fail);
+  const CheckResult& df = named(rs, "dataflow");
+  REQUIRE(df.verdict == Verdict::Fail);
+  CHECK(*df.violations.front().step == 2);
+  // Received, the same schedule passes both.
+  j["transfers"][0].erase("received");
+  Trace ok = trace_from_json(j, "ok.json");
+  auto rs2 = check_trace(ok, {});
+  CHECK(named(rs2, "match").verdict == Verdict::Pass);
+  CHECK(named(rs2, "dataflow").verdict == Verdict::Pass);
+}
+
+TEST_CASE("dataflow: within a step, exchanges use only what was held before it", "[dataflow]") {
+  // 0 and 1 swap inputs in step 1; 1 cannot already forward x0 in step 1, but can in step 2.
+  auto j = nlohmann::json::parse(R"({
+    "collective": "allgather", "topology": "line:3", "domain": "exact",
+    "transfers": [
+      {"step": 1, "src": 0, "dst": 1, "items": ["x0"]},
+      {"step": 1, "src": 1, "dst": 2, "items": ["x0"]}
+    ]
+  })");
+  auto rs = check_trace(trace_from_json(j, "same-step.json"), {});
+  CHECK(named(rs, "dataflow").verdict == Verdict::Fail);
+  j["transfers"][1]["step"] = 2u;
+  rs = check_trace(trace_from_json(j, "next-step.json"), {});
+  CHECK(named(rs, "dataflow").verdict == Verdict::Pass);
+}
+
+TEST_CASE("dataflow: the ordered domain needs the held sequences in order", "[dataflow]") {
+  // Node 1 holds x1 and x0 (received); it may send x0+x1 or x1+x0, but not x0+x2.
+  auto make = [](const char* item) {
+    auto j = nlohmann::json::parse(R"({
+      "collective": "reduce", "topology": "line:3", "domain": "ordered", "source": 2,
+      "transfers": [
+        {"step": 1, "src": 0, "dst": 1, "items": ["x0"]},
+        {"step": 2, "src": 1, "dst": 2, "items": ["?"]}
+      ]
+    })");
+    j["transfers"][1]["items"][0] = item;
+    return trace_from_json(j, "ordered.json");
+  };
+  for (const char* ok : {"x0+x1", "x1+x0", "x1", "0"}) {
+    INFO(ok);
+    Trace t = make(ok);
+    Dataflow df = analyze_dataflow(t, {});
+    CHECK(df.dataflow.verdict == Verdict::Pass);
+    check_derivations(t, df);
+  }
+  for (const char* bad : {"x0+x2", "x0+x1+x0", "x1+x1"}) {
+    INFO(bad);
+    CHECK(analyze_dataflow(make(bad), {}).dataflow.verdict == Verdict::Fail);
+  }
+}
+
+TEST_CASE("dataflow: derivations rebuild every item they explain", "[dataflow]") {
+  struct Case {
+    const char* model;
+    const char* topo;
+  };
+  for (Case c :
+       {Case{"allreduce_star", "star:4"}, Case{"allreduce_hypercube", "hypercube:3"},
+        Case{"scan_hypercube_ordered", "hypercube:3"}, Case{"reduce_scatter_ring", "ring:4"},
+        Case{"allgather_mesh", "mesh:3x3"}, Case{"alltoall_hypercube", "hypercube:2"}})
+    for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered}) {
+      INFO(c.model << " on " << c.topo << " (" << domain_name(d) << ")");
+      Trace t = run(c.model, c.topo, d);
+      Dataflow df = analyze_dataflow(t, {});
+      CHECK(df.dataflow.verdict == Verdict::Pass);
+      CHECK(df.match.verdict == Verdict::Pass);
+      check_derivations(t, df);
+    }
+}
+
+TEST_CASE("dataflow: an exhausted search budget is unknown, never pass", "[dataflow]") {
+  // allreduce_star's sends are sums of several held items: each needs a search.
+  Trace t = run("allreduce_star", "star:3", DomainKind::Exact);
+  CheckOptions o;
+  o.dataflow_item_budget = 1;
+  Dataflow df = analyze_dataflow(t, o);
+  CHECK(df.dataflow.verdict == Verdict::Unknown);
+  CHECK(df.dataflow.note.find("search budget") != std::string::npos);
+  bool some_undecided = false;
+  for (const auto& d : df.payload) some_undecided = some_undecided || !d.found;
+  CHECK(some_undecided);
+  // With the default budget the same trace passes.
+  CHECK(analyze_dataflow(t, {}).dataflow.verdict == Verdict::Pass);
+}
+
+TEST_CASE("dataflow: the fingerprint domain decides membership only", "[dataflow]") {
+  // All-to-all broadcast: every item moves as it is, so membership decides everything.
+  Trace ag = run("allgather_hypercube", "hypercube:3", DomainKind::Fingerprint);
+  CHECK(analyze_dataflow(ag, {}).dataflow.verdict == Verdict::Pass);
+  // A reduction sends sums, which a fingerprint cannot decompose: not checked, never pass.
+  Trace ar = run("allreduce_hypercube", "hypercube:3", DomainKind::Fingerprint);
+  CheckResult r = analyze_dataflow(ar, {}).dataflow;
+  CHECK(r.verdict == Verdict::NotChecked);
+  CHECK(r.note.find("fingerprint") != std::string::npos);
+}
+
+TEST_CASE("runtime: a model's runtime error fails runtime, not deadlock", "[dataflow][runtime]") {
+  Model m = parse_model_file(kRoot + "/tests/mutants/runtime_scatter_ring_slice_past_end.coll");
+  Trace t = run_model(m, Topology::parse("ring:4"), RunOptions{});
+  REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+  auto rs = check_trace(t, {});
+  const CheckResult& rt = named(rs, "runtime");
+  REQUIRE(rt.verdict == Verdict::Fail);
+  CHECK(rt.violations.front().message.find("slice [2 .. 4] is out of range") != std::string::npos);
+  CHECK(named(rs, "deadlock").verdict == Verdict::NotChecked);
+  CHECK(named(rs, "match").verdict == Verdict::NotChecked);  // the run stopped early
+  // A deadlock is still a deadlock, and the receives that never happen fail match.
+  Model dl = parse_model_file(kRoot + "/tests/mutants/deadlock_exchange_recv_first.coll");
+  Trace td = run_model(dl, Topology::parse("hypercube:2"), RunOptions{});
+  auto rd = check_trace(td, {});
+  CHECK(named(rd, "deadlock").verdict == Verdict::Fail);
+  CHECK(named(rd, "runtime").verdict == Verdict::Pass);
+  CHECK(named(rd, "match").verdict == Verdict::Fail);
+}
+
+TEST_CASE("dataflow, match and runtime pass on every model in every domain (no false alarms)",
+          "[dataflow]") {
+  VerifyOptions o;
+  o.all = true;
+  o.models_dir = kRoot + "/models";
+  o.quiet = true;
+  o.domain = "all";
+  o.max_p = 16;
+  o.max_star = 4;
+  std::ostringstream err;
+  VerifyReport rep = verify(o, nullptr, err);
+  REQUIRE(rep.runs.size() > 1000);
+  std::map<std::string, int> fp_pass, fp_not;
+  for (const auto& r : rep.runs) {
+    INFO(r.model << " on " << r.topology << " (" << r.domain << ")");
+    REQUIRE(r.status != "error");
+    CHECK(named(r.checks, "match").verdict == Verdict::Pass);
+    CHECK(named(r.checks, "runtime").verdict == Verdict::Pass);
+    Verdict df = named(r.checks, "dataflow").verdict;
+    if (r.domain == "fingerprint") {
+      CHECK((df == Verdict::Pass || df == Verdict::NotChecked));
+      (df == Verdict::Pass ? fp_pass : fp_not)[r.model]++;
+    } else {
+      CHECK(df == Verdict::Pass);
+    }
+  }
+  CHECK(fp_pass.count("allgather_star"));
+  CHECK(fp_not.count("allreduce_star"));
+}
+
+TEST_CASE("verify's reports list dataflow, match and runtime", "[dataflow][verify]") {
+  VerifyOptions o;
+  o.targets = {kRoot + "/models/reduce_hypercube.coll"};
+  o.models_dir = kRoot + "/models";
+  o.quiet = true;
+  o.topologies = {"hypercube:2"};
+  o.domain = "exact";
+  std::ostringstream err;
+  VerifyReport rep = verify(o, nullptr, err);
+  REQUIRE(rep.runs.size() == 1);
+  auto j = nlohmann::json::parse(report_to_json(rep));
+  std::string junit = report_to_junit(rep);
+  for (const char* n : {"dataflow", "match", "runtime"}) {
+    INFO(n);
+    CHECK(j["results"][0]["checks"][n] == "pass");
+    CHECK(junit.find(std::string("name=\"") + n + "\"") != std::string::npos);
+  }
+  // and the text report names a failing one
+  std::string out;
+  {
+    std::string file = (fs::temp_directory_path() / "collv_dataflow_out.txt").string();
+    std::string cmd = std::string(COLLV_BINARY) + " verify --trace " + kRoot +
+                      "/tests/data/corrupt_transfer_removed.json >" + file + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    CHECK(WEXITSTATUS(rc) == 1);
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out = ss.str();
+  }
+  CHECK(out.find("fail (dataflow)") != std::string::npos);
+  CHECK(out.find("    dataflow: step 3: transfer #") != std::string::npos);
+}
