@@ -4,6 +4,7 @@
 // attribution in `collv verify --engine both`, and synthesis re-checked under all-port rules.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -152,12 +153,16 @@ std::optional<std::uint32_t> used_payload(const Dataflow& df) {
 // certificate is sat under Z3 alone.
 int break_each_schedule(const std::function<bool(const std::string&)>& want) {
   int broken = 0;
-  for (const auto& e : fs::directory_iterator(kRoot + "/proofs")) {
-    if (e.path().extension() != ".proof") continue;
-    ProofObligation po = parse_proof_file(e.path().string());
+  std::vector<fs::path> files;
+  for (const char* sub : {"/proofs", "/proofs/slow"})
+    for (const auto& e : fs::directory_iterator(kRoot + sub)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    if (path.extension() != ".proof") continue;
+    ProofObligation po = parse_proof_file(path.string());
     if (po.get("kind") != "model" || po.get("expect", "pass") != "pass") continue;
     if (!want(po.get("topology"))) continue;
-    INFO(e.path().string());
+    INFO(path.string());
     Model m = parse_model_file(resolve_model_path(po.get("model"), kRoot + "/models"));
     RunOptions ro;
     ro.domain = DomainKind::Ordered;
@@ -232,7 +237,7 @@ TEST_CASE("collv prove proofs/ --emit-smt2: no certificate compares a term with 
   INFO(slurp(dir / "out.txt"));
   CHECK(WIFEXITED(rc));
   CHECK(WEXITSTATUS(rc) == 0);
-  CHECK(scan_dir(dir) >= 70);
+  CHECK(scan_dir(dir) >= 60);
 }
 
 TEST_CASE("breaking one transfer of each proved schedule makes its certificate sat (star:3, 4)",

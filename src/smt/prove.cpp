@@ -56,7 +56,33 @@ class Flow {
       if (i < unreceived_.size()) unreceived_[i] = true;
     order_ = t.ordered_transfers();
     problem_ = validate();
+    // Copies: a payload item derived from one held value is that value (a copy is the same
+    // term), so it gets no definition of its own; root_[j] names the value it copies.
+    root_.resize(n);
+    if (problem_.empty())
+      for (auto i : order_) {
+        const Transfer& x = t.transfers[i];
+        for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+          auto j = x.payload_begin + k;
+          const auto& parts = df.payload[j].parts;
+          if (parts.size() != 1)
+            root_[j] = {false, x.src, j};
+          else if (parts[0].kind == HeldRef::Kind::Input)
+            root_[j] = {true, x.src, parts[0].index};
+          else
+            root_[j] = root_[parts[0].index];
+        }
+      }
   }
+
+  // What payload item j is: a node's input element, or a payload item that combines values.
+  struct Root {
+    bool input = false;
+    NodeId node = 0;
+    std::uint32_t index = 0;
+  };
+  const Root& root(std::uint32_t j) const { return root_[j]; }
+  bool is_copy(std::uint32_t j) const { return df_.payload[j].parts.size() == 1; }
 
   // Empty when every payload item and every final item has a derivation from held values.
   const std::string& problem() const { return problem_; }
@@ -86,7 +112,9 @@ class Flow {
 
   std::string part(NodeId v, const HeldRef& h, bool seq) const {
     if (h.kind == HeldRef::Kind::Input) return word_term(input_word(v, h.index), seq);
-    return fmt::format("m{}", h.index);
+    const Root& r = root_[h.index];
+    if (r.input) return word_term(input_word(r.node, r.index), seq);
+    return fmt::format("m{}", r.index);
   }
   std::string derivation(NodeId v, const Derivation& dv, bool seq) const {
     std::vector<std::string> ps;
@@ -103,6 +131,7 @@ class Flow {
       const Transfer& x = t_.transfers[i];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
         auto j = x.payload_begin + k;
+        if (is_copy(j)) continue;
         out += fmt::format("(define-fun m{} () {} {})\n", j, sort,
                            derivation(x.src, df_.payload[j], seq));
       }
@@ -208,6 +237,7 @@ class Flow {
   std::vector<bool> unreceived_;
   std::vector<std::uint32_t> order_;
   std::string problem_;
+  std::vector<Root> root_;
   std::vector<Word> pw_;
   std::vector<std::vector<Word>> fw_;
 };
@@ -463,18 +493,23 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
       for (auto c : flow.input_word(v, idx)) ps.push_back({fmt::format("u{}", c), zero});
       return once_twice(ps);
     };
+    auto received_pair = [&](std::uint32_t j) {
+      const auto& r = flow.root(j);
+      return r.input ? input_pair(r.node, r.index)
+                     : std::make_pair(fmt::format("a{}", r.index), fmt::format("d{}", r.index));
+    };
     auto derivation_pair = [&](NodeId v, const Derivation& dv) {
       std::vector<std::pair<std::string, std::string>> ps;
       for (auto& h : dv.parts)
         ps.push_back(h.kind == HeldRef::Kind::Input ? input_pair(v, h.index)
-                                                    : std::make_pair(fmt::format("a{}", h.index),
-                                                                     fmt::format("d{}", h.index)));
+                                                    : received_pair(h.index));
       return once_twice(ps);
     };
     for (auto i : flow.order()) {
       const Transfer& x = t.transfers[i];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
         auto j = x.payload_begin + k;
+        if (flow.is_copy(j)) continue;  // a copy counts what the value it copies counts
         auto [a, dd] = derivation_pair(x.src, df.payload[j]);
         s += fmt::format("(define-fun a{} () {} {})\n(define-fun d{} () {} {})\n", j, bv, a, j, bv,
                          dd);
@@ -498,13 +533,16 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
         const Transfer& x = t.transfers[i];
         for (std::uint32_t k = 0; k < x.payload_len; ++k) {
           auto j = x.payload_begin + k;
-          body +=
-              fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) (not (= d{} {})))",
-                          st, x.src, x.dst, i, j, zero);
+          auto [aj, dj] = received_pair(j);
+          // A copy's multiplicities are those of the value it copies (checked where it was made).
+          if (!flow.is_copy(j))
+            body +=
+                fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) (not (= {} {})))",
+                            st, x.src, x.dst, i, dj, zero);
           if (x.dst < p && !held[x.dst].empty())
             body += fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) {})", st,
-                                x.dst, x.src, i, meets(fmt::format("a{}", j), held[x.dst]));
-          learned[x.dst] += fmt::format(" a{}", j);
+                                x.dst, x.src, i, meets(aj, held[x.dst]));
+          learned[x.dst] += " " + aj;
         }
       }
       for (auto& [v, atoms] : learned) {
