@@ -1,6 +1,7 @@
 // Timings of the Z3 layer (docs/smt.md records the results).
 //
 //   bench_smt                       # the standard set below
+//   bench_smt verify MODEL SPEC     # collv verify MODEL -t SPEC --engine smt (exact + ordered)
 //   bench_smt synth COLL SPEC T [all]   # one synthesis query, e.g. bench_smt synth allgather
 //   star:4 5 bench_smt prove MODEL SPEC      # smt_check_trace of one model bench_smt proofs DIR
 //   [EMIT]     # time `collv prove DIR [--emit-smt2 EMIT]`
@@ -8,12 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
+#include "app/verify_cmd.hpp"
 #include "exec/executor.hpp"
 #include "smt/prove.hpp"
 #include "smt/synth.hpp"
@@ -52,6 +55,33 @@ int prove(const std::string& model, const std::string& spec, double target) {
   return 0;
 }
 
+// `collv verify MODEL -t SPEC --engine smt` with the default domains (exact and ordered).
+int verify_smt(const std::string& model, const std::string& spec, double target) {
+  VerifyOptions o;
+  o.targets = {model};
+  o.topologies = {spec};
+  o.engine = "smt";
+  o.quiet = true;
+  ExtraEngine smt = [](const Model& m, const Topology& t, const RunOptions& ro, const Trace& tr) {
+    return smt_verify_engine(m, t, ro, tr, SmtOptions{});
+  };
+  auto t0 = Clock::now();
+  std::ostringstream err;
+  VerifyReport rep = verify(o, smt, err);
+  double s = since(t0);
+  std::string st;
+  for (auto& r : rep.runs) st += " " + r.domain + "=" + r.status;
+  fmt::print(
+      "verify {} -t {} --engine smt (exact+ordered): exit {} in {:.3f} s{}{}\n", model, spec,
+      rep.exit_code, s, st,
+      target > 0 ? fmt::format(" (target {} s: {})", target, s <= target ? "met" : "MISSED") : "");
+  if (std::getenv("BENCH_VERBOSE"))
+    for (auto& r : rep.runs)
+      for (auto& c : r.checks) fmt::print("    {} {}: {}\n", r.domain, c.name, c.note);
+  std::fflush(stdout);
+  return 0;
+}
+
 int synth(const std::string& coll, const std::string& spec, unsigned T, bool all, double target,
           unsigned timeout_ms = 600000, bool uniform = false) {
   SynthOptions o;
@@ -83,6 +113,7 @@ int main(int argc, char** argv) {
                  0, a.size() > 5 ? static_cast<unsigned>(std::stoul(a[5])) : 600000,
                  a.size() > 4 && a[4] == "uniform");
   if (a.size() >= 3 && a[0] == "prove") return prove(a[1], a[2], 0);
+  if (a.size() >= 3 && a[0] == "verify") return verify_smt(a[1], a[2], 0);
   if (a.size() >= 2 && a[0] == "proofs") {
     ProveCommandOptions po;
     po.paths = {a[1]};
@@ -92,6 +123,7 @@ int main(int argc, char** argv) {
     fmt::print("collv prove {}: exit {} in {:.1f} s\n", a[1], rc, since(t0));
     return rc;
   }
+  verify_smt("allreduce_star", "star:6", 2.0);
   prove("allreduce_star", "star:6", 2.0);
   prove("allreduce_hypercube_ordered", "hypercube:6", 0);
   prove("scan_hypercube_ordered", "hypercube:6", 0);

@@ -270,16 +270,15 @@ TEST_CASE("a model with a syntax error gets file:line:col and exit code 2", "[ve
 namespace {
 
 // Every run through both engines; returns the number of runs and fails on any disagreement.
+// Then the same runs with --engine exec and --engine smt alone: the same status per run and the
+// same exit code.
 std::size_t count_engine_disagreements(VerifyOptions o, std::size_t& disagreements) {
-  o.engine = "both";
   o.sizes = std::make_pair(2, 3);
   ExtraEngine smt = [](const Model& m, const Topology& t, const RunOptions& ro, const Trace& tr) {
-    SmtOptions so;
-    so.algebra =
-        ro.domain == DomainKind::Ordered ? SmtAlgebra::Associative : SmtAlgebra::Commutative;
-    return smt_verify_engine(m, t, ro, tr, so);
+    return smt_verify_engine(m, t, ro, tr, SmtOptions{});  // --algebra auto, as the CLI
   };
   std::ostringstream err;
+  o.engine = "both";
   VerifyReport rep = verify(o, smt, err);
   for (const auto& r : rep.runs)
     for (const auto& c : r.checks)
@@ -289,6 +288,22 @@ std::size_t count_engine_disagreements(VerifyOptions o, std::size_t& disagreemen
           UNSCOPED_INFO(r.model << " on " << r.topology << " (" << r.domain << "): " << c.name
                                 << ": " << v.message);
         }
+  o.engine = "exec";
+  VerifyReport ex = verify(o, smt, err);
+  o.engine = "smt";
+  VerifyReport sm = verify(o, smt, err);
+  if (ex.exit_code != sm.exit_code) {
+    ++disagreements;
+    UNSCOPED_INFO("exit codes: exec " << ex.exit_code << ", smt " << sm.exit_code);
+  }
+  if (ex.runs.size() != sm.runs.size()) ++disagreements;
+  for (std::size_t i = 0; i < ex.runs.size() && i < sm.runs.size(); ++i)
+    if (ex.runs[i].status != sm.runs[i].status) {
+      ++disagreements;
+      UNSCOPED_INFO(ex.runs[i].model << " on " << ex.runs[i].topology << " (" << ex.runs[i].domain
+                                     << "): exec " << ex.runs[i].status << ", smt "
+                                     << sm.runs[i].status);
+    }
   return rep.runs.size();
 }
 

@@ -30,6 +30,13 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
                                            const RunOptions& ro, const Trace& trace,
                                            const SmtOptions& so);
 
+// The re-check of a synthesized schedule under the machine model it was synthesized for: the
+// executor's checkers (with --port all the single-port rule is not-checked; congestion allows one
+// transfer per directed link per step) plus `dataflow` and `match`. synthesized_ok: no failure
+// other than nodup (not claimed by the all-reduce encoding); `why` names the first failure.
+std::vector<CheckResult> recheck_synthesized(const Trace& t, PortModel port);
+bool synthesized_ok(const std::vector<CheckResult>& rs, std::string* why);
+
 struct ProveCommandOptions {
   std::vector<std::string> paths;
   std::string models_dir;       // for `kind model` ("" = default_models_dir())

@@ -102,19 +102,26 @@ std::vector<std::string> model_files(const VerifyOptions& o) {
   return files;
 }
 
-// Folds the SMT engine's verdicts into the executor's, per the chosen engine.
+// Folds the SMT engine's verdicts into the executor's, per the chosen engine, and records which
+// engine decided each check (CheckResult::decided_by) and any disagreement.
 void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
                   const std::string& engine) {
+  for (auto& c : exec) c.decided_by = "exec";
   for (auto& s : smt) {
     auto it = std::find_if(exec.begin(), exec.end(),
                            [&](const CheckResult& c) { return c.name == s.name; });
     if (it == exec.end() || s.verdict == Verdict::NotChecked) continue;
     if (engine == "smt") {
       *it = std::move(s);
+      it->decided_by = "smt";
     } else if (s.verdict == Verdict::Unknown) {
       it->verdict = Verdict::Unknown;
       it->note = "smt: " + s.note;
-    } else if (s.verdict != it->verdict && it->verdict != Verdict::NotChecked) {
+      it->decided_by = "exec+smt (smt inconclusive)";
+    } else if (it->verdict == Verdict::NotChecked) {
+      *it = std::move(s);
+      it->decided_by = "smt";
+    } else if (s.verdict != it->verdict) {
       Counterexample c;
       c.invariant = it->name;
       c.message = fmt::format("the engines disagree: executor {}, smt {}",
@@ -123,6 +130,10 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
       it->order_only = false;  // a disagreement is never an expected failure
       it->violations.insert(it->violations.begin(), c);
       ++it->violation_count;
+      it->decided_by = "exec+smt";
+      it->engines_disagree = true;
+    } else {
+      it->decided_by = "exec+smt";
     }
   }
 }
@@ -420,6 +431,9 @@ std::string report_to_json(const VerifyReport& rep) {
     for (const auto& c : r.checks) {
       checks[c.name] = verdict_name(c.verdict);
       for (const auto& v : c.violations) viol.push_back(cex_json(v));
+      // --engine smt|both: which engine decided each check, and the disagreements.
+      if (!c.decided_by.empty()) x["decided_by"][c.name] = c.decided_by;
+      if (c.engines_disagree) x["engines_disagree"].push_back(c.name);
     }
     if (r.status == "error") x["error"] = r.error;
     results.push_back(std::move(x));
@@ -529,6 +543,24 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0,
                          r.topology, w1, src, r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw),
                          result);
+    }
+    if (o.engine != "exec") {
+      // Which engine decided each check (--engine smt|both), one line per run.
+      out << "\nengines (which engine decided each check)\n";
+      for (const auto& r : rep.runs) {
+        std::map<std::string, std::string> by;
+        std::string dis;
+        for (const auto& c : r.checks) {
+          if (c.decided_by.empty()) continue;
+          by[c.decided_by] += (by[c.decided_by].empty() ? "" : ",") + c.name;
+          if (c.engines_disagree) dis += (dis.empty() ? "" : ",") + c.name;
+        }
+        std::string line;
+        for (const auto& [who, names] : by)
+          line += fmt::format("{}{}: {}", line.empty() ? "" : "; ", who, names);
+        out << fmt::format("- {}: {}{}\n", run_label(r), line,
+                           dis.empty() ? "" : "  ENGINES DISAGREE on " + dis);
+      }
     }
     bool header = false;
     for (const auto& r : rep.runs) {

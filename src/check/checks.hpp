@@ -56,6 +56,10 @@ struct CheckResult {
   // multisets of contributions are right). A model that declares `operator commutative` is
   // expected to fail this way.
   bool order_only = false;
+  // `collv verify --engine smt|both`: which engine decided the verdict ("exec", "smt",
+  // "exec+smt"; empty: the executor alone, no other engine ran) and whether the engines disagree.
+  std::string decided_by;
+  bool engines_disagree = false;
 };
 
 struct CheckOptions {

@@ -244,18 +244,11 @@ int main(int argc, char** argv) {
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
                         : ver_algebra == "associative" ? SmtAlgebra::Associative
                                                        : SmtAlgebra::Auto;
-      // With --algebra auto, the SMT engine asks the question of the run's domain: integer sums
-      // (any commutative operator) for the exact domain, sequences (any associative operator)
-      // for the ordered one, so the two engines judge the same property.
-      bool auto_algebra = ver_algebra == "auto";
+      // With --algebra auto, smt_verify_engine asks the question of the run's domain: integer
+      // sums for the exact domain, the model's operator for the ordered one (with operand order
+      // compared for a commutative operator), so the two engines judge the same property.
       ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
-                            const Trace& tr) {
-        SmtOptions so = ver_smt;
-        if (auto_algebra)
-          so.algebra =
-              ro.domain == DomainKind::Ordered ? SmtAlgebra::Associative : SmtAlgebra::Commutative;
-        return smt_verify_engine(m, t, ro, tr, so);
-      };
+                            const Trace& tr) { return smt_verify_engine(m, t, ro, tr, ver_smt); };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);
     }
     if (*rep) return run_reproduce_command(rep_opts, std::cout, std::cerr);

@@ -92,8 +92,10 @@ LemmaQuery recurrence_query(const std::string& part, bool false_variant) {
   q.size = 64;
   q.logic = "QF_NIA";
   if (part == "base") {
-    q.name = "theorem3-recurrence-base";
-    q.description = "Theorem 3: T(2) = 1 = 2(2-1)/2 (base case, written 2T(n) = n(n-1))";
+    q.name = "consistency-recurrence-base";
+    q.description =
+        "consistency check (arithmetic): the closed form gives T(2) = 1, the recurrence's base "
+        "(written 2T(n) = n(n-1))";
     q.script = "; " + q.description +
                "\n(declare-const a Bool)\n(assert (=> a (not (= (* 2 1) (* 2 (- 2 1))))))\n";
   } else if (part == "step") {

@@ -1,4 +1,8 @@
-// smt_check_trace: the Trace's invariants as SMT queries (see prove.hpp and docs/smt.md).
+// smt_check_trace: the schedule's data flow and invariants as SMT queries (see prove.hpp and
+// docs/smt.md). Every data term is built from the schedule's derivations (analyze_dataflow), never
+// from collv's values: x<node>_<elem> are the inputs, m<k> the item Trace::payload[k] as its sender
+// built it from what it held, o<v>_<i> node v's final item i as v built it; the collective's
+// required output e<k> is built from the inputs by the collective's definition alone.
 #include "smt/prove.hpp"
 
 #include <algorithm>
@@ -18,7 +22,7 @@ namespace collv {
 
 namespace {
 
-using Terms = std::vector<std::uint32_t>;
+using Word = std::vector<std::uint32_t>;  // contributions in operand order
 
 bool order_free(Collective c) {
   return c == Collective::Allgather || c == Collective::Gather || c == Collective::Alltoall;
@@ -31,196 +35,238 @@ std::string sanitize(const std::string& s) {
   return o;
 }
 
-// Builds the SMT-LIB2 text of one trace.
-class Encoder {
+long long parse_int_value(std::string v) {
+  if (v.size() > 3 && v[0] == '(') v = "-" + v.substr(3, v.size() - 4);  // (- 1)
+  return v.empty() ? 0 : std::stoll(v);
+}
+
+// The schedule's data flow as terms. Validates the derivations against what each node holds
+// (a received value only after the step it arrived in, never from a send that was not received).
+class Flow {
  public:
-  Encoder(const Trace& t, bool seq) : t_(t), d_(*t.domain), seq_(seq) {}
-
-  const std::string& sort() const {
-    static const std::string i = "Int", s = "(Seq Int)";
-    return seq_ ? s : i;
-  }
-
-  // Terms of an item in operand order (both algebras: a sum's order does not matter to Z3, but
-  // keeping it makes the encoding the trace's own combine structure).
-  Terms terms(Item it) const { return d_.terms(it); }
-
-  std::uint64_t item_size(Item it) const { return d_.terms(it).size() + 1; }
-
-  std::string leaf(std::uint32_t c) const {
-    return seq_ ? fmt::format("(seq.unit x{})", c) : fmt::format("x{}", c);
-  }
-
-  std::string expr_of_terms(const Terms& ts) const {
-    if (ts.empty()) return seq_ ? "(as seq.empty (Seq Int))" : "0";
-    if (ts.size() == 1) return leaf(ts[0]);
-    std::string s = seq_ ? "(seq.++" : "(+";
-    for (auto c : ts) {
-      s += ' ';
-      s += leaf(c);
+  Flow(const Trace& t, const Dataflow& df) : t_(t), df_(df), d_(*t.domain) {
+    auto n = t.payload.size();
+    xfer_.assign(n, UINT32_MAX);
+    for (std::uint32_t i = 0; i < t.transfers.size(); ++i) {
+      const Transfer& x = t.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) xfer_[x.payload_begin + k] = i;
     }
-    s += ')';
-    return s;
-  }
-
-  // Sharing: an item whose terms start with (or continue with) the terms of an item defined
-  // earlier is written as the sum / concatenation of that item's name and the rest, greedily
-  // with the longest match (define-fun is a macro: the meaning is the flat term). This mirrors
-  // how the ordered domain built the item (a + b is the concatenation of a and b) and keeps the
-  // text, and Z3's parsing, near-linear in the trace instead of quadratic.
-  static constexpr std::uint64_t kBase = 0x9E3779B97F4A7C15ULL;
-  static std::uint64_t key(std::uint64_t h, std::size_t len) {
-    return h * 31 + len * 0x632BE59BD9B4E019ULL;
-  }
-
-  std::string item(Item it, std::string& out) {
-    auto f = names_.find(it);
-    if (f != names_.end()) return f->second;
-    Terms ts = terms(it);
-    std::string n = fmt::format("v{}", it);
-    // Prefix hashes.
-    std::vector<std::uint64_t> P(ts.size() + 1, 0), pw(ts.size() + 1, 1);
-    for (std::size_t i = 0; i < ts.size(); ++i) {
-      P[i + 1] = P[i] * kBase + (ts[i] + 1);
-      pw[i + 1] = pw[i] * kBase;
-    }
-    std::vector<std::string> parts;
-    std::size_t pos = 0;
-    while (pos < ts.size() && ts.size() >= 2) {
-      bool found = false;
-      for (std::size_t len : lengths_) {
-        if (len < 2 || pos + len > ts.size() || (pos == 0 && len == ts.size())) continue;
-        std::uint64_t h = P[pos + len] - P[pos] * pw[len];
-        auto k = known_.find(key(h, len));
-        if (k == known_.end()) continue;
-        const Terms& kt = k->second.first;
-        if (!std::equal(kt.begin(), kt.end(), ts.begin() + static_cast<long>(pos))) continue;
-        parts.push_back(k->second.second);
-        pos += len;
-        found = true;
-        break;
-      }
-      if (!found) parts.push_back(leaf(ts[pos++]));
-    }
-    std::string body;
-    if (ts.size() < 2 || parts.size() == ts.size()) {
-      body = expr_of_terms(ts);
-    } else {
-      body = seq_ ? "(seq.++" : "(+";
-      for (auto& p : parts) body += " " + p;
-      body += ")";
-    }
-    out += fmt::format("(define-fun {} () {} {})\n", n, sort(), body);
-    names_.emplace(it, n);
-    if (ts.size() >= 2) {
-      known_.emplace(key(P[ts.size()], ts.size()), std::make_pair(ts, n));
-      lengths_.insert(ts.size());
-    }
-    return n;
-  }
-
-  // Defines the given items (e.g. every payload item), shortest first, so later items can share.
-  void learn(std::vector<Item> items, std::string& out) {
-    std::sort(items.begin(), items.end());
-    items.erase(std::unique(items.begin(), items.end()), items.end());
-    std::vector<std::pair<std::size_t, Item>> v;
-    for (Item it : items) v.push_back({d_.weight(it), it});
-    std::sort(v.begin(), v.end());
-    for (auto& [w, it] : v)
-      if (w >= 2) item(it, out);
-  }
-
-  // A canonical order of a buffer's items for order-free comparisons: by multiset (int) or by
-  // sequence (seq) of terms. Two buffers are equal up to order iff their sorted lists are equal.
-  std::vector<Item> canonical(const Buffer& b) const {
-    std::vector<std::pair<Terms, Item>> v;
-    for (Item it : b) {
-      Terms ts = terms(it);
-      if (!seq_) std::sort(ts.begin(), ts.end());
-      v.push_back({ts, it});
-    }
-    std::sort(v.begin(), v.end());
-    std::vector<Item> o;
-    for (auto& [k, it] : v) o.push_back(it);
-    return o;
-  }
-
-  // "(or (not (= a b)) ...)" over two buffers of items, or "true" when the lengths differ.
-  std::string differs(const Buffer& a, const Buffer& b, bool free, std::string& defs) {
-    if (a.size() != b.size()) return "true";
-    std::vector<Item> x(a.begin(), a.end()), y(b.begin(), b.end());
-    if (free) {
-      x = canonical(a);
-      y = canonical(b);
-    }
-    if (x.empty()) return "false";
-    std::string s = x.size() > 1 ? "(or" : "";
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      std::string ax = item(x[k], defs), by = item(y[k], defs);
-      s += fmt::format("{}(not (= {} {}))", x.size() > 1 ? " " : "", ax, by);
-    }
-    if (x.size() > 1) s += ')';
-    return s;
-  }
-
-  std::uint64_t buffer_size(const Buffer& b) const {
-    std::uint64_t n = 2;
-    for (Item it : b) n += item_size(it);
-    return n;
-  }
-
-  // The value of an item under integer inputs: a sum (int) or the sequence of input values.
-  std::vector<long long> value(Item it, const std::vector<long long>& x) const {
-    std::vector<long long> v;
-    long long s = 0;
-    for (auto c : terms(it)) {
-      if (seq_)
-        v.push_back(x.at(c));
-      else
-        s += x.at(c);
-    }
-    if (!seq_) v.push_back(s);
-    return v;
-  }
-  std::string value_text(const Buffer& b, const std::vector<long long>& x) const {
-    std::string s = "[";
-    for (std::size_t k = 0; k < b.size(); ++k) {
-      auto v = value(b[k], x);
-      if (k) s += ", ";
-      if (seq_) {
-        s += "<";
-        for (std::size_t i = 0; i < v.size(); ++i) {
-          if (i) s += ' ';
-          s += std::to_string(v[i]);
+    unreceived_.assign(t.transfers.size(), false);
+    for (auto i : t.unreceived)
+      if (i < unreceived_.size()) unreceived_[i] = true;
+    order_ = t.ordered_transfers();
+    problem_ = validate();
+    // Copies: a payload item derived from one held value is that value (a copy is the same
+    // term), so it gets no definition of its own; root_[j] names the value it copies.
+    root_.resize(n);
+    if (problem_.empty())
+      for (auto i : order_) {
+        const Transfer& x = t.transfers[i];
+        for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+          auto j = x.payload_begin + k;
+          const auto& parts = df.payload[j].parts;
+          if (parts.size() != 1)
+            root_[j] = {false, x.src, j};
+          else if (parts[0].kind == HeldRef::Kind::Input)
+            root_[j] = {true, x.src, parts[0].index};
+          else
+            root_[j] = root_[parts[0].index];
         }
-        s += ">";
-      } else {
-        s += std::to_string(v[0]);
+      }
+  }
+
+  // What payload item j is: a node's input element, or a payload item that combines values.
+  struct Root {
+    bool input = false;
+    NodeId node = 0;
+    std::uint32_t index = 0;
+  };
+  const Root& root(std::uint32_t j) const { return root_[j]; }
+  bool is_copy(std::uint32_t j) const { return df_.payload[j].parts.size() == 1; }
+
+  // Empty when every payload item and every final item has a derivation from held values.
+  const std::string& problem() const { return problem_; }
+  const std::vector<std::uint32_t>& order() const { return order_; }
+
+  std::string xname(std::uint32_t c) const {
+    return fmt::format("x{}_{}", c / d_.elems(), c % d_.elems());
+  }
+  std::string leaf(std::uint32_t c, bool seq) const {
+    return seq ? fmt::format("(seq.unit {})", xname(c)) : xname(c);
+  }
+  static std::string combine(const std::vector<std::string>& parts, bool seq) {
+    if (parts.empty()) return seq ? "(as seq.empty (Seq Int))" : "0";
+    if (parts.size() == 1) return parts[0];
+    std::string s = seq ? "(seq.++" : "(+";
+    for (auto& p : parts) s += " " + p;
+    return s + ")";
+  }
+  // A term of contributions (an input element, or a required output), from the definition.
+  std::string word_term(const Word& w, bool seq) const {
+    std::vector<std::string> ps;
+    for (auto c : w) ps.push_back(leaf(c, seq));
+    return combine(ps, seq);
+  }
+  // Node v's input element idx: the collective's precondition (usually one leaf x<v>_<e>).
+  Word input_word(NodeId v, std::uint32_t idx) const { return d_.terms(t_.initial_input[v][idx]); }
+
+  std::string part(NodeId v, const HeldRef& h, bool seq) const {
+    if (h.kind == HeldRef::Kind::Input) return word_term(input_word(v, h.index), seq);
+    const Root& r = root_[h.index];
+    if (r.input) return word_term(input_word(r.node, r.index), seq);
+    return fmt::format("m{}", r.index);
+  }
+  std::string derivation(NodeId v, const Derivation& dv, bool seq) const {
+    std::vector<std::string> ps;
+    for (auto& h : dv.parts) ps.push_back(part(v, h, seq));
+    return combine(ps, seq);
+  }
+
+  // (define-fun m<k> ...) for every payload item, in step order, then o<v>_<i> for every final
+  // item of the nodes in `nodes` (all if empty).
+  std::string definitions(bool seq, bool finals) const {
+    std::string out;
+    const char* sort = seq ? "(Seq Int)" : "Int";
+    for (auto i : order_) {
+      const Transfer& x = t_.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+        auto j = x.payload_begin + k;
+        if (is_copy(j)) continue;
+        out += fmt::format("(define-fun m{} () {} {})\n", j, sort,
+                           derivation(x.src, df_.payload[j], seq));
       }
     }
-    return s + "]";
+    if (finals)
+      for (NodeId v = 0; v < t_.final_output.size(); ++v)
+        for (std::uint32_t i = 0; i < t_.final_output[v].size(); ++i)
+          out += fmt::format("(define-fun o{}_{} () {} {})\n", v, i, sort,
+                             derivation(v, df_.final_output[v][i], seq));
+    return out;
   }
-  bool equal_values(const Buffer& a, const Buffer& b, bool free,
-                    const std::vector<long long>& x) const {
-    if (a.size() != b.size()) return false;
-    std::vector<std::vector<long long>> va, vb;
-    for (Item it : a) va.push_back(value(it, x));
-    for (Item it : b) vb.push_back(value(it, x));
-    if (free) {
-      std::sort(va.begin(), va.end());
-      std::sort(vb.begin(), vb.end());
+
+  // The contributions of the payload and final items in operand order, as the derivations build
+  // them (not collv's values).
+  void compute_words() {
+    pw_.assign(t_.payload.size(), {});
+    auto build = [&](NodeId v, const Derivation& dv) {
+      Word w;
+      for (auto& h : dv.parts) {
+        if (h.kind == HeldRef::Kind::Input) {
+          auto iw = input_word(v, h.index);
+          w.insert(w.end(), iw.begin(), iw.end());
+        } else {
+          const Word& r = pw_[h.index];
+          w.insert(w.end(), r.begin(), r.end());
+        }
+      }
+      return w;
+    };
+    for (auto i : order_) {
+      const Transfer& x = t_.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k)
+        pw_[x.payload_begin + k] = build(x.src, df_.payload[x.payload_begin + k]);
     }
-    return va == vb;
+    fw_.assign(t_.final_output.size(), {});
+    for (NodeId v = 0; v < t_.final_output.size(); ++v)
+      for (auto& dv : df_.final_output[v]) fw_[v].push_back(build(v, dv));
   }
+  const std::vector<std::vector<Word>>& final_words() const { return fw_; }
+  const Word& payload_word(std::uint32_t j) const { return pw_[j]; }
+
+  // Size of the query the derivations make (terms), for the cap.
+  std::uint64_t size() const {
+    std::uint64_t n = 0;
+    for (auto& dv : df_.payload) n += 2 + dv.parts.size();
+    for (auto& f : df_.final_output)
+      for (auto& dv : f) n += 2 + dv.parts.size();
+    return n;
+  }
+
+  std::uint32_t transfer_of(std::uint32_t payload) const { return xfer_[payload]; }
 
  private:
+  std::string check_ref(NodeId v, const HeldRef& h, std::optional<std::uint32_t> step) const {
+    if (h.kind == HeldRef::Kind::Input) {
+      if (v >= t_.initial_input.size() || h.index >= t_.initial_input[v].size())
+        return fmt::format("input element {} of node {}, which it does not have", h.index,
+                           t_.topology.label(v));
+      return "";
+    }
+    if (h.index >= xfer_.size() || xfer_[h.index] == UINT32_MAX)
+      return fmt::format("payload item {}, which no transfer carries", h.index);
+    const Transfer& x = t_.transfers[xfer_[h.index]];
+    if (x.dst != v || unreceived_[xfer_[h.index]] || (step && x.step >= *step))
+      return fmt::format("payload item {} (step {}, {} -> {}), which node {} did not hold then",
+                         h.index, x.step, t_.topology.label(x.src), t_.topology.label(x.dst),
+                         t_.topology.label(v));
+    return "";
+  }
+  std::string validate() const {
+    if (df_.payload.size() != t_.payload.size() ||
+        df_.final_output.size() != t_.final_output.size())
+      return "the data-flow analysis does not cover this trace";
+    for (auto i : order_) {
+      const Transfer& x = t_.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+        const Derivation& dv = df_.payload[x.payload_begin + k];
+        std::string where = fmt::format("step {}: {} -> {}, item {}", x.step,
+                                        t_.topology.label(x.src), t_.topology.label(x.dst), k);
+        if (!dv.found) return where + ": no derivation from what the sender held";
+        for (auto& h : dv.parts)
+          if (auto e = check_ref(x.src, h, x.step); !e.empty()) return where + ": refers to " + e;
+      }
+    }
+    for (NodeId v = 0; v < t_.final_output.size(); ++v) {
+      if (df_.final_output[v].size() != t_.final_output[v].size())
+        return "the data-flow analysis does not cover the final buffers";
+      for (std::uint32_t i = 0; i < df_.final_output[v].size(); ++i) {
+        const Derivation& dv = df_.final_output[v][i];
+        std::string where = fmt::format("node {} final item {}", t_.topology.label(v), i);
+        if (!dv.found) return where + ": no derivation from what the node held at the end";
+        for (auto& h : dv.parts)
+          if (auto e = check_ref(v, h, std::nullopt); !e.empty()) return where + ": refers to " + e;
+      }
+    }
+    return "";
+  }
+
   const Trace& t_;
+  const Dataflow& df_;
   const Domain& d_;
-  bool seq_;
-  std::unordered_map<Item, std::string> names_;
-  std::unordered_map<std::uint64_t, std::pair<Terms, std::string>> known_;
-  std::set<std::size_t, std::greater<>> lengths_;
+  std::vector<std::uint32_t> xfer_;
+  std::vector<bool> unreceived_;
+  std::vector<std::uint32_t> order_;
+  std::string problem_;
+  std::vector<Root> root_;
+  std::vector<Word> pw_;
+  std::vector<std::vector<Word>> fw_;
 };
+
+// Positions of a buffer's items in a canonical order of their words (sorted words for integer
+// sums), so that two order-free buffers are paired item by item: equal up to order iff the paired
+// items are equal. The pairing is only a witness: Z3 checks each pair.
+std::vector<std::uint32_t> canonical_positions(const std::vector<Word>& ws, bool seq) {
+  std::vector<std::pair<Word, std::uint32_t>> v;
+  for (std::uint32_t i = 0; i < ws.size(); ++i) {
+    Word w = ws[i];
+    if (!seq) std::sort(w.begin(), w.end());
+    v.push_back({w, i});
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<std::uint32_t> o;
+  for (auto& [w, i] : v) o.push_back(i);
+  return o;
+}
+
+std::vector<Word> sorted_multisets(std::vector<Word> ws, bool sort_items) {
+  for (auto& w : ws) std::sort(w.begin(), w.end());
+  if (sort_items) std::sort(ws.begin(), ws.end());
+  return ws;
+}
+std::vector<Word> sorted_items(std::vector<Word> ws) {
+  std::sort(ws.begin(), ws.end());
+  return ws;
+}
 
 CheckResult base(const char* name) {
   CheckResult r;
@@ -235,9 +281,31 @@ struct Query {
   bool ground;       // schedule invariant with witness constants
 };
 
+const char* kDataChecks[] = {"nodup", "postcondition", "final-buffers"};
+
+// Recent unsat answers by their exact query text: `collv verify` asks the same query of the exact
+// and the ordered run of one schedule (the derivations come from the same ordered run), and the
+// same text has the same answer. Only unsat is reused (a sat answer is re-asked for witnesses).
+struct CachedUnsat {
+  std::string text;
+  smt::Result result;
+};
+std::vector<CachedUnsat>& unsat_cache() {
+  static std::vector<CachedUnsat> c;
+  return c;
+}
+
 }  // namespace
 
 std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
+  if (!t.domain || !t.domain->inspectable())
+    throw UsageError(
+        "the SMT engine needs a trace from the ordered domain (run with --domain ordered)");
+  Dataflow df = analyze_dataflow(t, CheckOptions{});
+  return smt_check_trace(t, df, o);
+}
+
+std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, const SmtOptions& o) {
   if (!t.domain || !t.domain->inspectable())
     throw UsageError(
         "the SMT engine needs a trace from the ordered domain (run with --domain ordered)");
@@ -248,34 +316,34 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
         "the SMT engine proves associative operators from an ordered-domain trace "
         "(operand order); this trace is from the " +
         std::string(domain_name(t.domain->kind())) + " domain");
+  // Integer sums on an ordered trace: operand order is also compared (as the executor's ordered
+  // domain does), and a difference in order only is reported as an order-only failure.
+  bool check_order = !seq && o.report_order && t.domain->kind() == DomainKind::Ordered;
 
   const Topology& topo = t.topology;
   const Domain& d = *t.domain;
   auto p = static_cast<NodeId>(topo.num_processors());
   std::uint32_t universe = d.p() * d.elems();
-  Encoder enc(t, seq);
+  Flow flow(t, df);
+  bool derived = flow.problem().empty();
+  if (derived) flow.compute_words();
   smt::Solver budget(smt::Limits{o.timeout_ms, o.max_terms});  // the size cap, for all queries
 
   // ---- size, counted before anything is built ----
   auto want = expected_outputs(t);
-  std::uint64_t size = universe + 8;
+  std::uint64_t size = universe + 8 + 2 * flow.size();
   {
     std::set<Item> seen;
-    auto count_buf = [&](const Buffer& b) {
-      size += 2 + b.size();
-      for (Item it : b)
-        if (seen.insert(it).second) size += enc.item_size(it);
-    };
     for (NodeId v = 0; v < p; ++v) {
-      if (v < t.final_output.size()) count_buf(t.final_output[v]);
-      if (want[v]) count_buf(*want[v]);
+      if (derived && v < flow.final_words().size())
+        for (auto& w : flow.final_words()[v]) size += w.size() + 2;  // flattened by Z3
+      if (want[v])
+        for (Item it : *want[v])
+          if (seen.insert(it).second) size += d.weight(it) + 2;
     }
-    size += 16 * t.transfers.size();  // single-port, congestion, route, nodup atoms
+    size += 24 * t.transfers.size();  // single-port, congestion, route, nodup atoms
     for (const Transfer& x : t.transfers)
       if (!topo.adjacent(x.src, x.dst)) size += 16 * t.route(x).size();
-    std::set<Item> pseen;
-    for (Item it : t.payload)
-      if (pseen.insert(it).second) size += enc.item_size(it);
     size += 2 * topo.num_links();
   }
   std::vector<CheckResult> results;
@@ -283,8 +351,9 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
     for (const char* n : kCheckNames) {
       CheckResult r;
       r.name = n;
-      bool decided =
-          std::string(n) != "steps" && std::string(n) != "cost" && std::string(n) != "deadlock";
+      bool decided = std::string(n) == "single-port" || std::string(n) == "route" ||
+                     std::string(n) == "congestion" || std::string(n) == "nodup" ||
+                     std::string(n) == "postcondition" || std::string(n) == "final-buffers";
       r.verdict = decided ? Verdict::Unknown : Verdict::NotChecked;
       r.note = decided ? budget.refusal() : "decided by the executor, not by the SMT engine";
       results.push_back(std::move(r));
@@ -297,10 +366,16 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
   // written) as the declarations plus its own section, so a certificate holds only its invariant.
   std::map<std::string, std::string> sections;
   std::string decl;
-  decl += fmt::format("; collv SMT encoding of {} on {} ({} algebra: {})\n", t.model_name,
-                      topo.spec(), seq ? "associative" : "commutative",
-                      seq ? "sequences of units, the free monoid" : "integer sums");
-  for (std::uint32_t c = 0; c < universe; ++c) decl += fmt::format("(declare-const x{} Int)\n", c);
+  decl += fmt::format(
+      "; collv SMT encoding of {} on {} ({} algebra: {})\n"
+      "; x<node>_<elem>: the inputs; m<k>: the k-th item sent, as its sender built it from what "
+      "it\n"
+      "; held (the schedule's derivation); o<v>_<i>: node v's final item i, built the same way;\n"
+      "; e<k>: what the collective requires, built from the inputs by its definition.\n",
+      t.model_name, topo.spec(), seq ? "associative" : "commutative",
+      seq ? "sequences of units, the free monoid" : "integer sums");
+  for (std::uint32_t c = 0; c < universe; ++c)
+    decl += fmt::format("(declare-const {} Int)\n", flow.xname(c));
   decl +=
       "(declare-const w_step Int)\n(declare-const w_a Int)\n(declare-const w_b "
       "Int)\n(declare-const w_c Int)\n";
@@ -312,7 +387,8 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
 
   // Transfers by step.
   std::vector<std::vector<std::uint32_t>> steps(t.steps + 1);
-  for (auto i : t.ordered_transfers()) steps[t.transfers[i].step].push_back(i);
+  for (auto i : flow.order())
+    if (t.transfers[i].step <= t.steps) steps[t.transfers[i].step].push_back(i);
 
   auto ones = [](std::size_t n) {
     if (n == 1) return std::string("1");
@@ -372,104 +448,189 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
     }
     sections["congestion"] += fmt::format("(assert (=> a_congestion (or false{})))\n", body);
   }
-  // nodup: (1) an item that holds a contribution twice: (< c1 c2 ...) over its sorted ids fails;
-  // (2) a transfer whose destination has held one of its contributions since an earlier step:
-  //     held(v, c) is the first step v held c (0: its input), a ground table.
+  // nodup, asked of the derivation terms in the multiplicity semiring {0, 1, 2+}, for all
+  // contributions at once: a<j> ("which contributions m<j> counts at least once") and d<j> ("at
+  // least twice") are bit vectors with one bit per input x<node>_<elem> (u<c>), built from m<j>'s
+  // derivation exactly as the term is: a sum counts a contribution twice iff a part does or two
+  // parts count it. Violations:
+  // (1) an item sent or kept that counts a contribution twice: d<j> is not zero;
+  // (2) a transfer whose destination already held one of its contributions (its input, or an item
+  //     received in an earlier step): a<j> meets h<v>_<s>, h built step by step.
   bool nodup_checked = t.nodup_claimed;
-  if (nodup_checked) {
-    std::string body;
-    std::set<Item> done;
-    auto distinct_atom = [&](Item it) {
-      // The item's contribution ids, sorted: strictly increasing iff no contribution repeats.
-      auto ts = d.terms(it);
-      if (ts.size() < 2) return std::string();
-      std::sort(ts.begin(), ts.end());
-      std::string a = "(<";
-      for (auto c : ts) a += fmt::format(" {}", c);
-      return a + ")";
+  if (nodup_checked && derived) {
+    std::string& s = sections["nodup"];
+    std::string bv = fmt::format("(_ BitVec {})", std::max<std::uint32_t>(universe, 1));
+    std::string zero = fmt::format("(_ bv0 {})", std::max<std::uint32_t>(universe, 1));
+    for (std::uint32_t c = 0; c < universe; ++c)
+      s += fmt::format("(define-fun u{} () {} (bvshl (_ bv1 {}) (_ bv{} {})))\n", c, bv, universe,
+                       c, universe);
+    auto meets = [&](const std::string& x, const std::string& y) {
+      return fmt::format("(not (= (bvand {} {}) {}))", x, y, zero);
     };
-    for (std::uint32_t st = 1; st <= t.steps; ++st)
+    // Once (a) and twice (d) of a list of parts given as (a, d) pairs, with prefix helpers.
+    std::size_t helper = 0;
+    auto once_twice = [&](const std::vector<std::pair<std::string, std::string>>& ps) {
+      if (ps.empty()) return std::make_pair(zero, zero);
+      if (ps.size() == 1) return ps[0];
+      std::string a = "(bvor", dd = "(bvor";
+      std::string prefix = ps[0].first;
+      for (std::size_t i = 0; i < ps.size(); ++i) {
+        a += " " + ps[i].first;
+        dd += " " + ps[i].second;
+        if (i > 0) {
+          dd += fmt::format(" (bvand {} {})", prefix, ps[i].first);
+          if (i + 1 < ps.size()) {
+            std::string n = fmt::format("pre{}", helper++);
+            s += fmt::format("(define-fun {} () {} (bvor {} {}))\n", n, bv, prefix, ps[i].first);
+            prefix = n;
+          }
+        }
+      }
+      return std::make_pair(a + ")", dd + ")");
+    };
+    auto input_pair = [&](NodeId v, std::uint32_t idx) {
+      std::vector<std::pair<std::string, std::string>> ps;
+      for (auto c : flow.input_word(v, idx)) ps.push_back({fmt::format("u{}", c), zero});
+      return once_twice(ps);
+    };
+    auto received_pair = [&](std::uint32_t j) {
+      const auto& r = flow.root(j);
+      return r.input ? input_pair(r.node, r.index)
+                     : std::make_pair(fmt::format("a{}", r.index), fmt::format("d{}", r.index));
+    };
+    auto derivation_pair = [&](NodeId v, const Derivation& dv) {
+      std::vector<std::pair<std::string, std::string>> ps;
+      for (auto& h : dv.parts)
+        ps.push_back(h.kind == HeldRef::Kind::Input ? input_pair(v, h.index)
+                                                    : received_pair(h.index));
+      return once_twice(ps);
+    };
+    for (auto i : flow.order()) {
+      const Transfer& x = t.transfers[i];
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+        auto j = x.payload_begin + k;
+        if (flow.is_copy(j)) continue;  // a copy counts what the value it copies counts
+        auto [a, dd] = derivation_pair(x.src, df.payload[j]);
+        s += fmt::format("(define-fun a{} () {} {})\n(define-fun d{} () {} {})\n", j, bv, a, j, bv,
+                         dd);
+      }
+    }
+    std::string body;
+    // held[v]: the contributions v holds before the current step.
+    std::vector<std::string> held(p);
+    for (NodeId v = 0; v < p && v < t.initial_input.size(); ++v) {
+      std::string atoms;
+      for (std::uint32_t k = 0; k < t.initial_input[v].size(); ++k)
+        atoms += " " + input_pair(v, k).first;
+      if (!atoms.empty()) {
+        s += fmt::format("(define-fun h{}_0 () {} (bvor {}{}))\n", v, bv, zero, atoms);
+        held[v] = fmt::format("h{}_0", v);
+      }
+    }
+    for (std::uint32_t st = 1; st <= t.steps; ++st) {
+      std::map<NodeId, std::string> learned;
       for (auto i : steps[st]) {
         const Transfer& x = t.transfers[i];
         for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-          Item it = t.payload[x.payload_begin + k];
-          if (!done.insert(it).second) continue;
-          auto a = distinct_atom(it);
-          if (!a.empty())
-            body += fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) (not {}))",
-                                st, x.src, x.dst, i, a);
+          auto j = x.payload_begin + k;
+          auto [aj, dj] = received_pair(j);
+          // A copy's multiplicities are those of the value it copies (checked where it was made).
+          if (!flow.is_copy(j))
+            body +=
+                fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) (not (= {} {})))",
+                            st, x.src, x.dst, i, dj, zero);
+          if (x.dst < p && !held[x.dst].empty())
+            body += fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) {})", st,
+                                x.dst, x.src, i, meets(aj, held[x.dst]));
+          learned[x.dst] += " " + aj;
         }
       }
-    for (NodeId v = 0; v < t.final_output.size(); ++v)
-      for (Item it : t.final_output[v]) {
-        auto a = distinct_atom(it);
-        if (!a.empty())
-          body +=
-              fmt::format(" (and (= w_step 0) (= w_a {}) (= w_b {}) (= w_c -1) (not {}))", v, v, a);
-      }
-    // (2)
-    std::vector<std::vector<std::uint32_t>> when(t.topology.num_processors());
-    auto held_at = [&](NodeId v) -> std::vector<std::uint32_t>& {
-      auto& w = when[v];
-      if (w.empty()) {
-        w.assign(universe, UINT32_MAX);
-        for (Item it : t.initial_input[v])
-          for (auto c : d.terms(it)) w[c] = 0;
-      }
-      return w;
-    };
-    std::vector<std::pair<NodeId, std::uint32_t>> learned;
-    for (std::uint32_t st = 1; st <= t.steps; ++st) {
-      learned.clear();
-      for (auto i : steps[st]) {
-        const Transfer& x = t.transfers[i];
-        auto& w = held_at(x.dst);
-        std::uint32_t first = UINT32_MAX;
-        for (std::uint32_t k = 0; k < x.payload_len; ++k)
-          for (auto c : d.terms(t.payload[x.payload_begin + k])) {
-            first = std::min(first, w[c]);
-            learned.push_back({x.dst, c});
-          }
-        if (first != UINT32_MAX)
-          body += fmt::format(" (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {}) (< {} {}))", st,
-                              x.dst, x.src, i, first, st);
-      }
-      for (auto [v, c] : learned) {
-        auto& w = held_at(v);
-        if (w[c] == UINT32_MAX) w[c] = st;
+      for (auto& [v, atoms] : learned) {
+        if (v >= p) continue;
+        s += fmt::format("(define-fun h{}_{} () {} (bvor {}{}))\n", v, st, bv,
+                         held[v].empty() ? zero : held[v], atoms);
+        held[v] = fmt::format("h{}_{}", v, st);
       }
     }
-    sections["nodup"] += fmt::format("(assert (=> a_nodup (or false{})))\n", body);
+    for (NodeId v = 0; v < t.final_output.size(); ++v)
+      for (std::uint32_t i = 0; i < t.final_output[v].size(); ++i) {
+        auto [a, dd] = derivation_pair(v, df.final_output[v][i]);
+        if (dd == zero) continue;  // one input element: nothing can be counted twice
+        body += fmt::format(" (and (= w_step 0) (= w_a {}) (= w_b {}) (= w_c -1) (not (= {} {})))",
+                            v, v, dd, zero);
+      }
+    s += fmt::format("(assert (=> a_nodup (or false{})))\n", body);
   }
 
-  // postcondition and final-buffers: symbolic inputs.
+  // postcondition: every final term (built by the schedule) against the required term (built from
+  // the inputs by the collective's definition).
   bool free = order_free(t.collective);
-  std::vector<Item> payload_items(t.payload.begin(), t.payload.end());
-  // Sharing (Encoder::item) makes certificates ~10x smaller but costs Z3 ~10% more time when
-  // flattening the sums, so it is used only when the queries are written out.
-  bool share = !o.emit_dir.empty();
-  {
+  const auto& fw = flow.final_words();
+  std::map<Item, std::string> expected_name;
+  std::map<std::string, Word> expected_word;  // e<k> -> its contributions
+  std::vector<std::vector<std::string>> want_names(p);
+  if (derived) {
+    std::string& s = sections["postcondition"];
+    s += flow.definitions(seq, true);
     std::string defs, body;
-    if (!free && share) enc.learn(payload_items, defs);
+    for (NodeId v = 0; v < p; ++v) {
+      if (!want[v]) continue;
+      for (Item it : *want[v]) {
+        auto f = expected_name.find(it);
+        if (f == expected_name.end()) {
+          std::string n = fmt::format("e{}", expected_name.size());
+          Word w = d.terms(it);
+          defs += fmt::format("(define-fun {} () {} {})\n", n, seq ? "(Seq Int)" : "Int",
+                              flow.word_term(w, seq));
+          f = expected_name.emplace(it, n).first;
+          expected_word.emplace(n, std::move(w));
+        }
+        want_names[v].push_back(f->second);
+      }
+    }
+    s += defs;
     for (NodeId v = 0; v < p && v < t.final_output.size(); ++v) {
       if (!want[v]) continue;
-      body += " " + enc.differs(t.final_output[v], *want[v], free, defs);
+      if (fw[v].size() != want[v]->size()) {
+        body += fmt::format(" (and (= w_a {}) true)", v);  // a length mismatch is a violation
+        continue;
+      }
+      std::vector<std::uint32_t> a(fw[v].size()), b(fw[v].size());
+      for (std::uint32_t i = 0; i < a.size(); ++i) a[i] = b[i] = i;
+      if (free) {
+        a = canonical_positions(fw[v], seq);
+        std::vector<Word> ew;
+        for (auto& n : want_names[v]) ew.push_back(expected_word[n]);
+        b = canonical_positions(ew, seq);
+      }
+      for (std::uint32_t i = 0; i < a.size(); ++i)
+        body +=
+            fmt::format(" (and (= w_a {}) (not (= o{}_{} {})))", v, v, a[i], want_names[v][b[i]]);
     }
-    sections["postcondition"] += defs;
-    sections["postcondition"] += fmt::format("(assert (=> a_postcondition (or false{})))\n", body);
+    s += fmt::format("(assert (=> a_postcondition (or false{})))\n", body);
   }
   bool final_checked =
       t.collective == Collective::Allreduce || t.collective == Collective::Allgather;
-  if (final_checked) {
-    Encoder enc_fb(t, seq);
-    std::string defs, body;
-    if (t.collective == Collective::Allreduce && share) enc_fb.learn(payload_items, defs);
-    bool fb_free = t.collective == Collective::Allgather;
-    for (NodeId v = 1; v < t.final_output.size(); ++v)
-      body += " " + enc_fb.differs(t.final_output[v], t.final_output[0], fb_free, defs);
-    auto& fb = sections["final-buffers"];
-    fb += defs;
-    fb += fmt::format("(assert (=> a_final_buffers (or false{})))\n", body);
+  bool fb_free = t.collective == Collective::Allgather;
+  if (final_checked && derived) {
+    std::string& s = sections["final-buffers"];
+    s += flow.definitions(seq, true);
+    std::string body;
+    for (NodeId v = 1; v < fw.size(); ++v) {
+      if (fw[v].size() != fw[0].size()) {
+        body += fmt::format(" (and (= w_a {}) true)", v);
+        continue;
+      }
+      std::vector<std::uint32_t> a(fw[v].size()), b(fw[v].size());
+      for (std::uint32_t i = 0; i < a.size(); ++i) a[i] = b[i] = i;
+      if (fb_free) {
+        a = canonical_positions(fw[v], seq);
+        b = canonical_positions(fw[0], seq);
+      }
+      for (std::uint32_t i = 0; i < a.size(); ++i)
+        body += fmt::format(" (and (= w_a {}) (not (= o{}_{} o0_{})))", v, v, a[i], b[i]);
+    }
+    s += fmt::format("(assert (=> a_final_buffers (or false{})))\n", body);
   }
 
   // Whether every processor has the same requirement (all-reduce, all-gather): then a proved
@@ -478,13 +639,60 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
   for (NodeId v = 1; v < p && same_requirement; ++v)
     same_requirement = want[v].has_value() && *want[v] == *want[0];
 
+  // Operand order (check_order): node v's final words against the required words.
+  auto words_of = [&](NodeId v) -> std::vector<Word> {
+    std::vector<Word> r;
+    for (auto& n : want_names[v]) r.push_back(expected_word[n]);
+    return r;
+  };
+  auto order_differs = [&](const std::vector<Word>& a, const std::vector<Word>& b, bool fr) {
+    return fr ? sorted_items(a) != sorted_items(b) : a != b;
+  };
+
   // ---- the checks, one assumption literal each ----
   std::vector<std::string> xs;
-  for (std::uint32_t c = 0; c < universe; ++c) xs.push_back(fmt::format("x{}", c));
+  for (std::uint32_t c = 0; c < universe; ++c) xs.push_back(flow.xname(c));
   if (!o.emit_dir.empty()) std::filesystem::create_directories(o.emit_dir);
   auto label = [&](NodeId v) { return topo.label(v); };
   std::string alg = seq ? "associative (sequences)" : "commutative (integer sums)";
+  std::vector<long long> xv(universe, 0);
+  auto eval = [&](const std::vector<Word>& ws) {
+    std::string s = "[";
+    for (std::size_t k = 0; k < ws.size(); ++k) {
+      if (k) s += ", ";
+      if (seq) {
+        s += "<";
+        for (std::size_t i = 0; i < ws[k].size(); ++i)
+          s += (i ? " " : "") + std::to_string(xv[ws[k][i]]);
+        s += ">";
+      } else {
+        long long sum = 0;
+        for (auto c : ws[k]) sum += xv[c];
+        s += std::to_string(sum);
+      }
+    }
+    return s + "]";
+  };
+  auto values_equal = [&](const std::vector<Word>& a, const std::vector<Word>& b, bool fr) {
+    if (a.size() != b.size()) return false;
+    std::vector<std::vector<long long>> va, vb;
+    auto val = [&](const Word& w) {
+      std::vector<long long> r;
+      long long s = 0;
+      for (auto c : w) seq ? r.push_back(xv[c]) : void(s += xv[c]);
+      if (!seq) r.push_back(s);
+      return r;
+    };
+    for (auto& w : a) va.push_back(val(w));
+    for (auto& w : b) vb.push_back(val(w));
+    if (fr) {
+      std::sort(va.begin(), va.end());
+      std::sort(vb.begin(), vb.end());
+    }
+    return va == vb;
+  };
 
+  bool post_unsat = false;
   for (const char* name : kCheckNames) {
     auto q = std::find_if(queries.begin(), queries.end(),
                           [&](const Query& q) { return q.name == name; });
@@ -513,25 +721,64 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
       results.push_back(std::move(r));
       continue;
     }
-    if (q->name == "final-buffers" && o.emit_dir.empty() && same_requirement && !results.empty() &&
-        results.back().name == "postcondition" && results.back().verdict == Verdict::Pass) {
-      // Every processor's output was just proved equal to the same required value for all inputs,
-      // so all outputs are equal: no second query is needed (with --emit-smt2 it is run anyway,
-      // to write its certificate).
-      r.verdict = Verdict::Pass;
-      r.note = "implied by the proved postcondition (every processor must end with the same value)";
+    bool data = std::find_if(std::begin(kDataChecks), std::end(kDataChecks),
+                             [&](const char* n) { return q->name == n; }) != std::end(kDataChecks);
+    if (data && !derived) {
+      // No derivation, no terms: nothing is proved (the dataflow check reports why).
+      r.verdict = Verdict::Unknown;
+      r.note = "not proved: the schedule's data flow has no derivation (" + flow.problem() +
+               "); see the dataflow check";
       results.push_back(std::move(r));
       continue;
     }
-    std::vector<std::string> wanted =
-        q->ground ? std::vector<std::string>{"w_step", "w_a", "w_b", "w_c"} : xs;
+    if (q->name == "final-buffers" && o.emit_dir.empty() && same_requirement && post_unsat) {
+      // Every processor's output was just proved equal to the same required value for all inputs,
+      // so all outputs are equal: no second query is needed (with --emit-smt2 it is run anyway,
+      // to write its certificate).
+      r.note = "implied by the proved postcondition (every processor must end with the same value)";
+      if (check_order) {
+        std::size_t bad = 0;
+        for (NodeId v = 1; v < fw.size(); ++v)
+          if (order_differs(fw[v], fw[0], fb_free)) {
+            if (bad++ < o.max_violations) {
+              Counterexample ce;
+              ce.invariant = q->name;
+              ce.nodes = {0, v};
+              ce.message =
+                  fmt::format("node {} and node {} end with the same sum in another operand order",
+                              label(v), label(0));
+              r.violations.push_back(std::move(ce));
+            }
+          }
+        if (bad) {
+          r.verdict = Verdict::Fail;
+          r.order_only = true;
+          r.violation_count = bad;
+          r.note = "the buffers differ in operand order only: equal for commutative operators; " +
+                   r.note;
+        }
+      }
+      results.push_back(std::move(r));
+      continue;
+    }
+    std::vector<std::string> wanted = data && !q->ground ? xs : std::vector<std::string>{};
+    if (q->ground) wanted.insert(wanted.end(), {"w_step", "w_a", "w_b", "w_c"});
     smt::Solver& solver = budget;  // one context for all queries of the trace
     solver.reset_script();
     solver.add(decl);
     solver.add(sections[q->name]);
     sections[q->name].clear();
     sections[q->name].shrink_to_fit();
-    smt::Result res = solver.check({q->lit}, wanted);
+    std::string key = solver.script_text() + q->lit;
+    auto& cache = unsat_cache();
+    auto hit = std::find_if(cache.begin(), cache.end(),
+                            [&](const CachedUnsat& c) { return c.text == key; });
+    bool reused = hit != cache.end() && o.emit_dir.empty();
+    smt::Result res = reused ? hit->result : solver.check({q->lit}, wanted);
+    if (!reused && res.answer == smt::Answer::Unsat) {
+      if (cache.size() >= 8) cache.erase(cache.begin());
+      cache.push_back({std::move(key), res});
+    }
     std::string emitted;
     if (!o.emit_dir.empty()) {
       emitted =
@@ -546,28 +793,62 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
     }
     if (res.answer == smt::Answer::Unsat) {
       r.verdict = Verdict::Pass;
+      if (q->name == "postcondition") post_unsat = true;
       r.note = fmt::format(
-          "Z3: unsat in {:.3f} s (core: {}){}", res.seconds, res.core.empty() ? "-" : res.core[0],
-          q->ground ? "; ground formula: the schedule does not depend on data"
-                    : "; holds for every " + std::string(seq ? "associative" : "commutative") +
-                          " operator");
+          "Z3: unsat in {:.3f} s{} (core: {}){}", res.seconds,
+          reused ? " (the same query as an earlier run: answer reused)" : "",
+          res.core.empty() ? "-" : res.core[0],
+          q->ground && !data
+              ? "; ground formula: the schedule does not depend on data"
+              : "; terms built from the schedule's derivations" +
+                    (data && q->name != "nodup"
+                         ? "; holds for every " + std::string(seq ? "associative" : "commutative") +
+                               " operator"
+                         : std::string()));
+      if (check_order && (q->name == "postcondition" || q->name == "final-buffers")) {
+        bool post = q->name == "postcondition";
+        std::size_t bad = 0;
+        for (NodeId v = post ? 0 : 1; v < p && v < fw.size(); ++v) {
+          if (post && !want[v]) continue;
+          bool differs =
+              post ? order_differs(fw[v], words_of(v), free) : order_differs(fw[v], fw[0], fb_free);
+          if (!differs) continue;
+          if (bad++ >= o.max_violations) continue;
+          Counterexample ce;
+          ce.invariant = q->name;
+          ce.nodes = post ? std::vector<NodeId>{v} : std::vector<NodeId>{0, v};
+          ce.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
+          if (post) ce.buffers.push_back({v, "expected", buffer_to_string(t, *want[v])});
+          ce.message =
+              post ? fmt::format(
+                         "node {} ends with the required contributions in another operand order "
+                         "(the schedule's derivation; Z3 proved the integer sums equal)",
+                         label(v))
+                   : fmt::format(
+                         "node {} and node {} end with the same sum in another operand order",
+                         label(v), label(0));
+          r.violations.push_back(std::move(ce));
+        }
+        if (bad) {
+          r.verdict = Verdict::Fail;
+          r.order_only = true;
+          r.violation_count = bad;
+          r.note =
+              "every difference is operand order only: right for commutative operators; " + r.note;
+        }
+      }
     } else if (res.answer == smt::Answer::Unknown) {
       r.verdict = Verdict::Unknown;
       r.note = "Z3: inconclusive: " + res.reason;
     } else if (q->ground) {
       // Enumerate witnesses: block each one found and ask again.
       r.verdict = Verdict::Fail;
-      std::string block;
       for (std::size_t k = 0; k < std::max<std::size_t>(1, o.max_violations); ++k) {
         if (k > 0) {
           res = solver.check({q->lit}, wanted);
           if (res.answer != smt::Answer::Sat) break;
         }
-        auto parse = [&](const char* n) {
-          std::string v = res.values.at(n);
-          if (v.size() > 3 && v[0] == '(') v = "-" + v.substr(3, v.size() - 4);  // (- 1)
-          return std::stoll(v);
-        };
+        auto parse = [&](const char* n) { return parse_int_value(res.values.at(n)); };
         long long st = parse("w_step"), a = parse("w_a"), b = parse("w_b"), c = parse("w_c");
         Counterexample ce;
         ce.invariant = q->name;
@@ -592,18 +873,33 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
                           label(static_cast<NodeId>(a)), label(static_cast<NodeId>(b)));
           solver.add(fmt::format("(assert (=> {} (not (and (= w_step {}) (= w_a {}) (= w_b {})))))",
                                  q->lit, st, a, b));
-        } else {  // nodup
+        } else {  // nodup: the one-hot input names the contribution
+          // The contribution, from the derivation's words (what the bit vectors hold).
+          std::string contrib = "?";
+          if (c >= 0 && st > 0) {
+            const Transfer& x = t.transfers[static_cast<std::size_t>(c)];
+            for (std::uint32_t k = 0; k < x.payload_len && contrib == "?"; ++k) {
+              Word w = flow.payload_word(x.payload_begin + k);
+              std::sort(w.begin(), w.end());
+              for (std::size_t i = 1; i < w.size() && contrib == "?"; ++i)
+                if (w[i] == w[i - 1]) contrib = flow.xname(w[i]);
+            }
+          }
           ce.nodes = {static_cast<NodeId>(a), static_cast<NodeId>(b)};
           if (c >= 0) ce.transfers = {static_cast<std::uint32_t>(c)};
           if (st == 0)
             ce.message = fmt::format(
-                "node {} ends with an item that counts a contribution twice (Z3 witness)",
-                label(static_cast<NodeId>(a)));
+                "node {} ends with an item that counts contribution {} twice (Z3 witness)",
+                label(static_cast<NodeId>(a)), contrib);
+          else if (a == static_cast<long long>(t.transfers[static_cast<std::size_t>(c)].src))
+            ce.message = fmt::format(
+                "step {}: {} -> {} carries an item that counts contribution {} twice (Z3 witness)",
+                st, label(static_cast<NodeId>(a)), label(static_cast<NodeId>(b)), contrib);
           else
             ce.message = fmt::format(
-                "step {}: {} -> {}: a contribution counted twice or sent to a node that "
-                "already holds it (Z3 witness)",
-                st, label(static_cast<NodeId>(b)), label(static_cast<NodeId>(a)));
+                "step {}: {} -> {} sends contribution {}, which {} already holds (Z3 witness)", st,
+                label(static_cast<NodeId>(b)), label(static_cast<NodeId>(a)), contrib,
+                label(static_cast<NodeId>(a)));
           solver.add(fmt::format(
               "(assert (=> {} (not (and (= w_step {}) (= w_a {}) (= w_b {}) (= w_c {})))))", q->lit,
               st, a, b, c));
@@ -614,61 +910,44 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const SmtOptions& o) {
       r.note = fmt::format("Z3: sat; {} witness(es) enumerated (at most {})", r.violations.size(),
                            o.max_violations);
     } else {
-      // A model of the inputs: evaluate every output under it.
+      // A model of the inputs: evaluate the schedule's terms under it.
       r.verdict = Verdict::Fail;
-      std::vector<long long> x(universe, 0);
-      for (std::uint32_t c = 0; c < universe; ++c) {
-        std::string v = res.values[fmt::format("x{}", c)];
-        if (v.size() > 3 && v[0] == '(') v = "-" + v.substr(3, v.size() - 4);
-        x[c] = v.empty() ? 0 : std::stoll(v);
-      }
+      for (std::uint32_t c = 0; c < universe; ++c) xv[c] = parse_int_value(res.values[xs[c]]);
       std::string inputs;
       for (std::uint32_t c = 0; c < universe && c < 16; ++c)
-        inputs += fmt::format("{}x{}={}", c ? " " : "", c, x[c]);
+        inputs += fmt::format("{}{}={}", c ? " " : "", xs[c], xv[c]);
       if (universe > 16) inputs += " ...";
       bool post = q->name == "postcondition";
       bool all_order_only = true;
-      for (NodeId v = (post ? 0 : 1); v < p && v < t.final_output.size(); ++v) {
-        const Buffer& got = t.final_output[v];
-        const Buffer* ref = post ? (want[v] ? &*want[v] : nullptr) : &t.final_output[0];
-        if (!ref) continue;
-        bool fr = post ? free : t.collective == Collective::Allgather;
-        if (enc.equal_values(got, *ref, fr, x)) continue;
+      for (NodeId v = (post ? 0 : 1); v < p && v < fw.size(); ++v) {
+        if (post && !want[v]) continue;
+        std::vector<Word> ref = post ? words_of(v) : fw[0];
+        bool fr = post ? free : fb_free;
+        if (values_equal(fw[v], ref, fr)) continue;
         ++r.violation_count;
-        // Order only: same multisets of contributions.
-        auto ms = [&](const Buffer& b) {
-          std::vector<Terms> out;
-          for (Item it : b) {
-            auto ts = d.terms(it);
-            std::sort(ts.begin(), ts.end());
-            out.push_back(ts);
-          }
-          if (fr) std::sort(out.begin(), out.end());
-          return out;
-        };
-        all_order_only = all_order_only && seq && ms(got) == ms(*ref);
+        // Order only: the same multisets of contributions.
+        all_order_only =
+            all_order_only && seq && sorted_multisets(fw[v], fr) == sorted_multisets(ref, fr);
         if (r.violations.size() >= o.max_violations) continue;
         Counterexample ce;
         ce.invariant = q->name;
         ce.nodes = post ? std::vector<NodeId>{v} : std::vector<NodeId>{0, v};
-        ce.buffers.push_back({v, "output", buffer_to_string(t, got)});
-        ce.buffers.push_back(
-            {post ? v : 0, post ? "expected" : "output", buffer_to_string(t, *ref)});
-        ce.buffers.push_back({v, "value", enc.value_text(got, x)});
-        ce.buffers.push_back(
-            {post ? v : 0, post ? "expected value" : "value", enc.value_text(*ref, x)});
+        ce.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
+        ce.buffers.push_back({post ? v : 0, post ? "expected" : "output",
+                              buffer_to_string(t, post ? *want[v] : t.final_output[0])});
+        ce.buffers.push_back({v, "value", eval(fw[v])});
+        ce.buffers.push_back({post ? v : 0, post ? "expected value" : "value", eval(ref)});
         for (std::uint32_t c = 0; c < universe && c < 64; ++c)
-          ce.buffers.push_back({c / d.elems(), "input", fmt::format("x{} = {}", c, x[c])});
+          ce.buffers.push_back({c / d.elems(), "input", fmt::format("{} = {}", xs[c], xv[c])});
         ce.message =
-            post ? fmt::format("for inputs {}: node {} ends with {} = {} but {} requires {} = {}",
-                               inputs, label(v), buffer_to_string(t, got), enc.value_text(got, x),
-                               collective_name(t.collective), buffer_to_string(t, *ref),
-                               enc.value_text(*ref, x))
+            post ? fmt::format("for inputs {}: node {} ends with {} but {} requires {}", inputs,
+                               label(v), eval(fw[v]), collective_name(t.collective), eval(ref))
                  : fmt::format("for inputs {}: node {} ends with {} but node {} with {}", inputs,
-                               label(v), enc.value_text(got, x), label(0), enc.value_text(*ref, x));
+                               label(v), eval(fw[v]), label(0), eval(ref));
         r.violations.push_back(std::move(ce));
       }
-      if (post && all_order_only && r.violation_count > 0) {
+      if (r.violation_count == 0) ++r.violation_count;  // a length mismatch
+      if (post && all_order_only && !r.violations.empty()) {
         r.order_only = true;
         r.note = "every difference is operand order only: right for commutative operators; ";
       }

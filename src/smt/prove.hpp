@@ -6,11 +6,14 @@
 //   for (const collv::CheckResult& r : collv::smt_check_trace(t, {}))
 //     std::cout << r.name << ": " << collv::verdict_name(r.verdict) << "\n";
 //
-// Inputs are symbolic: x_c (Int) for contribution c. Items are encoded from the trace's terms in
-// operand order: integer sums when the model's operator is commutative (a proof holds for every
-// commutative operator), Z3 sequences of units (the free monoid) when it is associative (a proof
-// holds for every associative operator). The schedule invariants (single-port, route, congestion,
-// nodup) do not depend on data: they are encoded as ground formulas with witness constants.
+// Inputs are symbolic: x<node>_<elem> (Int). Every item sent is a term over what its sender held
+// at that step, as the schedule's derivation says (analyze_dataflow: which held values were
+// combined, in which order); final buffers are built the same way; the postcondition compares them
+// with the collective's required terms, built from the inputs alone. Terms are integer sums when
+// the operator is commutative (a proof holds for every commutative operator) and Z3 sequences of
+// units (the free monoid) when it is associative (every associative operator). NODUP is asked of
+// the same terms (one-hot inputs: a term's value is a contribution's multiplicity). single-port,
+// route and congestion do not depend on data: ground formulas with witness constants.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "check/checks.hpp"
+#include "check/dataflow.hpp"
 #include "exec/trace.hpp"
 
 namespace collv {
@@ -34,6 +38,10 @@ struct SmtOptions {
   std::size_t max_violations = 5;        // counterexamples kept per invariant
   SmtAlgebra algebra = SmtAlgebra::Auto;
   std::string emit_dir;  // if set: write every query as <dir>/<name>.smt2
+  // With integer sums on an ordered-domain trace, also compare operand order (from the schedule's
+  // derivations) and report a difference in order only as an order-only failure, as the
+  // executor's ordered domain does (`collv verify` sets it for ordered runs).
+  bool report_order = false;
 };
 
 // Results for every name of kCheckNames, in that order: single-port, route, congestion, nodup,
@@ -41,6 +49,11 @@ struct SmtOptions {
 // Unknown = timeout or size cap); steps, cost and deadlock are NotChecked (the executor's).
 // The trace must come from the ordered domain (or the exact domain for a commutative algebra).
 // Throws UsageError for a fingerprint trace or an exact trace with an associative algebra.
+// The data terms (nodup, postcondition, final-buffers) are built from the schedule's derivations
+// (analyze_dataflow): if one is missing, those checks are Unknown ("not proved"), never Pass.
 std::vector<CheckResult> smt_check_trace(const Trace& ordered_trace, const SmtOptions& o);
+// The same with the derivations given (tests break one to see the proof fail).
+std::vector<CheckResult> smt_check_trace(const Trace& ordered_trace, const Dataflow& df,
+                                         const SmtOptions& o);
 
 }  // namespace collv
