@@ -387,7 +387,9 @@ TEST_CASE("synth --port all: the schedule is re-checked under all-port rules and
   SynthOptions so = o.synth;
   SynthResult r = synthesize(so);
   REQUIRE(r.trace);
-  CHECK(named(check_trace(*r.trace, {}), "single-port").verdict == Verdict::Fail);
+  Trace as_single = *r.trace;
+  as_single.port = PortModel::Single;
+  CHECK(named(check_trace(as_single, {}), "single-port").verdict == Verdict::Fail);
   auto all = recheck_synthesized(*r.trace, PortModel::All);
   CHECK(named(all, "single-port").verdict == Verdict::NotChecked);
   CHECK(synthesized_ok(all, nullptr));
