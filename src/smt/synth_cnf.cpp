@@ -40,6 +40,7 @@ class Cnf {
   const std::vector<std::string>& names() const { return names_; }
   const std::vector<int>& buffer() const { return buf_; }
   std::uint64_t clauses() const { return clauses_; }
+  std::uint64_t cap() const { return cap_; }
 
   // Adds a clause, simplified: false literals dropped, satisfied clauses skipped.
   void add(std::initializer_list<int> c) { add(c.begin(), c.end()); }
@@ -128,7 +129,6 @@ class Encoder {
  public:
   Encoder(const SynthProblem& p, Cnf& f) : p_(p), f_(f), T_(p.steps) {}
 
-  // Returns the literal fixed by symmetry breaking (0 if none).
   void build(bool symmetry, CnfResult& res) {
     if (p_.uniform && p_.kind != SynthKind::Broadcast) {
       res.symmetry_note = "uniform: the symmetric encoding follows node 0 only";
@@ -216,21 +216,37 @@ class Encoder {
   int H(std::uint32_t v, std::uint32_t c, unsigned t) {
     if (v == c) return kTrue;
     if (t == 0 || p_.dist[c][v] > t) return kFalse;
-    int& h = hv_[(static_cast<std::size_t>(t) * p_.p + v) * p_.p + c];
+    int& h = hv_[(static_cast<std::size_t>(t) * p_.p + v) * nchunks_ + chunk_index_[c]];
     if (h == 0) h = f_.var(fmt::format("h{}_{}_{}", v, c, t));
     return h;
   }
 
   void gossip_like(const std::vector<std::uint32_t>& chunks) {
-    hv_.assign(static_cast<std::size_t>(T_ + 1) * p_.p * p_.p, 0);
+    // Each holding variable has at least two literals: refuse before allocating past the cap.
+    nchunks_ = chunks.size();
+    if (static_cast<std::uint64_t>(T_ + 1) * p_.p * nchunks_ * 2 > f_.cap()) throw CapExceeded{};
+    chunk_index_.assign(p_.p, 0);
+    for (std::size_t i = 0; i < chunks.size(); ++i) chunk_index_[chunks[i]] = i;
+    hv_.assign(static_cast<std::size_t>(T_ + 1) * p_.p * nchunks_, 0);
     std::vector<int> cl;
     for (unsigned t = 1; t <= T_; ++t)
       for (std::uint32_t v = 0; v < p_.p; ++v)
         for (std::uint32_t c : chunks) {
           int h = H(v, c, t);
           if (h == kTrue || h == kFalse) continue;
-          cl.assign({-h, H(v, c, t - 1)});
-          for (std::uint32_t u : p_.nbr[v]) cl.push_back(f_.and_pos(M(u, v, t), H(u, c, t - 1)));
+          int prev = H(v, c, t - 1);
+          cl.assign({-h, prev});
+          if (p_.single_port) {
+            // At most one message arrives: v gained c only if a message arrived, and whoever
+            // sent it held c. No auxiliary variables.
+            for (std::uint32_t u : p_.nbr[v]) {
+              int hu = H(u, c, t - 1), m = M(u, v, t);
+              if (hu != kFalse) cl.push_back(m);
+              if (hu != kTrue) f_.add({-h, prev, -m, hu});
+            }
+          } else {
+            for (std::uint32_t u : p_.nbr[v]) cl.push_back(f_.and_pos(M(u, v, t), H(u, c, t - 1)));
+          }
           f_.add(cl);
         }
     for (std::uint32_t v = 0; v < p_.p; ++v)
@@ -380,6 +396,8 @@ class Encoder {
   unsigned T_;
   std::vector<std::vector<std::vector<int>>> mv_;  // [t][u][i]
   std::vector<int> hv_;
+  std::size_t nchunks_ = 0;
+  std::vector<std::size_t> chunk_index_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, unsigned>, int> sv_;
 };
 
@@ -442,6 +460,8 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
   {
     CaDiCaL::Solver s;
     s.set("quiet", 1);
+    if (!o.configuration.empty() && !s.configure(o.configuration.c_str()))
+      throw std::runtime_error("CaDiCaL: unknown configuration " + o.configuration);
     if (!proof.empty()) {
       s.set("binary", 0);
       if (!s.trace_proof(proof.c_str())) throw std::runtime_error("cannot write " + proof);

@@ -51,6 +51,9 @@ struct CnfOptions {
   // one orbit of the root's stabilizer).
   bool symmetry_breaking = true;
   std::string proof_dir;  // write <name>.cnf always and <name>.drat (text DRAT) for unsat
+  // CaDiCaL's configuration: "plain" (no pre- and inprocessing) decides the star queries 2-3x
+  // faster than "default" on these encodings (docs/smt.md).
+  std::string configuration = "plain";
 };
 
 struct CnfResult {
