@@ -284,6 +284,7 @@ TEST_CASE("sat backend: caps, timeouts, usage errors and the command's exit code
   CHECK(run_synth_command(c, out, err) == 0);
   c.synth.steps = 2;
   CHECK(run_synth_command(c, out, err) == 1);
+  CHECK(out.str().find("(CaDiCaL: unsat); lower bound: 3 steps") != std::string::npos);
   c.synth.backend = "nonsense";
   CHECK(run_synth_command(c, out, err) == 2);
 }
