@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libz3-dev z3
+  libcadical-dev cadical
   libcli11-dev catch2
   graphviz
   nlohmann-json3-dev libfmt-dev

@@ -459,15 +459,15 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
   if (r.answer == smt::Answer::Unsat && s.uniform) {
     out << fmt::format(
         "{}: no uniform schedule (every node on the same link in each step) on {} with at most {} "
-        "steps (Z3: unsat). This is NOT a lower bound for general schedules.\n",
-        s.collective, s.topology, r.steps);
+        "steps ({}: unsat). This is NOT a lower bound for general schedules.\n",
+        s.collective, s.topology, r.steps, s.backend == "cadical" ? "CaDiCaL" : "Z3");
     return kExitViolation;
   }
   if (r.answer == smt::Answer::Unsat) {
     unsigned lb = s.least ? r.steps + 1 : s.steps + 1;
     out << fmt::format(
-        "{}: no {} schedule on {} with at most {} steps (Z3: unsat); lower bound: {} steps\n",
-        s.collective, port, s.topology, r.steps, lb);
+        "{}: no {} schedule on {} with at most {} steps ({}: unsat); lower bound: {} steps\n",
+        s.collective, port, s.topology, r.steps, s.backend == "cadical" ? "CaDiCaL" : "Z3", lb);
     if (s.collective == "allgather" || s.collective == "gossip")
       out << "(every all-reduce schedule is also a gossip schedule: the bound holds for all-reduce "
              "too)\n";

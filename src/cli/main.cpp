@@ -205,7 +205,14 @@ int main(int argc, char** argv) {
                   "draw the schedule found: FILE.svg, .png or .dot");
   syn->add_option("--emit-smt2", syn_opts.synth.emit_dir, "write every query as SMT-LIB2 into DIR");
   syn->add_option("--timeout", syn_opts.synth.timeout_ms, "milliseconds per query (60000)");
-  syn->add_option("--max-terms", syn_opts.synth.max_terms, "size cap per query");
+  syn->add_option("--max-terms", syn_opts.synth.max_terms,
+                  "size cap per query (cadical: literals of the CNF)");
+  syn->add_option("--backend", syn_opts.synth.backend, "z3 (default) | cadical (CNF, SAT solver)")
+      ->check(CLI::IsMember({"z3", "cadical"}));
+  syn->add_option("--proof", syn_opts.synth.proof_dir,
+                  "cadical: write each query's DIMACS CNF and, for unsat, its DRAT proof into DIR");
+  syn->add_flag("!--no-symmetry-breaking", syn_opts.synth.symmetry_breaking,
+                "cadical: do not fix the first message by the graph's automorphisms");
   syn->add_flag("--quiet", syn_opts.quiet, "print only the verdict");
   syn->footer(
       "Exit codes: 0 a schedule was found, 1 proved impossible, 2 bad usage, 3 inconclusive.\n"

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "check/checks.hpp"
+#include "smt/synth_cnf.hpp"
 #include "util/error.hpp"
 
 namespace collv {
@@ -604,7 +605,79 @@ struct Attempt {
   std::optional<Trace> trace;
 };
 
+std::string query_stem(const SynthOptions& o, const Topology& topo, Kind k, unsigned T) {
+  std::string s =
+      fmt::format("synth-{}-{}-{}{}-T{}", kind_name(k), topo.spec(),
+                  o.port == PortModel::Single ? "single" : "all", o.uniform ? "-uniform" : "", T);
+  std::replace(s.begin(), s.end(), ':', '_');
+  return s;
+}
+
+// The same question as CNF, solved by CaDiCaL (synth_cnf.hpp); the model has the Z3 encoding's
+// variable names, so the schedule is rebuilt by the same functions.
+Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k,
+                    unsigned T) {
+  sat::SynthProblem p;
+  p.kind = k == Kind::Broadcast ? sat::SynthKind::Broadcast
+           : k == Kind::Gossip  ? sat::SynthKind::Gossip
+                                : sat::SynthKind::Allreduce;
+  p.steps = T;
+  p.single_port = o.port == PortModel::Single;
+  p.root = o.root;
+  p.p = g.p;
+  p.nbr = g.nbr;
+  p.dist = g.dist;
+  p.link_number.resize(g.p);
+  for (NodeId v = 0; v < g.p; ++v)
+    for (const Link& l : topo.links(v)) p.link_number[v].push_back(l.number);
+  p.uniform = o.uniform;
+  std::optional<Cayley> cay;
+  if (o.uniform && k != Kind::Broadcast) {
+    cay = cayley_of(topo);
+    if (!cay)
+      throw UsageError("synth --uniform " + std::string(kind_name(k)) +
+                       " needs a Cayley graph with involutive links: star or hypercube");
+    p.links = cay->links;
+    for (int kk : cay->links) {
+      std::vector<std::uint32_t> row(g.p);
+      for (NodeId x = 0; x < g.p; ++x) row[x] = cay->lmul(kk, x);
+      p.lmul.push_back(std::move(row));
+    }
+  }
+  p.name = query_stem(o, topo, k, T);
+  p.comment = fmt::format(
+      "collv synth {} --topology {} --steps {} --port {}{} --backend cadical\n"
+      "meaning: unsat = {}; sat = a {}-step schedule exists",
+      kind_name(k), topo.spec(), T, o.port == PortModel::Single ? "single" : "all",
+      o.uniform ? " --uniform" : "",
+      o.uniform ? "no UNIFORM schedule exists (not a lower bound)"
+                : fmt::format("no schedule exists (lower bound {} steps)", T + 1),
+      T);
+  sat::CnfOptions co;
+  co.timeout_ms = o.timeout_ms;
+  co.max_literals = o.max_terms;
+  co.symmetry_breaking = o.symmetry_breaking;
+  co.proof_dir = o.proof_dir.empty() ? o.emit_dir : o.proof_dir;
+  sat::CnfResult r = sat::solve_synth_cnf(p, co);
+  Attempt a;
+  a.info.steps = T;
+  a.info.answer = r.answer;
+  a.info.seconds = r.seconds;
+  a.info.reason = r.reason;
+  a.info.file = r.cnf_file;
+  a.info.proof = r.proof_file;
+  if (r.answer == smt::Answer::Sat) {
+    if (cay)
+      a.trace = make_trace_symmetric(topo, g, *cay, k, T, r.values);
+    else
+      a.trace = make_trace(topo, g, k, T, o.root, r.values);
+    a.trace->port = o.port;
+  }
+  return a;
+}
+
 Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k, unsigned T) {
+  if (o.backend == "cadical") return attempt_cnf(o, topo, g, k, T);
   smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms}, "QF_FD");
   Builder b(g, k, T, o.port, o.root, s, topo, o.uniform);
   Attempt a;
@@ -686,6 +759,8 @@ SynthResult synthesize(const SynthOptions& o) {
   if (o.root >= g.p)
     throw UsageError(fmt::format("synth: root {} is not a processor of {}", o.root, topo.spec()));
   if (o.steps == 0 && !o.least) throw UsageError("synth: --steps must be at least 1");
+  if (o.backend != "z3" && o.backend != "cadical")
+    throw UsageError("synth: unknown backend '" + o.backend + "' (expected z3 or cadical)");
   SynthResult res;
   if (!o.least) {
     Attempt a = attempt(o, topo, g, k, o.steps);

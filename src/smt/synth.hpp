@@ -44,6 +44,14 @@ struct SynthOptions {
   unsigned timeout_ms = 60000;           // per query
   std::uint64_t max_terms = 30'000'000;  // per query, counted before it is built
   std::string emit_dir;                  // write every query as an SMT-LIB2 file here
+  // "z3" (default) or "cadical": the same questions as CNF, solved by CaDiCaL (synth_cnf.hpp).
+  std::string backend = "z3";
+  // cadical: write <query>.cnf (DIMACS) and, for unsat, <query>.drat (text DRAT proof) here
+  // (default: emit_dir).
+  std::string proof_dir;
+  // cadical: fix node 0's (broadcast: the root's) step-1 message when the graph is shown
+  // arc-transitive by explicit automorphisms (sound, docs/smt.md).
+  bool symmetry_breaking = true;
 };
 
 struct SynthAttempt {
@@ -51,7 +59,8 @@ struct SynthAttempt {
   smt::Answer answer;
   double seconds;
   std::string reason;  // unknown: why
-  std::string file;    // emitted query, if any
+  std::string file;    // emitted query, if any (cadical: the DIMACS CNF)
+  std::string proof;   // cadical, unsat, with a proof directory: the DRAT proof of `file`
 };
 
 struct SynthResult {

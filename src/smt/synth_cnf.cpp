@@ -1,0 +1,815 @@
+// The CNF encodings of synthesis, solved by CaDiCaL (see synth_cnf.hpp and docs/smt.md).
+#include "smt/synth_cnf.hpp"
+
+#include <algorithm>
+#include <cadical.hpp>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace collv::sat {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Literals: DIMACS integers; two constants that never reach the solver.
+constexpr int kTrue = INT_MAX;
+constexpr int kFalse = -INT_MAX;
+
+struct CapExceeded {};
+
+// A CNF being built: clauses in a flat 0-terminated buffer, names of the named variables.
+class Cnf {
+ public:
+  explicit Cnf(std::uint64_t cap) : cap_(cap) { names_.emplace_back(); }
+
+  int var(std::string name = {}) {
+    names_.push_back(std::move(name));
+    return static_cast<int>(names_.size() - 1);
+  }
+  int vars() const { return static_cast<int>(names_.size() - 1); }
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<int>& buffer() const { return buf_; }
+  std::uint64_t clauses() const { return clauses_; }
+  std::uint64_t cap() const { return cap_; }
+
+  // Adds a clause, simplified: false literals dropped, satisfied clauses skipped.
+  void add(std::initializer_list<int> c) { add(c.begin(), c.end()); }
+  void add(const std::vector<int>& c) { add(c.data(), c.data() + c.size()); }
+  void add(const int* b, const int* e) {
+    for (const int* p = b; p != e; ++p)
+      if (*p == kTrue) return;
+    for (const int* p = b; p != e; ++p)
+      if (*p != kFalse) buf_.push_back(*p);
+    buf_.push_back(0);
+    ++clauses_;
+    if (buf_.size() > cap_) throw CapExceeded{};
+  }
+
+  // z <-> a AND b (full Tseitin: z can be used in both polarities).
+  int and_full(int a, int b) {
+    if (a == kFalse || b == kFalse) return kFalse;
+    if (a == kTrue) return b;
+    if (b == kTrue) return a;
+    int z = var();
+    add({-z, a});
+    add({-z, b});
+    add({z, -a, -b});
+    return z;
+  }
+  // z -> a AND b (Plaisted-Greenbaum: z only occurs positively in the clauses that use it).
+  int and_pos(int a, int b) {
+    if (a == kFalse || b == kFalse) return kFalse;
+    if (a == kTrue) return b;
+    if (b == kTrue) return a;
+    int z = var();
+    add({-z, a});
+    add({-z, b});
+    return z;
+  }
+
+  // At most one of lits is true. Pairwise (binary clauses, no new variables) for up to 5
+  // literals; above that Sinz's sequential counter: aux s_i = "one of x_1..x_i is true",
+  // 3n-4 clauses and n-1 variables instead of n(n-1)/2 clauses. Both are arc-consistent under
+  // unit propagation.
+  void at_most_one(std::vector<int> lits) {
+    std::size_t trues = 0;
+    std::vector<int> xs;
+    for (int l : lits) {
+      if (l == kFalse) continue;
+      if (l == kTrue)
+        ++trues;
+      else
+        xs.push_back(l);
+    }
+    if (trues > 1) {
+      add({});
+      return;
+    }
+    if (trues == 1) {
+      for (int x : xs) add({-x});
+      return;
+    }
+    std::size_t n = xs.size();
+    if (n <= 1) return;
+    if (n <= 5) {
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) add({-xs[i], -xs[j]});
+      return;
+    }
+    std::vector<int> s(n - 1);
+    for (auto& v : s) v = var();
+    add({-xs[0], s[0]});
+    for (std::size_t i = 1; i + 1 < n; ++i) {
+      add({-xs[i], s[i]});
+      add({-s[i - 1], s[i]});
+      add({-xs[i], -s[i - 1]});
+    }
+    add({-xs[n - 1], -s[n - 2]});
+  }
+
+ private:
+  std::uint64_t cap_;
+  std::vector<int> buf_;
+  std::vector<std::string> names_;
+  std::uint64_t clauses_ = 0;
+};
+
+// The encodings; the same constraints as synth.cpp's Builder (variable names included).
+class Encoder {
+ public:
+  Encoder(const SynthProblem& p, Cnf& f) : p_(p), f_(f), T_(p.steps) {}
+
+  void build(bool symmetry, CnfResult& res) {
+    if (p_.uniform && p_.kind != SynthKind::Broadcast) {
+      res.symmetry_note = "uniform: the symmetric encoding follows node 0 only";
+      build_symmetric();
+      return;
+    }
+    // Message variables, one per directed link and step (a repeated neighbour shares it).
+    mv_.assign(T_ + 1, {});
+    for (unsigned t = 1; t <= T_; ++t) {
+      mv_[t].resize(p_.p);
+      for (std::uint32_t u = 0; u < p_.p; ++u) {
+        auto& row = mv_[t][u];
+        for (std::size_t i = 0; i < p_.nbr[u].size(); ++i) {
+          std::uint32_t v = p_.nbr[u][i];
+          std::size_t first = index_of(u, v);
+          row.push_back(first < i ? row[first] : f_.var(fmt::format("m{}_{}_{}", u, v, t)));
+        }
+      }
+    }
+    if (p_.single_port)
+      for (unsigned t = 1; t <= T_; ++t)
+        for (std::uint32_t u = 0; u < p_.p; ++u) {
+          if (p_.nbr[u].size() < 2) continue;
+          std::vector<int> out, in;
+          for (std::uint32_t v : p_.nbr[u]) {
+            out.push_back(M(u, v, t));
+            in.push_back(M(v, u, t));
+          }
+          f_.at_most_one(out);
+          f_.at_most_one(in);
+        }
+    if (p_.uniform) {  // broadcast: every node sends along link l_t in step t
+      std::set<int> nums;
+      for (auto& row : p_.link_number) nums.insert(row.begin(), row.end());
+      for (unsigned t = 1; t <= T_; ++t) {
+        std::map<int, int> l;
+        std::vector<int> am;
+        for (int k : nums) am.push_back(l[k] = f_.var(fmt::format("l{}_{}", t, k)));
+        f_.at_most_one(am);
+        for (std::uint32_t u = 0; u < p_.p; ++u)
+          for (std::size_t i = 0; i < p_.nbr[u].size(); ++i) {
+            int m = mv_[t][u][i], li = l[p_.link_number[u][i]];
+            f_.add({-m, li});
+            f_.add({m, -li});
+          }
+      }
+    }
+    if (symmetry && !p_.uniform && T_ >= 1 && p_.p >= 2) {
+      std::uint32_t a = p_.kind == SynthKind::Broadcast ? p_.root : 0;
+      std::string why;
+      if (!p_.nbr[a].empty() &&
+          arcs_in_one_orbit(p_.nbr, p_.kind == SynthKind::Broadcast, p_.root, &why)) {
+        f_.add({M(a, p_.nbr[a][0], 1)});
+        res.symmetry_used = true;
+        res.symmetry_note =
+            fmt::format("symmetry breaking: {} sends to {} in step 1 ({})", a, p_.nbr[a][0], why);
+      } else {
+        res.symmetry_note = "no symmetry breaking: " + why;
+      }
+    }
+    switch (p_.kind) {
+      case SynthKind::Broadcast:
+        gossip_like({p_.root});
+        break;
+      case SynthKind::Gossip: {
+        std::vector<std::uint32_t> all(p_.p);
+        for (std::uint32_t c = 0; c < p_.p; ++c) all[c] = c;
+        gossip_like(all);
+        break;
+      }
+      case SynthKind::Allreduce:
+        allreduce();
+        break;
+    }
+  }
+
+ private:
+  std::size_t index_of(std::uint32_t u, std::uint32_t v) const {
+    const auto& n = p_.nbr[u];
+    return static_cast<std::size_t>(std::find(n.begin(), n.end(), v) - n.begin());
+  }
+  int M(std::uint32_t u, std::uint32_t v, unsigned t) const { return mv_[t][u][index_of(u, v)]; }
+
+  // has[v][c][t], constant where fixed (own chunk; farther than t hops from the chunk's origin).
+  int H(std::uint32_t v, std::uint32_t c, unsigned t) {
+    if (v == c) return kTrue;
+    if (t == 0 || p_.dist[c][v] > t) return kFalse;
+    int& h = hv_[(static_cast<std::size_t>(t) * p_.p + v) * nchunks_ + chunk_index_[c]];
+    if (h == 0) h = f_.var(fmt::format("h{}_{}_{}", v, c, t));
+    return h;
+  }
+
+  void gossip_like(const std::vector<std::uint32_t>& chunks) {
+    // Each holding variable has at least two literals: refuse before allocating past the cap.
+    nchunks_ = chunks.size();
+    if (static_cast<std::uint64_t>(T_ + 1) * p_.p * nchunks_ * 2 > f_.cap()) throw CapExceeded{};
+    chunk_index_.assign(p_.p, 0);
+    for (std::size_t i = 0; i < chunks.size(); ++i) chunk_index_[chunks[i]] = i;
+    hv_.assign(static_cast<std::size_t>(T_ + 1) * p_.p * nchunks_, 0);
+    std::vector<int> cl;
+    for (unsigned t = 1; t <= T_; ++t)
+      for (std::uint32_t v = 0; v < p_.p; ++v)
+        for (std::uint32_t c : chunks) {
+          int h = H(v, c, t);
+          if (h == kTrue || h == kFalse) continue;
+          int prev = H(v, c, t - 1);
+          cl.assign({-h, prev});
+          if (p_.single_port) {
+            // At most one message arrives: v gained c only if a message arrived, and whoever
+            // sent it held c. No auxiliary variables.
+            for (std::uint32_t u : p_.nbr[v]) {
+              int hu = H(u, c, t - 1), m = M(u, v, t);
+              if (hu != kFalse) cl.push_back(m);
+              if (hu != kTrue) f_.add({-h, prev, -m, hu});
+            }
+          } else {
+            for (std::uint32_t u : p_.nbr[v]) cl.push_back(f_.and_pos(M(u, v, t), H(u, c, t - 1)));
+          }
+          f_.add(cl);
+        }
+    for (std::uint32_t v = 0; v < p_.p; ++v)
+      for (std::uint32_t c : chunks) f_.add({H(v, c, T_)});
+  }
+
+  // Selection over atoms: the union of the selected atoms' sets is target(c) for every c, and the
+  // selected atoms are pairwise disjoint (at most one selected atom contains c). gate: when the
+  // target is the constant true, the cover is required only under gate.
+  void selection(const std::vector<int>& sel,
+                 const std::function<int(std::size_t, std::uint32_t)>& atom,
+                 const std::function<int(std::uint32_t)>& target, int gate) {
+    std::vector<int> zs;
+    for (std::uint32_t c = 0; c < p_.p; ++c) {
+      int tc = target(c);
+      if (tc == kFalse) {  // no selected atom may contain c
+        for (std::size_t j = 0; j < sel.size(); ++j) {
+          int a = atom(j, c);
+          if (a != kFalse) f_.add({-sel[j], -a});
+        }
+        continue;
+      }
+      zs.clear();
+      for (std::size_t j = 0; j < sel.size(); ++j) {
+        int z = f_.and_full(sel[j], atom(j, c));
+        if (z == kFalse) continue;
+        zs.push_back(z);
+        if (tc != kTrue) f_.add({-z, tc});
+      }
+      std::vector<int> cover{tc == kTrue ? -gate : -tc};
+      cover.insert(cover.end(), zs.begin(), zs.end());
+      f_.add(cover);
+      f_.at_most_one(zs);
+    }
+  }
+
+  struct Atom {
+    unsigned tau;  // 0 = input
+    std::uint32_t w;
+  };
+  std::vector<Atom> atoms(std::uint32_t u, unsigned t) const {
+    std::vector<Atom> a{{0, u}};
+    for (unsigned tau = 1; tau < t; ++tau)
+      for (std::uint32_t w : p_.nbr[u]) a.push_back({tau, w});
+    return a;
+  }
+  // s: u sends chunk c to v in step t.
+  int S(std::uint32_t u, std::uint32_t v, std::uint32_t c, unsigned t) {
+    if (t == 0 || p_.dist[c][u] > t - 1) return kFalse;
+    auto key = std::make_tuple(u, v, c, t);
+    auto it = sv_.find(key);
+    if (it != sv_.end()) return it->second;
+    int s = f_.var(fmt::format("s{}_{}_{}_{}", u, v, c, t));
+    sv_.emplace(key, s);
+    return s;
+  }
+  int A(std::uint32_t u, const Atom& a, std::uint32_t c) {
+    if (a.tau == 0) return c == u ? kTrue : kFalse;
+    return S(a.w, u, c, a.tau);
+  }
+
+  void allreduce() {
+    for (unsigned t = 1; t <= T_; ++t)
+      for (std::uint32_t u = 0; u < p_.p; ++u) {
+        auto as = atoms(u, t);
+        for (std::size_t i = 0; i < p_.nbr[u].size(); ++i) {
+          std::uint32_t v = p_.nbr[u][i];
+          if (index_of(u, v) < i) continue;  // a repeated neighbour: the same message
+          int m = mv_[t][u][i];
+          std::vector<int> sel;
+          for (std::size_t j = 0; j < as.size(); ++j) {
+            sel.push_back(f_.var(fmt::format("q{}_{}_{}_{}", u, v, t, j)));
+            f_.add({-sel.back(), m});
+          }
+          for (std::uint32_t c = 0; c < p_.p; ++c) S(u, v, c, t);  // names in order
+          selection(
+              sel, [&](std::size_t j, std::uint32_t c) { return A(u, as[j], c); },
+              [&](std::uint32_t c) { return S(u, v, c, t); }, kFalse);
+        }
+      }
+    for (std::uint32_t v = 0; v < p_.p; ++v) {
+      auto as = atoms(v, T_ + 1);
+      std::vector<int> sel;
+      for (std::size_t j = 0; j < as.size(); ++j)
+        sel.push_back(f_.var(fmt::format("f{}_{}", v, j)));
+      selection(
+          sel, [&](std::size_t j, std::uint32_t c) { return A(v, as[j], c); },
+          [](std::uint32_t) { return kTrue; }, kTrue);
+    }
+  }
+
+  // Uniform schedules on a Cayley graph, seen from node 0 (synth.cpp's build_symmetric).
+  void build_symmetric() {
+    std::size_t L = p_.links.size();
+    std::vector<std::vector<int>> l(T_ + 1, std::vector<int>(L));
+    for (unsigned t = 1; t <= T_; ++t) {
+      for (std::size_t k = 0; k < L; ++k) l[t][k] = f_.var(fmt::format("l{}_{}", t, p_.links[k]));
+      f_.at_most_one(l[t]);
+    }
+    if (p_.kind == SynthKind::Gossip) {
+      std::vector<std::vector<int>> K(T_ + 1, std::vector<int>(p_.p, kFalse));
+      K[0][0] = kTrue;
+      for (unsigned t = 1; t <= T_; ++t) {
+        K[t][0] = kTrue;
+        for (std::uint32_t g = 1; g < p_.p; ++g) K[t][g] = f_.var(fmt::format("k{}_{}", t, g));
+        for (std::uint32_t g = 1; g < p_.p; ++g) {
+          std::vector<int> cl{-K[t][g], K[t - 1][g]};
+          for (std::size_t k = 0; k < L; ++k)
+            cl.push_back(f_.and_pos(l[t][k], K[t - 1][p_.lmul[k][g]]));
+          f_.add(cl);
+        }
+      }
+      for (std::uint32_t g = 1; g < p_.p; ++g) f_.add({K[T_][g]});
+      return;
+    }
+    // allreduce: atoms of e before step t: j = 0 its input {e}, j = 1..t-1 received R_j.
+    std::vector<std::vector<int>> R(T_ + 1, std::vector<int>(p_.p, kFalse));
+    for (std::uint32_t g = 0; g < p_.p; ++g) R[0][g] = g == 0 ? kTrue : kFalse;
+    for (unsigned t = 1; t <= T_; ++t) {
+      std::vector<int> sel;
+      for (unsigned j = 0; j < t; ++j) sel.push_back(f_.var(fmt::format("y{}_{}", t, j)));
+      std::vector<int> Mt(p_.p);
+      for (std::uint32_t g = 0; g < p_.p; ++g) Mt[g] = f_.var(fmt::format("M{}_{}", t, g));
+      selection(
+          sel, [&](std::size_t j, std::uint32_t g) { return R[j][g]; },
+          [&](std::uint32_t g) { return Mt[g]; }, kFalse);
+      for (std::uint32_t g = 0; g < p_.p; ++g) {
+        int r = R[t][g] = f_.var(fmt::format("r{}_{}", t, g));
+        std::vector<int> cl{-r};  // r <-> OR_k (l_k AND M(gen_k g))
+        for (std::size_t k = 0; k < L; ++k) {
+          int z = f_.and_full(l[t][k], Mt[p_.lmul[k][g]]);
+          cl.push_back(z);
+          f_.add({-z, r});
+        }
+        f_.add(cl);
+      }
+    }
+    std::vector<int> fsel;
+    for (unsigned j = 0; j <= T_; ++j) fsel.push_back(f_.var(fmt::format("f{}", j)));
+    selection(
+        fsel, [&](std::size_t j, std::uint32_t g) { return R[j][g]; },
+        [](std::uint32_t) { return kTrue; }, kTrue);
+  }
+
+  const SynthProblem& p_;
+  Cnf& f_;
+  unsigned T_;
+  std::vector<std::vector<std::vector<int>>> mv_;  // [t][u][i]
+  std::vector<int> hv_;
+  std::size_t nchunks_ = 0;
+  std::vector<std::size_t> chunk_index_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, unsigned>, int> sv_;
+};
+
+struct Deadline : CaDiCaL::Terminator {
+  Clock::time_point end;
+  bool terminate() override { return Clock::now() >= end; }
+};
+
+void write_dimacs(const std::string& path, const Cnf& f, const SynthProblem& p) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  std::string s;
+  s += "c collv synth, CNF for CaDiCaL (docs/smt.md, the SAT backend)\n";
+  std::istringstream cm(p.comment);
+  for (std::string line; std::getline(cm, line);) s += "c " + line + "\n";
+  s += "c re-check: cadical FILE.cnf (exit 20 = unsat); drat-trim FILE.cnf FILE.drat\n";
+  const auto& names = f.names();
+  for (std::size_t v = 1; v < names.size(); ++v)
+    if (!names[v].empty()) s += fmt::format("c var {} {}\n", v, names[v]);
+  s += fmt::format("p cnf {} {}\n", f.vars(), f.clauses());
+  out << s;
+  s.clear();
+  for (int lit : f.buffer()) {
+    fmt::format_to(std::back_inserter(s), "{}", lit);
+    s += lit == 0 ? '\n' : ' ';
+    if (s.size() > (1u << 20)) {
+      out << s;
+      s.clear();
+    }
+  }
+  out << s;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
+  CnfResult res;
+  auto t0 = Clock::now();
+  Cnf f(o.max_literals);
+  try {
+    Encoder e(p, f);
+    e.build(o.symmetry_breaking, res);
+  } catch (const CapExceeded&) {
+    res.answer = smt::Answer::Unknown;
+    res.reason = fmt::format("refused: the CNF exceeds {} literals (the size cap, --max-terms)",
+                             o.max_literals);
+    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  }
+  res.vars = static_cast<std::uint64_t>(f.vars());
+  res.clauses = f.clauses();
+  std::string proof;
+  if (!o.proof_dir.empty()) {
+    std::filesystem::create_directories(o.proof_dir);
+    res.cnf_file = (std::filesystem::path(o.proof_dir) / (p.name + ".cnf")).string();
+    proof = (std::filesystem::path(o.proof_dir) / (p.name + ".drat")).string();
+    write_dimacs(res.cnf_file, f, p);
+  }
+  {
+    CaDiCaL::Solver s;
+    s.set("quiet", 1);
+    if (!o.configuration.empty() && !s.configure(o.configuration.c_str()))
+      throw std::runtime_error("CaDiCaL: unknown configuration " + o.configuration);
+    if (!proof.empty()) {
+      s.set("binary", 0);
+      if (!s.trace_proof(proof.c_str())) throw std::runtime_error("cannot write " + proof);
+    }
+    s.reserve(f.vars());
+    for (int lit : f.buffer()) s.add(lit);
+    Deadline d;
+    d.end = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
+    s.connect_terminator(&d);
+    auto ts = Clock::now();
+    int r = s.solve();
+    res.solve_seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+    s.disconnect_terminator();
+    if (r == 10) {
+      res.answer = smt::Answer::Sat;
+      const auto& names = f.names();
+      for (std::size_t v = 1; v < names.size(); ++v)
+        if (!names[v].empty())
+          res.values[names[v]] = s.val(static_cast<int>(v)) > 0 ? "true" : "false";
+    } else if (r == 20) {
+      res.answer = smt::Answer::Unsat;
+    } else {
+      res.answer = smt::Answer::Unknown;
+      res.reason = fmt::format("timeout ({} ms)", o.timeout_ms);
+    }
+    if (!proof.empty()) s.close_proof_trace();
+  }
+  if (!proof.empty()) {
+    if (res.answer == smt::Answer::Unsat)
+      res.proof_file = proof;
+    else
+      std::filesystem::remove(proof);
+  }
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+// ---- automorphisms ----------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::uint32_t> bfs(const std::vector<std::vector<std::uint32_t>>& nbr,
+                               std::uint32_t s) {
+  std::vector<std::uint32_t> d(nbr.size(), UINT32_MAX);
+  std::deque<std::uint32_t> q{s};
+  d[s] = 0;
+  while (!q.empty()) {
+    auto a = q.front();
+    q.pop_front();
+    for (auto b : nbr[a])
+      if (d[b] == UINT32_MAX) {
+        d[b] = d[a] + 1;
+        q.push_back(b);
+      }
+  }
+  return d;
+}
+
+bool adjacent(const std::vector<std::vector<std::uint32_t>>& nbr, std::uint32_t a,
+              std::uint32_t b) {
+  return std::find(nbr[a].begin(), nbr[a].end(), b) != nbr[a].end();
+}
+
+// An automorphism sigma with sigma(u) = a, sigma(v) = b, by backtracking in BFS order from u with
+// distance pruning; empty if none found within budget.
+std::vector<std::uint32_t> find_automorphism(const std::vector<std::vector<std::uint32_t>>& nbr,
+                                             std::uint32_t u, std::uint32_t v, std::uint32_t a,
+                                             std::uint32_t b, std::uint64_t& budget) {
+  std::size_t p = nbr.size();
+  auto du = bfs(nbr, u), dv = bfs(nbr, v), da = bfs(nbr, a), db = bfs(nbr, b);
+  std::vector<std::uint32_t> order{u, v}, parent(p, UINT32_MAX);
+  std::vector<char> seen(p, 0);
+  seen[u] = seen[v] = 1;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (auto w : nbr[order[i]])
+      if (!seen[w]) {
+        seen[w] = 1;
+        parent[w] = order[i];
+        order.push_back(w);
+      }
+  if (order.size() != p) return {};
+  std::vector<std::uint32_t> sig(p, UINT32_MAX), inv(p, UINT32_MAX);
+  auto fits = [&](std::uint32_t w, std::uint32_t x) {
+    if (inv[x] != UINT32_MAX || du[w] != da[x] || dv[w] != db[x]) return false;
+    if (nbr[w].size() != nbr[x].size()) return false;
+    std::size_t mapped_w = 0, mapped_x = 0;
+    for (auto y : nbr[w])
+      if (sig[y] != UINT32_MAX) {
+        ++mapped_w;
+        if (!adjacent(nbr, x, sig[y])) return false;
+      }
+    for (auto y : nbr[x])
+      if (inv[y] != UINT32_MAX) ++mapped_x;
+    return mapped_w == mapped_x;
+  };
+  if (!fits(u, a)) return {};
+  sig[u] = a;
+  inv[a] = u;
+  if (!fits(v, b)) return {};
+  sig[v] = b;
+  inv[b] = v;
+  std::function<bool(std::size_t)> rec = [&](std::size_t i) -> bool {
+    if (i == p) return true;
+    if (budget == 0) return false;
+    --budget;
+    std::uint32_t w = order[i];
+    for (auto x : nbr[sig[parent[w]]]) {
+      if (!fits(w, x)) continue;
+      sig[w] = x;
+      inv[x] = w;
+      if (rec(i + 1)) return true;
+      sig[w] = inv[x] = UINT32_MAX;
+      if (budget == 0) return false;
+    }
+    return false;
+  };
+  if (!rec(2)) return {};
+  // Verify: a bijection that maps every edge to an edge.
+  for (std::size_t x = 0; x < p; ++x)
+    if (sig[x] == UINT32_MAX || inv[sig[x]] != x) return {};
+  for (std::size_t x = 0; x < p; ++x)
+    for (auto y : nbr[x])
+      if (!adjacent(nbr, sig[x], sig[y])) return {};
+  return sig;
+}
+
+}  // namespace
+
+bool arcs_in_one_orbit(const std::vector<std::vector<std::uint32_t>>& nbr, bool fixed_root,
+                       std::uint32_t root, std::string* why) {
+  auto say = [&](std::string s) {
+    if (why) *why = std::move(s);
+    return false;
+  };
+  std::size_t p = nbr.size();
+  std::uint32_t a = fixed_root ? root : 0;
+  if (p < 2 || a >= p || nbr[a].empty()) return say("too small");
+  std::uint32_t b = nbr[a][0];
+  std::uint64_t budget = 50'000'000;
+  std::size_t found = 0;
+  for (std::uint32_t u = 0; u < p; ++u) {
+    if (fixed_root && u != root) continue;
+    for (std::uint32_t v : nbr[u]) {
+      if (u == a && v == b) continue;
+      auto sig = find_automorphism(nbr, u, v, a, b, budget);
+      if (sig.empty())
+        return say(
+            fmt::format("no automorphism found mapping the arc {}->{} to {}->{}", u, v, a, b));
+      ++found;
+    }
+  }
+  if (why)
+    *why =
+        fixed_root
+            ? fmt::format("{} automorphisms fixing the root map each of its arcs to {}->{}", found,
+                          a, b)
+            : fmt::format("{} automorphisms map every arc to {}->{}: arc-transitive", found, a, b);
+  return true;
+}
+
+// ---- a forward RUP checker ----------------------------------------------------------------------
+
+namespace {
+
+class Rup {
+ public:
+  void ensure(int var) {
+    if (static_cast<std::size_t>(var) >= val_.size()) {
+      val_.resize(static_cast<std::size_t>(var) + 1, 0);
+      watches_.resize(2 * (static_cast<std::size_t>(var) + 1));
+    }
+  }
+  // Adds a clause at the top level (after a successful check); returns false on a conflict.
+  bool add(std::vector<int> c) {
+    if (conflict_) return false;
+    for (int l : c) ensure(std::abs(l));
+    // Non-false literals first.
+    std::stable_partition(c.begin(), c.end(), [&](int l) { return value(l) >= 0; });
+    if (c.empty() || value(c[0]) < 0) return !(conflict_ = true);
+    if (c.size() == 1 || value(c[1]) < 0) {
+      if (value(c[0]) == 0) {
+        assign(c[0]);
+        if (!propagate()) return !(conflict_ = true);
+      }
+      if (c.size() == 1) return true;
+    }
+    std::size_t id = clauses_.size();
+    clauses_.push_back(std::move(c));
+    watches_[idx(-clauses_[id][0])].push_back(id);
+    watches_[idx(-clauses_[id][1])].push_back(id);
+    return true;
+  }
+  // Is c a reverse-unit-propagation consequence of the clauses added so far?
+  bool rup(const std::vector<int>& c) {
+    if (conflict_) return true;
+    for (int l : c) ensure(std::abs(l));
+    std::size_t mark = trail_.size();
+    bool ok = false;
+    for (int l : c) {
+      if (value(l) > 0) {
+        ok = true;
+        break;
+      }
+      if (value(l) == 0) assign(-l);
+    }
+    if (!ok) ok = !propagate();
+    while (trail_.size() > mark) {
+      val_[static_cast<std::size_t>(std::abs(trail_.back()))] = 0;
+      trail_.pop_back();
+    }
+    qhead_ = mark;
+    return ok;
+  }
+  bool conflict() const { return conflict_; }
+
+ private:
+  static std::size_t idx(int lit) {
+    return 2 * static_cast<std::size_t>(std::abs(lit)) + (lit < 0 ? 1 : 0);
+  }
+  int value(int lit) const {
+    int v = val_[static_cast<std::size_t>(std::abs(lit))];
+    return lit < 0 ? -v : v;
+  }
+  void assign(int lit) {
+    val_[static_cast<std::size_t>(std::abs(lit))] = lit > 0 ? 1 : -1;
+    trail_.push_back(lit);
+  }
+  // Unit propagation; false on a conflict. watches_[idx(x)]: clauses watching -x, visited when x
+  // becomes true.
+  bool propagate() {
+    while (qhead_ < trail_.size()) {
+      int x = trail_[qhead_++];
+      auto& ws = watches_[idx(x)];
+      std::size_t keep = 0;
+      bool confl = false;
+      for (std::size_t i = 0; i < ws.size(); ++i) {
+        std::size_t id = ws[i];
+        if (confl) {
+          ws[keep++] = id;
+          continue;
+        }
+        auto& c = clauses_[id];
+        if (c[0] == -x) std::swap(c[0], c[1]);
+        if (value(c[0]) > 0) {
+          ws[keep++] = id;
+          continue;
+        }
+        bool moved = false;
+        for (std::size_t k = 2; k < c.size(); ++k)
+          if (value(c[k]) >= 0) {
+            std::swap(c[1], c[k]);
+            watches_[idx(-c[1])].push_back(id);
+            moved = true;
+            break;
+          }
+        if (moved) continue;
+        ws[keep++] = id;
+        if (value(c[0]) < 0)
+          confl = true;
+        else
+          assign(c[0]);
+      }
+      ws.resize(keep);
+      if (confl) return false;
+    }
+    return true;
+  }
+
+  std::vector<std::vector<int>> clauses_;
+  std::vector<std::vector<std::size_t>> watches_;
+  std::vector<int> val_{0};
+  std::vector<int> trail_;
+  std::size_t qhead_ = 0;
+  bool conflict_ = false;
+};
+
+}  // namespace
+
+ProofCheck check_drup_proof(const std::string& cnf_file, const std::string& proof_file) {
+  ProofCheck pc;
+  std::ifstream cnf(cnf_file);
+  if (!cnf) {
+    pc.message = "cannot read " + cnf_file;
+    return pc;
+  }
+  Rup rup;
+  std::string line;
+  std::vector<int> c;
+  bool header = false;
+  while (std::getline(cnf, line)) {
+    if (line.empty() || line[0] == 'c') continue;
+    if (line[0] == 'p') {
+      header = true;
+      continue;
+    }
+    std::istringstream in(line);
+    for (int lit; in >> lit;) {
+      if (lit != 0) {
+        c.push_back(lit);
+        continue;
+      }
+      rup.add(c);
+      c.clear();
+    }
+  }
+  if (!header || !c.empty()) {
+    pc.message = cnf_file + ": not a DIMACS CNF";
+    return pc;
+  }
+  std::ifstream pf(proof_file);
+  if (!pf) {
+    pc.message = "cannot read " + proof_file;
+    return pc;
+  }
+  while (std::getline(pf, line)) {
+    if (line.empty() || line[0] == 'c') continue;
+    bool del = line[0] == 'd';
+    std::istringstream in(del ? line.substr(1) : line);
+    for (int lit; in >> lit;) {
+      if (lit != 0) {
+        c.push_back(lit);
+        continue;
+      }
+      if (!del) {
+        ++pc.lemmas;
+        if (!rup.rup(c)) {
+          std::string s;
+          for (int l : c) s += fmt::format("{} ", l);
+          pc.message = fmt::format("{}: lemma {} ({}0) is not implied by unit propagation",
+                                   proof_file, pc.lemmas, s);
+          return pc;
+        }
+        rup.add(c);
+      }
+      c.clear();
+    }
+    if (in.fail() && !in.eof()) {
+      pc.message = proof_file + ": not a text DRAT proof (binary?)";
+      return pc;
+    }
+  }
+  if (!rup.conflict()) {
+    pc.message = proof_file + ": the proof does not derive the empty clause";
+    return pc;
+  }
+  pc.ok = true;
+  pc.message = fmt::format("{} lemmas checked, the empty clause is derived", pc.lemmas);
+  return pc;
+}
+
+}  // namespace collv::sat
