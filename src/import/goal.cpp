@@ -368,7 +368,7 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
     Counterexample c;
     c.nodes = nodes;
     c.message = fmt::format(
-        "dependency cycle (each event waits for the one before it, the last for the first): {}; "
+        "dependency cycle (each event waits for the one before it, the first for the last): {}; "
         "{} ops can never complete",
         msg, blocked);
     add_violation(deadlock, std::move(c));
