@@ -18,6 +18,7 @@
 
 #include "import/import.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 
@@ -82,6 +83,8 @@ class Parser {
         std::uint64_t n = number(t[1], line, "num_ranks");
         if (n == 0 || n > kMaxRanks)
           err(t[1].col, fmt::format("num_ranks {} is outside 1..{}", n, kMaxRanks));
+        require_memory(n * n * 16,
+                       fmt::format("{}: the complete:{} topology of the trace", src_, n));
         num_ranks_ = static_cast<std::uint32_t>(n);
         seen_rank.assign(n, false);
         continue;
@@ -240,6 +243,10 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
   const std::uint32_t p = ps.num_ranks_;
   std::vector<GoalOp>& ops = ps.ops_;
   const std::uint32_t n = static_cast<std::uint32_t>(ops.size());
+  // The event graph: two events of ~80 bytes per op, an edge per dependency and message.
+  require_memory(
+      std::uint64_t{n} * 200 + ps.deps_.size() * 16,
+      fmt::format("{}: the event graph of {} ops and {} dependencies", source, n, ps.deps_.size()));
 
   ImportedSchedule out;
   out.format = ScheduleFormat::Goal;
