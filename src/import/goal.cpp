@@ -1,11 +1,500 @@
 // GOAL (LogGOPSim) reader (docs/formats.md, "GOAL").
+//
+// The file is parsed into ops per rank, receives are matched to sends by (src, dst, tag) in
+// order, and an event graph is built: two events per op (its start and its end) with an edge for
+// every `requires` (end of B -> start of A), `irequires` (start of B -> start of A), op (start ->
+// end) and message (start of the send -> end of the receive). The earliest schedule is the
+// longest path in that graph; a cycle is a deadlock; reachability gives the information flow.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "import/import.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 
-ImportedSchedule import_goal(const std::string&, const std::string& source) {
-  throw UsageError(source + ": GOAL is not read yet");
+namespace {
+
+using import_detail::add_violation;
+using import_detail::make_check;
+
+constexpr std::uint64_t kMaxRanks = 2048;       // the Trace's complete:N topology is N*(N-1) links
+constexpr std::uint64_t kMaxOps = 10'000'000;   // ops in the whole file
+constexpr std::uint64_t kMaxDeps = 40'000'000;  // requires/irequires in the whole file
+constexpr std::uint64_t kFlowBitBudget = 1u << 28;  // ranks x events bits for the all-to-all flow
+constexpr std::uint32_t kNever = std::numeric_limits<std::uint32_t>::max();
+
+enum class GoalKind { Send, Recv, Calc };
+
+struct GoalOp {
+  GoalKind kind = GoalKind::Calc;
+  std::string label;
+  std::uint64_t size = 0;  // bytes (send, recv) or the calc's amount
+  std::uint32_t peer = 0;
+  std::uint64_t tag = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t line = 0, col = 0;
+  std::uint32_t match = kNever;  // the matched op (send <-> recv)
+};
+
+struct GoalDep {
+  std::uint32_t a, b;  // op indices: a waits for b
+  bool immediate;      // irequires: a starts after b starts
+};
+
+struct GoalTok {
+  std::string text;
+  std::uint32_t col;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& text, const std::string& src) : text_(text), src_(src) {}
+
+  void parse() {
+    std::size_t pos = 0;
+    std::uint32_t line = 0;
+    bool in_rank = false;
+    std::uint32_t cur_rank = 0;
+    std::unordered_map<std::string, std::uint32_t> labels;  // of the current rank
+    std::vector<bool> seen_rank;
+    while (pos <= text_.size()) {
+      std::size_t eol = text_.find('\n', pos);
+      if (eol == std::string::npos) eol = text_.size();
+      ++line;
+      std::vector<GoalTok> t = tokens(pos, eol);
+      pos = eol + 1;
+      if (t.empty()) continue;
+      auto err = [&](std::uint32_t col, const std::string& msg) {
+        throw UsageError(fmt::format("{}:{}:{}: error: {}", src_, line, col, msg));
+      };
+      if (!num_ranks_) {
+        if (t[0].text != "num_ranks" || t.size() != 2)
+          err(t[0].col, "a GOAL schedule starts with `num_ranks N`");
+        std::uint64_t n = number(t[1], line, "num_ranks");
+        if (n == 0 || n > kMaxRanks)
+          err(t[1].col, fmt::format("num_ranks {} is outside 1..{}", n, kMaxRanks));
+        require_memory(n * n * 16,
+                       fmt::format("{}: the complete:{} topology of the trace", src_, n));
+        num_ranks_ = static_cast<std::uint32_t>(n);
+        seen_rank.assign(n, false);
+        continue;
+      }
+      if (!in_rank) {
+        if (t[0].text != "rank" || t.size() != 3 || t[2].text != "{")
+          err(t[0].col, "expected `rank R {`");
+        std::uint64_t r = number(t[1], line, "rank");
+        if (r >= num_ranks_)
+          err(t[1].col, fmt::format("rank {} is outside 0..{}", r, num_ranks_ - 1));
+        if (seen_rank[r]) err(t[1].col, fmt::format("rank {} is defined twice", r));
+        seen_rank[r] = true;
+        cur_rank = static_cast<std::uint32_t>(r);
+        in_rank = true;
+        labels.clear();
+        continue;
+      }
+      if (t[0].text == "}") {
+        if (t.size() != 1) err(t[1].col, "unexpected text after `}`");
+        in_rank = false;
+        continue;
+      }
+      // A dependency: lA requires lB / lA irequires lB.
+      if (t.size() == 3 && (t[1].text == "requires" || t[1].text == "irequires")) {
+        auto find = [&](const GoalTok& k) {
+          auto it = labels.find(k.text);
+          if (it == labels.end())
+            err(k.col, fmt::format("label `{}` is not defined (before this line) in rank {}",
+                                   k.text, cur_rank));
+          return it->second;
+        };
+        std::uint32_t a = find(t[0]), b = find(t[2]);
+        if (a == b) err(t[0].col, fmt::format("`{}` depends on itself", t[0].text));
+        if (deps_.size() >= kMaxDeps)
+          err(t[0].col, fmt::format("more than {} dependencies", kMaxDeps));
+        deps_.push_back({a, b, t[1].text == "irequires"});
+        continue;
+      }
+      // An op: LABEL: send SIZEb to R [tag T] | recv SIZEb from R [tag T] | calc C; a trailing
+      // `cpu N` / `nic N` is accepted and ignored.
+      if (t[0].text.size() < 2 || t[0].text.back() != ':')
+        err(t[0].col, "expected `LABEL: send|recv|calc ...`, `lA requires lB`, or `}`");
+      GoalOp op;
+      op.label = t[0].text.substr(0, t[0].text.size() - 1);
+      op.rank = cur_rank;
+      op.line = line;
+      op.col = t[0].col;
+      if (labels.count(op.label))
+        err(t[0].col, fmt::format("label `{}` is defined twice in rank {}", op.label, cur_rank));
+      if (t.size() < 2) err(t[0].col, "the label has no op");
+      std::size_t k = 2;
+      const std::string& verb = t[1].text;
+      if (verb == "send" || verb == "recv") {
+        op.kind = verb == "send" ? GoalKind::Send : GoalKind::Recv;
+        if (t.size() < 5)
+          err(t[1].col, fmt::format("expected `{} SIZEb {} R [tag T]`", verb,
+                                    verb == "send" ? "to" : "from"));
+        GoalTok sz = t[2];
+        if (!sz.text.empty() && sz.text.back() == 'b') sz.text.pop_back();
+        op.size = number(sz, line, "size");
+        const char* dir = verb == "send" ? "to" : "from";
+        if (t[3].text != dir) err(t[3].col, fmt::format("expected `{}`", dir));
+        std::uint64_t peer = number(t[4], line, "peer rank");
+        if (peer >= num_ranks_)
+          err(t[4].col, fmt::format("rank {} is outside 0..{}", peer, num_ranks_ - 1));
+        if (peer == cur_rank) err(t[4].col, fmt::format("rank {} names itself as its peer", peer));
+        op.peer = static_cast<std::uint32_t>(peer);
+        k = 5;
+        if (k < t.size() && t[k].text == "tag") {
+          if (k + 1 >= t.size()) err(t[k].col, "`tag` needs a number");
+          op.tag = number(t[k + 1], line, "tag");
+          k += 2;
+        }
+      } else if (verb == "calc") {
+        op.kind = GoalKind::Calc;
+        if (t.size() < 3) err(t[1].col, "expected `calc C`");
+        op.size = number(t[2], line, "calc amount");
+        k = 3;
+      } else {
+        err(t[1].col, fmt::format("unknown op `{}` (send, recv or calc)", verb));
+      }
+      while (k < t.size()) {
+        if ((t[k].text == "cpu" || t[k].text == "nic") && k + 1 < t.size()) {
+          number(t[k + 1], line, t[k].text);
+          k += 2;
+        } else {
+          err(t[k].col, fmt::format("unexpected `{}`", t[k].text));
+        }
+      }
+      if (ops_.size() >= kMaxOps) err(t[0].col, fmt::format("more than {} ops", kMaxOps));
+      labels.emplace(op.label, static_cast<std::uint32_t>(ops_.size()));
+      ops_.push_back(std::move(op));
+    }
+    if (!num_ranks_) throw UsageError(src_ + ":1:1: error: no `num_ranks N` line");
+    if (in_rank)
+      throw UsageError(
+          fmt::format("{}:{}:1: error: rank {} is not closed with `}}`", src_, line, cur_rank));
+  }
+
+  std::uint32_t num_ranks_ = 0;
+  std::vector<GoalOp> ops_;
+  std::vector<GoalDep> deps_;
+
+ private:
+  std::vector<GoalTok> tokens(std::size_t b, std::size_t e) {
+    std::vector<GoalTok> out;
+    std::size_t i = b;
+    while (i < e) {
+      char c = text_[i];
+      if (c == '#' || (c == '/' && i + 1 < e && text_[i + 1] == '/')) break;  // comment
+      if (c == ' ' || c == '\t' || c == '\r') {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      if (c == '{' || c == '}') {
+        ++j;
+      } else {
+        while (j < e && text_[j] != ' ' && text_[j] != '\t' && text_[j] != '\r' &&
+               text_[j] != '{' && text_[j] != '}' && text_[j] != '#')
+          ++j;
+      }
+      out.push_back({text_.substr(i, j - i), static_cast<std::uint32_t>(i - b + 1)});
+      i = j;
+    }
+    return out;
+  }
+
+  std::uint64_t number(const GoalTok& t, std::uint32_t line, const std::string& what) {
+    if (t.text.empty() || t.text.size() > 18 ||
+        !std::all_of(t.text.begin(), t.text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      throw UsageError(fmt::format("{}:{}:{}: error: {} `{}` is not a non-negative integer", src_,
+                                   line, t.col, what, t.text));
+    return std::stoull(t.text);
+  }
+
+  const std::string& text_;
+  const std::string& src_;
+};
+
+const char* kind_name(GoalKind k) {
+  return k == GoalKind::Send ? "send" : k == GoalKind::Recv ? "recv" : "calc";
+}
+
+std::string op_name(const GoalOp& o) {
+  if (o.kind == GoalKind::Calc) return fmt::format("rank {} {} (calc {})", o.rank, o.label, o.size);
+  return fmt::format("rank {} {} ({} {}b {} {} tag {})", o.rank, o.label, kind_name(o.kind), o.size,
+                     o.kind == GoalKind::Send ? "to" : "from", o.peer, o.tag);
+}
+
+}  // namespace
+
+ImportedSchedule import_goal(const std::string& text, const std::string& source) {
+  Parser ps(text, source);
+  ps.parse();
+  const std::uint32_t p = ps.num_ranks_;
+  std::vector<GoalOp>& ops = ps.ops_;
+  const std::uint32_t n = static_cast<std::uint32_t>(ops.size());
+  // The event graph: two events of ~80 bytes per op, an edge per dependency and message.
+  require_memory(
+      std::uint64_t{n} * 200 + ps.deps_.size() * 16,
+      fmt::format("{}: the event graph of {} ops and {} dependencies", source, n, ps.deps_.size()));
+
+  ImportedSchedule out;
+  out.format = ScheduleFormat::Goal;
+  out.carries_data = false;
+  CheckResult match = make_check("match");
+  CheckResult deadlock = make_check("deadlock");
+  CheckResult flow = make_check("flow");
+
+  // Matching: the k-th send from s to d with tag t pairs with the k-th such receive at d.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>,
+           std::pair<std::vector<std::uint32_t>, std::vector<std::uint32_t>>>
+      queues;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const GoalOp& o = ops[i];
+    if (o.kind == GoalKind::Send) queues[{o.rank, o.peer, o.tag}].first.push_back(i);
+    if (o.kind == GoalKind::Recv) queues[{o.peer, o.rank, o.tag}].second.push_back(i);
+  }
+  for (auto& [key, q] : queues) {
+    std::size_t m = std::min(q.first.size(), q.second.size());
+    for (std::size_t k = 0; k < m; ++k) {
+      ops[q.first[k]].match = q.second[k];
+      ops[q.second[k]].match = q.first[k];
+      if (ops[q.first[k]].size != ops[q.second[k]].size) {
+        const GoalOp& s = ops[q.first[k]];
+        const GoalOp& r = ops[q.second[k]];
+        Counterexample c;
+        c.nodes = {s.rank, r.rank};
+        c.message = fmt::format("{}:{}:{}: {} receives {}b but its send {} (line {}) sends {}b",
+                                source, r.line, r.col, op_name(r), r.size, s.label, s.line, s.size);
+        add_violation(match, std::move(c));
+      }
+    }
+    for (std::size_t k = m; k < q.first.size(); ++k) {
+      const GoalOp& s = ops[q.first[k]];
+      Counterexample c;
+      c.nodes = {s.rank, s.peer};
+      c.message = fmt::format("{}:{}:{}: {} has no matching receive at rank {}", source, s.line,
+                              s.col, op_name(s), s.peer);
+      add_violation(match, std::move(c));
+    }
+    for (std::size_t k = m; k < q.second.size(); ++k) {
+      const GoalOp& r = ops[q.second[k]];
+      Counterexample c;
+      c.nodes = {r.peer, r.rank};
+      c.message = fmt::format("{}:{}:{}: {} has no matching send at rank {}", source, r.line, r.col,
+                              op_name(r), r.peer);
+      add_violation(match, std::move(c));
+    }
+  }
+
+  // The event graph: event 2i is op i's start, 2i+1 its end. Edge (u, v, w): time(v) >= time(u)+w.
+  struct Edge {
+    std::uint32_t to;
+    std::uint32_t w;
+  };
+  const std::uint32_t ne = 2 * n;
+  std::vector<std::vector<Edge>> succ(ne);
+  std::vector<std::uint32_t> indeg(ne, 0);
+  auto edge = [&](std::uint32_t u, std::uint32_t v, std::uint32_t w) {
+    succ[u].push_back({v, w});
+    ++indeg[v];
+  };
+  for (const GoalDep& d : ps.deps_) edge(d.immediate ? 2 * d.b : 2 * d.b + 1, 2 * d.a, 0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const GoalOp& o = ops[i];
+    // A send is injected in one step (eager: it does not wait for its receive); a receive ends
+    // when its message has arrived and it has started.
+    edge(2 * i, 2 * i + 1, o.kind == GoalKind::Send ? 1 : 0);
+    if (o.kind == GoalKind::Recv && o.match != kNever) edge(2 * o.match, 2 * i + 1, 1);
+  }
+
+  // Earliest times (Kahn's order). An unmatched receive never ends: its end and everything after
+  // it stay at kNever.
+  std::vector<std::uint32_t> time(ne, 0);
+  std::vector<bool> never(ne, false);
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (ops[i].kind == GoalKind::Recv && ops[i].match == kNever) never[2 * i + 1] = true;
+  std::vector<std::uint32_t> order;
+  order.reserve(ne);
+  std::vector<std::uint32_t> left = indeg;
+  for (std::uint32_t v = 0; v < ne; ++v)
+    if (left[v] == 0) order.push_back(v);
+  for (std::size_t h = 0; h < order.size(); ++h) {
+    std::uint32_t u = order[h];
+    for (const Edge& e : succ[u]) {
+      if (never[u])
+        never[e.to] = true;
+      else
+        time[e.to] = std::max(time[e.to], time[u] + e.w);
+      if (--left[e.to] == 0) order.push_back(e.to);
+    }
+  }
+  if (order.size() < ne) {
+    // Every event left has a predecessor left: walk back from one until an event repeats.
+    std::vector<std::vector<std::uint32_t>> pred(ne);
+    for (std::uint32_t u = 0; u < ne; ++u)
+      if (left[u] > 0)
+        for (const Edge& e : succ[u])
+          if (left[e.to] > 0) pred[e.to].push_back(u);
+    std::uint32_t v = 0;
+    while (left[v] == 0) ++v;
+    std::vector<std::uint32_t> pos(ne, kNever), walk;
+    while (pos[v] == kNever) {
+      pos[v] = static_cast<std::uint32_t>(walk.size());
+      walk.push_back(v);
+      std::uint32_t next = kNever;
+      for (std::uint32_t u : pred[v])
+        if (left[u] > 0) {
+          next = u;
+          break;
+        }
+      v = next;
+    }
+    std::vector<std::uint32_t> cyc(walk.begin() + pos[v], walk.end());
+    std::reverse(cyc.begin(), cyc.end());  // in waiting order: each event waits for the one before
+    std::string msg;
+    std::vector<NodeId> nodes;
+    for (std::uint32_t e : cyc) {
+      const GoalOp& o = ops[e / 2];
+      msg += fmt::format("{}{} of {} (line {})", msg.empty() ? "" : " -> ", e % 2 ? "end" : "start",
+                         op_name(o), o.line);
+      if (nodes.empty() || nodes.back() != o.rank) nodes.push_back(o.rank);
+    }
+    std::uint32_t blocked = 0;
+    for (std::uint32_t i = 0; i < n; ++i) blocked += left[2 * i + 1] > 0;
+    Counterexample c;
+    c.nodes = nodes;
+    c.message = fmt::format(
+        "dependency cycle (each event waits for the one before it, the first for the last): {}; "
+        "{} ops can never complete",
+        msg, blocked);
+    add_violation(deadlock, std::move(c));
+  }
+  auto done = [&](std::uint32_t ev) { return left[ev] == 0 && !never[ev]; };
+
+  // The Trace: one transfer per matched pair that happens, at step = its receive's end (>= 1).
+  Trace& t = out.trace;
+  t.model_file = source;
+  t.model_name = source;
+  t.collective = Collective::Allreduce;  // unused: the postcondition is not checked
+  t.nodup_claimed = false;
+  t.topology = Topology::parse(fmt::format("complete:{}", p));
+  t.port = PortModel::Single;
+  t.domain = make_domain(DomainKind::Exact, p, 1, 1);
+  t.initial_input.assign(p, Buffer{});
+  t.final_output.assign(p, Buffer{});
+  std::vector<std::uint32_t> recvs;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (ops[i].kind == GoalKind::Recv && ops[i].match != kNever && done(2 * i + 1) &&
+        done(2 * ops[i].match))
+      recvs.push_back(i);
+  std::sort(recvs.begin(), recvs.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(time[2 * a + 1], ops[ops[a].match].line) <
+           std::tie(time[2 * b + 1], ops[ops[b].match].line);
+  });
+  for (std::uint32_t r : recvs) {
+    const GoalOp& s = ops[ops[r].match];
+    Transfer x{};
+    x.step = time[2 * r + 1];
+    x.src = s.rank;
+    x.dst = ops[r].rank;
+    x.payload_begin = 0;
+    x.payload_len = 0;
+    x.line = static_cast<std::uint16_t>(std::min<std::uint32_t>(s.line, 65535));
+    t.transfers.push_back(x);
+  }
+  t.compute_stats();
+
+  // Information flow over the event graph (requires, irequires, messages).
+  if (deadlock.verdict == Verdict::Pass) {
+    // Reached from rank 0: some event of rank r is reachable from an event of rank 0.
+    std::vector<bool> reach(ne, false);
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (ops[i].rank == 0) reach[2 * i] = true;
+    for (std::uint32_t u : order)
+      if (reach[u] && !never[u])
+        for (const Edge& e : succ[u]) reach[e.to] = true;
+    std::vector<bool> rank_reached(p, false);
+    rank_reached[0] = true;
+    for (std::uint32_t v = 0; v < ne; ++v)
+      if (reach[v] && !never[v]) rank_reached[ops[v / 2].rank] = true;
+    std::vector<std::uint32_t> missing;
+    for (std::uint32_t r = 0; r < p; ++r)
+      if (!rank_reached[r]) missing.push_back(r);
+    if (!missing.empty()) {
+      std::string who;
+      for (std::size_t k = 0; k < missing.size() && k < 16; ++k)
+        who += fmt::format("{}{}", k ? ", " : "", missing[k]);
+      if (missing.size() > 16) who += ", ...";
+      Counterexample c;
+      c.nodes.assign(missing.begin(), missing.end());
+      c.message = fmt::format(
+          "{} of {} ranks are never reached by rank 0: no op of rank(s) {} depends (through "
+          "requires, irequires and messages) on an op of rank 0",
+          missing.size(), p, who);
+      add_violation(flow, std::move(c));
+    }
+    flow.note = "question asked: is every rank reached by rank 0 (GOAL names no collective)";
+    // The all-reduce/barrier question, as a fact in the note: does every rank have an op whose
+    // end depends on every rank's ops?
+    if (static_cast<std::uint64_t>(p) * ne <= kFlowBitBudget) {
+      const std::uint32_t words = (p + 63) / 64;
+      std::vector<std::uint64_t> bits(static_cast<std::size_t>(ne) * words, 0);
+      for (std::uint32_t i = 0; i < n; ++i)
+        bits[static_cast<std::size_t>(2 * i) * words + ops[i].rank / 64] |= std::uint64_t{1}
+                                                                            << (ops[i].rank % 64);
+      for (std::uint32_t u : order) {
+        if (never[u]) continue;
+        for (const Edge& e : succ[u])
+          for (std::uint32_t w = 0; w < words; ++w)
+            bits[static_cast<std::size_t>(e.to) * words + w] |=
+                bits[static_cast<std::size_t>(u) * words + w];
+      }
+      std::vector<std::uint32_t> heard(p, 0);  // most ranks one op of r has heard from
+      for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t v = 2 * i + 1;
+        if (never[v]) continue;
+        std::uint32_t cnt = 0;
+        for (std::uint32_t w = 0; w < words; ++w)
+          cnt += static_cast<std::uint32_t>(
+              __builtin_popcountll(bits[static_cast<std::size_t>(v) * words + w]));
+        heard[ops[i].rank] = std::max(heard[ops[i].rank], cnt);
+      }
+      std::uint32_t full = 0;
+      for (std::uint32_t r = 0; r < p; ++r) full += heard[r] == p || p == 1;
+      if (full == p)
+        flow.note +=
+            "; also all-to-all: every rank has an op that depends on every rank's ops "
+            "(what an allreduce or barrier needs)";
+      else
+        flow.note += fmt::format(
+            "; not all-to-all: {} of {} ranks have an op that depends on every rank's ops (an "
+            "allreduce or barrier would need all)",
+            full, p);
+    }
+  } else {
+    flow.verdict = Verdict::NotChecked;
+    flow.note = "the schedule deadlocks (see deadlock)";
+  }
+
+  if (match.verdict == Verdict::Fail)
+    match.note = "receives are matched to sends by (source, destination, tag) in order";
+  deadlock.note =
+      "steps: the earliest schedule; a send takes one step from its start (eager), a receive "
+      "ends when it has started and its message has arrived";
+  out.congestion_note = "GOAL leaves link contention to the simulator (LogGOPSim's LogGP model)";
+  out.checks = {match, deadlock, flow};
+  return out;
 }
 
 }  // namespace collv

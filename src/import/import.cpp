@@ -120,7 +120,15 @@ std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOp
       r = CheckResult{r.name, Verdict::NotChecked, {}, 0, s.congestion_note, false};
     }
   }
-  for (const auto& c : s.checks) all.push_back(c);
+  // A format's check named like one of check_trace's replaces it (GOAL's match and deadlock).
+  for (const auto& c : s.checks) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const CheckResult& r) { return r.name == c.name; });
+    if (it != all.end())
+      *it = c;
+    else
+      all.push_back(c);
+  }
   return all;
 }
 
