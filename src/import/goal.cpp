@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <queue>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -318,8 +320,12 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
     if (o.kind == GoalKind::Recv && o.match != kNever) edge(2 * o.match, 2 * i + 1, 1);
   }
 
-  // Earliest times (Kahn's order). An unmatched receive never ends: its end and everything after
-  // it stay at kNever.
+  // Earliest times under the single-port machine (docs/formats.md): events in order of their
+  // earliest time (Kahn's order with a min-heap); a matched receive's end is its transfer's step,
+  // placed at the first step at or after it at which the sender's send port and the receiver's
+  // receive port are both free (a rank whose sends wait for nothing does not send them all in one
+  // step: its port serializes them, as LogGOPSim's NIC does). An unmatched receive never ends: its
+  // end and everything after it stay at kNever.
   std::vector<std::uint32_t> time(ne, 0);
   std::vector<bool> never(ne, false);
   for (std::uint32_t i = 0; i < n; ++i)
@@ -327,16 +333,31 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
   std::vector<std::uint32_t> order;
   order.reserve(ne);
   std::vector<std::uint32_t> left = indeg;
+  using Ready = std::pair<std::uint32_t, std::uint32_t>;  // (time, event)
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
   for (std::uint32_t v = 0; v < ne; ++v)
-    if (left[v] == 0) order.push_back(v);
-  for (std::size_t h = 0; h < order.size(); ++h) {
-    std::uint32_t u = order[h];
+    if (left[v] == 0) ready.push({0, v});
+  std::vector<std::set<std::uint32_t>> send_busy(p), recv_busy(p);
+  while (!ready.empty()) {
+    std::uint32_t u = ready.top().second;
+    ready.pop();
+    order.push_back(u);
+    const GoalOp& o = ops[u / 2];
+    if (u % 2 == 1 && o.kind == GoalKind::Recv && o.match != kNever && !never[u]) {
+      auto& sb = send_busy[ops[o.match].rank];
+      auto& rb = recv_busy[o.rank];
+      std::uint32_t s = std::max<std::uint32_t>(time[u], 1);
+      while (sb.count(s) || rb.count(s)) ++s;
+      sb.insert(s);
+      rb.insert(s);
+      time[u] = s;
+    }
     for (const Edge& e : succ[u]) {
       if (never[u])
         never[e.to] = true;
       else
         time[e.to] = std::max(time[e.to], time[u] + e.w);
-      if (--left[e.to] == 0) order.push_back(e.to);
+      if (--left[e.to] == 0) ready.push({time[e.to], e.to});
     }
   }
   if (order.size() < ne) {
