@@ -1,6 +1,9 @@
 // collv verify: every mutant is caught by the check it names, the sources' own cases, the JSON
 // and JUnit reports, exit codes and determinism.
+#include <fmt/format.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -497,4 +500,60 @@ TEST_CASE("every --help lists its exit codes", "[cli]") {
     CHECK(out.find("Exit codes: 0") != std::string::npos);
     CHECK(std::regex_search(out, std::regex(R"((^|\s)2 [a-z])")));
   }
+}
+
+TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
+  // The tour block of README.md: every line is run from a directory that looks like a fresh
+  // clone after `bash scripts/setup.sh` (the repository's directories, B = the build), and must
+  // exit with the code its comment names ("exit N"), else 0, in seconds.
+  std::string readme = slurp(kRoot + "/README.md");
+  auto at = readme.find("## A short tour");
+  REQUIRE(at != std::string::npos);
+  auto begin = readme.find("```sh\n", at);
+  REQUIRE(begin != std::string::npos);
+  begin += 6;
+  auto end = readme.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  std::vector<std::string> lines;
+  std::istringstream in(readme.substr(begin, end - begin));
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l.rfind("B=", 0) != 0) lines.push_back(l);
+  REQUIRE(lines.size() >= 10);
+
+  fs::path dir = fs::temp_directory_path() / ("collv_tour_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* d : {"models", "proofs", "tests", "scripts", "examples", "docs"})
+    fs::create_directory_symlink(fs::path(kRoot) / d, dir / d);
+  std::string bin = fs::path(COLLV_BINARY).parent_path().string();
+  std::regex exit_re(R"(exit (\d))");
+  for (const auto& line : lines) {
+    std::smatch m;
+    auto hash = line.find('#');
+    std::string comment = hash == std::string::npos ? "" : line.substr(hash);
+    int expect = std::regex_search(comment, m, exit_re) ? std::stoi(m[1]) : 0;
+    std::ofstream(dir / "tour_line.sh")
+        << "cd '" << dir.string() << "' || exit 99\nB='" << bin << "'\n"
+        << line << "\n";
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = std::system(("bash '" + (dir / "tour_line.sh").string() + "' > '" +
+                          (dir / "tour_out.txt").string() + "' 2>&1")
+                             .c_str());
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    INFO(line << "\n" << slurp((dir / "tour_out.txt").string()));
+    CHECK(rc == expect);
+    // Seconds on an idle machine; generous here, where the tests share the cores.
+    CHECK(secs < 120);
+    WARN(fmt::format("{:6.1f} s  exit {}  {}", secs, rc,
+                     line.substr(0, std::min(hash, line.find_last_not_of(" ", hash - 1) + 1))));
+  }
+  // What the tour's lines make is there.
+  CHECK(fs::exists(dir / "schedule.json"));
+  CHECK(fs::exists(dir / "s3.svg"));
+  CHECK(fs::exists(dir / "r.json"));
+  CHECK(fs::exists(dir / "r.xml"));
+  CHECK_FALSE(fs::is_empty(dir / "cex"));
+  CHECK_FALSE(fs::is_empty(dir / "certs"));
+  fs::remove_all(dir);
 }
