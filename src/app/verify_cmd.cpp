@@ -476,12 +476,15 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
-std::string run_label(const VerifyRun& r) {
-  std::string s = r.model + " on " + r.topology;
+// Where a run ran: "ring:4 from 2 (exact)".
+std::string run_where(const VerifyRun& r) {
+  std::string s = r.topology;
   if (r.source) s += fmt::format(" from {}", *r.source);
   if (r.shift) s += fmt::format(" q={}", *r.shift);
   return s + " (" + r.domain + ")";
 }
+
+std::string run_label(const VerifyRun& r) { return r.model + " on " + run_where(r); }
 
 }  // namespace
 
@@ -756,7 +759,7 @@ std::string failures_text(const VerifyReport& rep) {
     auto listing = [&](const std::vector<const VerifyRun*>& rs) {
       std::string s;
       for (std::size_t k = 1; k < rs.size() && k <= kListed; ++k)
-        s += (s.empty() ? "" : ", ") + run_label(*rs[k]);
+        s += (s.empty() ? "" : ", ") + run_where(*rs[k]);
       if (rs.size() > kListed + 1)
         s += fmt::format(", +{} more (--runs lists every run)", rs.size() - kListed - 1);
       return s;
@@ -771,7 +774,7 @@ std::string failures_text(const VerifyReport& rep) {
             rs.push_back(r);
           }
       o += fmt::format("  {}: {} run{}; the first: {}\n", name, rs.size(),
-                       rs.size() == 1 ? "" : "s", run_label(*rs.front()));
+                       rs.size() == 1 ? "" : "s", run_where(*rs.front()));
       write_check_failure(o, *first, "    ");
       if (rs.size() > 1) o += "    also: " + listing(rs) + "\n";
     }
@@ -780,7 +783,7 @@ std::string failures_text(const VerifyReport& rep) {
       if (r->status == "error") errs.push_back(r);
     if (!errs.empty()) {
       o += fmt::format("  error: {} run{}; the first: {}\n    {}\n", errs.size(),
-                       errs.size() == 1 ? "" : "s", run_label(*errs.front()), errs.front()->error);
+                       errs.size() == 1 ? "" : "s", run_where(*errs.front()), errs.front()->error);
       if (errs.size() > 1) o += "    also: " + listing(errs) + "\n";
     }
   }
