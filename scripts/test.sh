@@ -51,8 +51,11 @@ proofs() {
 phase "dependencies" bash scripts/install-deps.sh
 phase "release build" sh -c 'cmake --preset release >/dev/null && cmake --build --preset release -j2'
 phase "tests (release, all)" ctest --preset release -j2
-phase "sanitizer build (ASan/UBSan)" sh -c \
-  'cmake --preset asan >/dev/null && cmake --build --preset asan -j2 --target collv_tests collv'
+# -O1 -g1 (line tables for the sanitizers' stack traces): half the compile time of the preset's
+# -O2 -g, which made this build 13 of the suite's 19 minutes of CPU.
+phase "sanitizer build (ASan/UBSan, -O1 -g1)" sh -c \
+  'cmake --preset asan -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null &&
+   cmake --build --preset asan -j2 --target collv_tests collv'
 phase "tests (ASan/UBSan, label unit)" sanitized ctest --preset asan -j2 -L unit
 phase "main job: collv verify --all" ./build/release/collv verify --all --quiet
 phase "proofs: collv prove proofs/, then z3 alone re-checks every certificate" proofs
