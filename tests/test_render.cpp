@@ -13,8 +13,12 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "app/commands.hpp"
 #include "app/render_cmd.hpp"
+#include "check/checks.hpp"
 #include "exec/executor.hpp"
 #include "render/render.hpp"
 
@@ -165,13 +169,151 @@ TEST_CASE("a deadlock is drawn as its waiting cycle", "[render]") {
   REQUIRE(t.failure.kind == RunFailure::Kind::Deadlock);
   std::string dot = deadlock_dot(t);
   std::size_t arrows = t.failure.waiting_cycle.size() - 1 + (t.failure.cycle_closed ? 1 : 0);
-  CHECK(count_of(dot, "label=\"waits for\"") == arrows);
+  CHECK(count_of(dot, "tooltip=\"waits for\"") == arrows);
   CHECK(arrows == 4);
   // Every node waits for its left neighbour.
   for (NodeId v = 0; v < 4; ++v)
     CHECK(dot.find("n" + std::to_string(v) + " -> n" + std::to_string((v + 3) % 4) +
-                   " [color=red, fontcolor=red, penwidth=2.2, label=\"waits for\"") !=
+                   " [color=red, penwidth=2.2, style=bold, tooltip=\"waits for\"") !=
           std::string::npos);
+}
+
+namespace {
+
+// The text labels of the edges of a DOT picture as Graphviz places them (neato -Tjson): text,
+// left x, baseline y, width, font size.
+struct PlacedText {
+  std::string text;
+  double x0, y, w, size;
+};
+
+std::vector<PlacedText> placed_edge_texts(const std::string& dot, const std::string& tag) {
+  fs::path d = temp_dir(tag);
+  std::ofstream(d / "p.dot") << dot;
+  std::string cmd = "neato -Tjson " + (d / "p.dot").string() + " > " + (d / "p.json").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(d / "p.json");
+  auto j = nlohmann::json::parse(in);
+  std::vector<PlacedText> out;
+  for (const auto& e : j.value("edges", nlohmann::json::array()))
+    for (const char* k : {"_ldraw_", "_tldraw_", "_hldraw_", "_xldraw_"}) {
+      if (!e.contains(k)) continue;
+      double size = 10;
+      for (const auto& op : e[k]) {
+        if (op["op"] == "F") size = op["size"].get<double>();
+        if (op["op"] != "T") continue;
+        double x = op["pt"][0].get<double>(), y = op["pt"][1].get<double>();
+        double w = op["width"].get<double>();
+        std::string align = op["align"];
+        double x0 = align == "c" ? x - w / 2 : align == "l" ? x : x - w;
+        out.push_back({op["text"].get<std::string>(), x0, y, w, size});
+      }
+    }
+  fs::remove_all(d);
+  return out;
+}
+
+// Pairs of labels whose boxes (the text's width plus 1.5 points each side, one font size high)
+// overlap or touch: a pile-up a reader cannot take apart.
+std::vector<std::string> piled_up(const std::vector<PlacedText>& ts) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    for (std::size_t k = i + 1; k < ts.size(); ++k) {
+      const auto &a = ts[i], &b = ts[k];
+      bool x = a.x0 - 1.5 < b.x0 + b.w + 1.5 && b.x0 - 1.5 < a.x0 + a.w + 1.5;
+      bool y = std::fabs(a.y - b.y) < std::min(a.size, b.size);
+      if (x && y) out.push_back("'" + a.text + "' and '" + b.text + "'");
+    }
+  return out;
+}
+
+const Counterexample& first_violation(const std::vector<CheckResult>& rs, const std::string& name) {
+  for (const auto& r : rs)
+    if (r.name == name && !r.violations.empty()) return r.violations.front();
+  throw std::runtime_error("no violation of " + name);
+}
+
+}  // namespace
+
+TEST_CASE("far exchanges on a star: one dotted line per pair, each label at its sender",
+          "[render]") {
+  Model m = parse_model_file(std::string(COLLV_SOURCE_DIR) +
+                             "/tests/mutants/route_star_far_exchange.coll");
+  Trace t = run_model(m, Topology::parse("star:3"), {});
+  auto checks = check_trace(t, CheckOptions{});
+  std::string dot = counterexample_dot(t, first_violation(checks, "route"));
+  // 213 <-> 231 (ids 2 and 3) exchange across the hexagon: one line, arrowheads at both ends.
+  CHECK(count_of(dot, "n2 -> n3 [") + count_of(dot, "n3 -> n2 [") == 1);
+  CHECK(dot.find("dir=both") != std::string::npos);
+  CHECK(dot.find("xlabel") == std::string::npos);
+  CHECK(dot.find("no link between the ends, labelled at the sender") != std::string::npos);
+  // Every transfer of the step keeps its label, and no label is at the middle of a dotted line.
+  for (int x = 0; x < 6; ++x) CHECK(count_of(dot, "1 (x" + std::to_string(x) + ")") == 1);
+  std::regex mid(R"re(style=dotted[^\]]*, label=)re");
+  CHECK_FALSE(std::regex_search(dot, mid));
+}
+
+TEST_CASE("counterexample pictures place no label on another", "[render][graphviz]") {
+  if (!have_program("neato")) return;
+  std::string dir = std::string(COLLV_SOURCE_DIR) + "/tests/mutants/";
+  struct Case {
+    std::string file, spec, check;
+    std::size_t min_labels;
+  };
+  for (const Case& c : {Case{"route_star_far_exchange", "star:3", "route", 6},
+                        Case{"route_star_far_exchange", "star:4", "route", 1},
+                        Case{"route_star_rank_neighbour", "star:3", "route", 4},
+                        Case{"congestion_hcube_pattern_on_ring", "ring:8", "congestion", 8},
+                        Case{"deadlock_ring_wait_finished", "ring:6", "deadlock", 0}}) {
+    INFO(c.file << " on " << c.spec);
+    Model m = parse_model_file(dir + c.file + ".coll");
+    Trace t = run_model(m, Topology::parse(c.spec), {});
+    auto checks = check_trace(t, CheckOptions{});
+    auto texts = placed_edge_texts(counterexample_dot(t, first_violation(checks, c.check)), "pile");
+    CHECK(texts.size() >= c.min_labels);
+    auto bad = piled_up(texts);
+    for (const auto& b : bad) UNSCOPED_INFO("labels on one another: " << b);
+    CHECK(bad.empty());
+  }
+  // The check itself sees a pile-up: two labels at one point.
+  CHECK(piled_up({{"1 (x3)", 210.9, 163.5, 29, 10}, {"no link", 239.9, 163.5, 34, 10}}).size() ==
+        1);
+  CHECK(piled_up({{"1 (x0)", 159.2, 254.9, 29, 10}, {"1 (x5)", 151.4, 266.0, 29, 10}}).empty());
+}
+
+TEST_CASE("deadlock and end-state counterexample pictures have no placeholder text", "[render]") {
+  Model m = parse_model(kDeadlockRing, "dl.coll");
+  Trace t = run_model(m, Topology::parse("ring:4"), {});
+  REQUIRE(t.failure.kind == RunFailure::Kind::Deadlock);
+  auto checks = check_trace(t, CheckOptions{});
+  for (const auto& r : checks) {
+    if (r.verdict != Verdict::Fail) continue;
+    for (const auto& c : r.violations) {
+      INFO(r.name << ": " << c.message);
+      std::string dot = counterexample_dot(t, c);
+      std::smatch title;
+      REQUIRE(
+          std::regex_search(dot, title, std::regex(R"re(label="((?:[^"\\]|\\.)*)", comment)re")));
+      CHECK(title[1].str().find('?') == std::string::npos);
+      CHECK(title[1].str().find("a waits for b") != std::string::npos);
+    }
+  }
+  // A counterexample with no invariant, step or transfers still says what is drawn.
+  Counterexample bare;
+  bare.message = "something is wrong";
+  std::string dot = counterexample_dot(t, bare);
+  CHECK(dot.find('?') == std::string::npos);
+  CHECK(dot.find("violation\\nsomething is wrong") != std::string::npos);
+  CHECK(dot.find("no transfer was made before the deadlock") != std::string::npos);
+  // With transfers before the deadlock, they are the grey context.
+  Model m2 = parse_model_file(std::string(COLLV_SOURCE_DIR) +
+                              "/tests/mutants/deadlock_ring_wait_finished.coll");
+  Trace t2 = run_model(m2, Topology::parse("ring:6"), {});
+  REQUIRE(t2.failure.kind == RunFailure::Kind::Deadlock);
+  std::string dot2 = counterexample_dot(t2, bare);
+  CHECK(dot2.find(fmt::format("grey: the {} transfers made before the deadlock",
+                              t2.transfers.size())) != std::string::npos);
+  CHECK(count_of(dot2, "color=gray70") > 0);
 }
 
 TEST_CASE("layouts fit the topology", "[render]") {

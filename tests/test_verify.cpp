@@ -1,6 +1,9 @@
 // collv verify: every mutant is caught by the check it names, the sources' own cases, the JSON
 // and JUnit reports, exit codes and determinism.
+#include <fmt/format.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 
@@ -219,8 +223,8 @@ TEST_CASE("the JSON and JUnit reports are valid and complete", "[verify]") {
   auto s = j["summary"];
   CHECK(s["runs"] == rep.runs.size());
   CHECK(s["failed"].get<int>() > 0);
-  CHECK(s["passed"].get<int>() + s["failed"].get<int>() + s["inconclusive"].get<int>() +
-            s["errors"].get<int>() ==
+  CHECK(s["passed"].get<int>() + s["commutative_only"].get<int>() + s["failed"].get<int>() +
+            s["inconclusive"].get<int>() + s["errors"].get<int>() ==
         s["runs"].get<int>());
   std::string xml = report_to_junit(rep), why;
   CHECK(well_formed_xml(xml, why));
@@ -318,4 +322,262 @@ TEST_CASE("the executor and the SMT engine agree on every model and every mutant
   VerifyOptions mutants = opts_for({kRoot + "/tests/mutants"});
   CHECK(count_engine_disagreements(mutants, dis) > 50);
   CHECK(dis == 0);
+}
+
+namespace {
+
+// The counts of one line of the per-model text table, or of the summary line.
+struct Counts {
+  long runs = -1, passed = -1, comm = -1, failed = -1, inconclusive = -1, errors = -1;
+  bool operator==(const Counts& o) const {
+    return runs == o.runs && passed == o.passed && comm == o.comm && failed == o.failed &&
+           inconclusive == o.inconclusive && errors == o.errors;
+  }
+};
+
+Counts counts_of_json(const nlohmann::json& x) {
+  return {x["runs"].get<long>(),   x["passed"].get<long>(),       x["commutative_only"].get<long>(),
+          x["failed"].get<long>(), x["inconclusive"].get<long>(), x["errors"].get<long>()};
+}
+
+Counts counts_of_summary_line(const std::string& text) {
+  std::regex re(
+      R"re((\d+) runs: (\d+) passed, (\d+) failed, (\d+) inconclusive, (\d+) commutative-only[^,]*, (\d+) errors)re");
+  std::smatch m;
+  Counts c;
+  if (!std::regex_search(text, m, re)) return c;
+  c.runs = std::stol(m[1]);
+  c.passed = std::stol(m[2]);
+  c.failed = std::stol(m[3]);
+  c.inconclusive = std::stol(m[4]);
+  c.comm = std::stol(m[5]);
+  c.errors = std::stol(m[6]);
+  return c;
+}
+
+// The rows of the per-model table: (model, family) -> counts. Columns from the right: RUNS PASSED
+// COMM-ONLY FAILED INCONCL ERRORS SKIPPED TIME; from the left MODEL FAMILY.
+std::vector<std::pair<std::string, Counts>> model_rows(const std::string& text) {
+  std::vector<std::pair<std::string, Counts>> rows;
+  std::istringstream in(text);
+  std::string line;
+  bool table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("MODEL ", 0) == 0 && line.find("COMM-ONLY") != std::string::npos) {
+      table = true;
+      continue;
+    }
+    if (!table) continue;
+    if (line.rfind("COMM-ONLY:", 0) == 0) break;
+    if (line.rfind("  ^ ", 0) == 0) continue;
+    std::istringstream ls(line);
+    std::vector<std::string> tok;
+    for (std::string t; ls >> t;) tok.push_back(t);
+    if (tok.size() < 11) {
+      rows.emplace_back("unparsable: " + line, Counts{});
+      continue;
+    }
+    auto n = [&](std::size_t from_right) { return std::stol(tok[tok.size() - from_right]); };
+    rows.emplace_back(tok[0] + " " + tok[1], Counts{n(8), n(7), n(6), n(5), n(4), n(3)});
+  }
+  return rows;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("the text and JSON reports count the same things", "[verify][cli]") {
+  // Passing, commutative-only (scan_hypercube and allreduce_star under ordered) and failing runs.
+  std::string json = (fs::temp_directory_path() / "collv_counts.json").string();
+  std::string text;
+  std::string args = "verify scan_hypercube allreduce_star allgather_ring " + kRoot +
+                     "/tests/mutants/steps_ring_claims_p.coll --sizes 2..4 --json " + json;
+  CHECK(run_collv(args, &text) == 1);
+  auto j = nlohmann::json::parse(slurp(json));
+  Counts sum = counts_of_json(j["summary"]);
+  CHECK(sum.comm > 0);
+  CHECK(sum.failed > 0);
+  CHECK(sum.passed > 0);
+  CHECK(sum.runs == sum.passed + sum.comm + sum.failed + sum.inconclusive + sum.errors);
+  CHECK(counts_of_summary_line(text) == sum);
+  // The same counts from the runs themselves: each run counts under its status.
+  std::map<std::string, long> by_status;
+  for (const auto& r : j["results"]) ++by_status[r["status"].get<std::string>()];
+  CHECK(by_status["pass"] == sum.passed);
+  CHECK(by_status["commutative-only"] == sum.comm);
+  CHECK(by_status["fail"] == sum.failed);
+  CHECK(static_cast<long>(j["results"].size()) == sum.runs);
+  // One text line per model and family, with the JSON's counts for it.
+  auto rows = model_rows(text);
+  REQUIRE(rows.size() == j["models"].size());
+  Counts total{0, 0, 0, 0, 0, 0};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& m = j["models"][i];
+    INFO(rows[i].first);
+    CHECK(rows[i].first == m["model"].get<std::string>() + " " + m["family"].get<std::string>());
+    CHECK(rows[i].second == counts_of_json(m));
+    total.runs += rows[i].second.runs;
+    total.passed += rows[i].second.passed;
+    total.comm += rows[i].second.comm;
+    total.failed += rows[i].second.failed;
+    total.inconclusive += rows[i].second.inconclusive;
+    total.errors += rows[i].second.errors;
+  }
+  CHECK(total == sum);
+  // allgather_ring runs on ring and line: two lines.
+  CHECK(std::count_if(rows.begin(), rows.end(),
+                      [](const auto& r) { return r.first.rfind("allgather_ring ", 0) == 0; }) == 2);
+}
+
+TEST_CASE("verify --all prints one line per model and family, then the summary", "[verify][cli]") {
+  std::string text, runs;
+  REQUIRE(run_collv("verify --all --sizes 2..4", &text) == 0);
+  auto rows = model_rows(text);
+  std::size_t families = 0;
+  for (const auto& f : list_model_files(kRoot + "/models"))
+    families += parse_model_file(f).header.topologies.size();
+  CHECK(rows.size() == families);
+  for (const auto& r : rows) CHECK(r.second.failed == 0);
+  Counts sum = counts_of_summary_line(text);
+  CHECK(sum.runs > 300);
+  // A few screens: the per-model lines, the legend, the summary; no line per run.
+  CHECK(std::count(text.begin(), text.end(), '\n') < static_cast<long>(families) + 10);
+  // --runs: today's table, one line per run.
+  REQUIRE(run_collv("verify --all --sizes 2..4 --runs", &runs) == 0);
+  CHECK(std::count(runs.begin(), runs.end(), '\n') >= sum.runs);
+  CHECK(counts_of_summary_line(runs) == sum);
+}
+
+TEST_CASE("failures are grouped by model, family and check with the first in full",
+          "[verify][cli]") {
+  std::string text;
+  CHECK(run_collv("verify " + kRoot + "/tests/mutants/steps_ring_claims_p.coll --sizes 3..6",
+                  &text) == 1);
+  // 4 sizes x 2 domains on ring and on line: every run fails `steps`.
+  CHECK(text.find("steps_ring_claims_p on ring (") != std::string::npos);
+  CHECK(text.find("  steps: 8 runs; the first: ring:3 (exact)") != std::string::npos);
+  CHECK(text.find("the run takes") != std::string::npos);  // the counterexample's message
+  CHECK(text.find("    also: ring:3 (ordered), ring:4 (exact),") != std::string::npos);
+}
+
+TEST_CASE("a verify that checks nothing exits 2 and says why", "[verify][cli]") {
+  std::string out;
+  // A source that is no processor.
+  CHECK(run_collv("verify -s 99 broadcast_ring -t ring:4", &out) == 2);
+  CHECK(out.find("--source 99 is not a processor of ring:4 (0 .. 3)") != std::string::npos);
+  CHECK(out.find("0 runs:") != std::string::npos);
+  CHECK(run_collv("verify -s 99 broadcast_ring", &out) == 2);
+  CHECK(out.find("is not a processor of any of the 63 sizes tried") != std::string::npos);
+  CHECK(run_collv("verify -s x broadcast_ring") == 2);
+  // Sizes with no member of the family.
+  CHECK(run_collv("verify allgather_mesh --sizes 2..3", &out) == 2);
+  CHECK(out.find("no size of the mesh family within --sizes 2..3") != std::string::npos);
+  // A `requires` false at every size tried (broadcast_hypercube requires source 0).
+  CHECK(run_collv("verify broadcast_hypercube -s 1 --sizes 2..3", &out) == 2);
+  CHECK(out.find("`requires`") != std::string::npos);
+  CHECK(out.find("is false for all") != std::string::npos);
+  // JSON and JUnit carry it too; --quiet still says why.
+  CHECK(run_collv("verify -s 99 broadcast_ring -t ring:4 --quiet --json -", &out) == 2);
+  CHECK(out.find("\"exit_code\": 2") != std::string::npos);
+  CHECK(out.find("\"no_run\"") != std::string::npos);
+  CHECK(run_collv("verify -s 99 broadcast_ring -t ring:4 --junit -", &out) == 2);
+  CHECK(out.find("<error message=\"nothing checked: --source 99") != std::string::npos);
+  // A model named on the command line that ran nothing is an error even when others ran.
+  CHECK(run_collv("verify allgather_ring allgather_mesh --sizes 2..3 --quiet", &out) == 2);
+  // Through --all, a model without a size in range is reported, not an error.
+  CHECK(run_collv("verify --all --sizes 2..3", &out) == 0);
+  CHECK(out.find("^ nothing checked: no size of the mesh family") != std::string::npos);
+  // The same command with a source that exists passes.
+  CHECK(run_collv("verify -s 3 broadcast_ring -t ring:4 --quiet") == 0);
+}
+
+TEST_CASE("run says when the measured cost or steps differ from the claim", "[verify][cli]") {
+  std::string out;
+  // Figure 4.12: the hypercube pattern on a ring costs 3 ts + 21 tw*m, the model claims 7 tw*m.
+  CHECK(run_collv("run allgather_hypercube -t ring:8", &out) == 1);
+  CHECK(out.find("(claimed 3 ts + 7 tw*m: DIFFERS from the claim)") != std::string::npos);
+  CHECK(out.find("collv: cost claim contradicted: the run costs 3 ts + 21 tw*m") !=
+        std::string::npos);
+  CHECK(out.find("steps claim contradicted") == std::string::npos);
+  CHECK(run_collv("run allgather_hypercube -t ring:8 --quiet", &out) == 1);
+  CHECK(out.find("cost claim contradicted") != std::string::npos);
+  // A wrong step claim.
+  CHECK(run_collv("run " + kRoot + "/tests/mutants/steps_ring_claims_p.coll -t ring:5", &out) == 1);
+  CHECK(out.find("steps claim contradicted") != std::string::npos);
+  // On its own family the claims hold: exit 0, no word of a difference.
+  CHECK(run_collv("run allgather_hypercube -t hypercube:3", &out) == 0);
+  CHECK(out.find("DIFFERS") == std::string::npos);
+}
+
+TEST_CASE("every --help lists its exit codes", "[cli]") {
+  for (const char* cmd :
+       {"", "topology", "list", "run", "verify", "render", "prove", "synth", "reproduce"}) {
+    std::string out;
+    INFO("collv " << cmd << " --help");
+    CHECK(run_collv(std::string(cmd) + " --help", &out) == 0);
+    CHECK(out.find("Exit codes: 0") != std::string::npos);
+    CHECK(std::regex_search(out, std::regex(R"((^|\s)2 [a-z])")));
+  }
+}
+
+TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
+  // The tour block of README.md: every line is run from a directory that looks like a fresh
+  // clone after `bash scripts/setup.sh` (the repository's directories, B = the build), and must
+  // exit with the code its comment names ("exit N"), else 0, in seconds.
+  std::string readme = slurp(kRoot + "/README.md");
+  auto at = readme.find("## A short tour");
+  REQUIRE(at != std::string::npos);
+  auto begin = readme.find("```sh\n", at);
+  REQUIRE(begin != std::string::npos);
+  begin += 6;
+  auto end = readme.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  std::vector<std::string> lines;
+  std::istringstream in(readme.substr(begin, end - begin));
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l.rfind("B=", 0) != 0) lines.push_back(l);
+  REQUIRE(lines.size() >= 10);
+
+  fs::path dir = fs::temp_directory_path() / ("collv_tour_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* d : {"models", "proofs", "tests", "scripts", "examples", "docs"})
+    fs::create_directory_symlink(fs::path(kRoot) / d, dir / d);
+  std::string bin = fs::path(COLLV_BINARY).parent_path().string();
+  std::regex exit_re(R"(exit (\d))");
+  for (const auto& line : lines) {
+    std::smatch m;
+    auto hash = line.find('#');
+    std::string comment = hash == std::string::npos ? "" : line.substr(hash);
+    int expect = std::regex_search(comment, m, exit_re) ? std::stoi(m[1]) : 0;
+    std::ofstream(dir / "tour_line.sh")
+        << "cd '" << dir.string() << "' || exit 99\nB='" << bin << "'\n"
+        << line << "\n";
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = std::system(("bash '" + (dir / "tour_line.sh").string() + "' > '" +
+                          (dir / "tour_out.txt").string() + "' 2>&1")
+                             .c_str());
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    INFO(line << "\n" << slurp((dir / "tour_out.txt").string()));
+    CHECK(rc == expect);
+    // Seconds on an idle machine; generous here, where the tests share the cores.
+    CHECK(secs < 120);
+    WARN(fmt::format("{:6.1f} s  exit {}  {}", secs, rc,
+                     line.substr(0, std::min(hash, line.find_last_not_of(" ", hash - 1) + 1))));
+  }
+  // What the tour's lines make is there.
+  CHECK(fs::exists(dir / "schedule.json"));
+  CHECK(fs::exists(dir / "s3.svg"));
+  CHECK(fs::exists(dir / "r.json"));
+  CHECK(fs::exists(dir / "r.xml"));
+  CHECK_FALSE(fs::is_empty(dir / "cex"));
+  CHECK_FALSE(fs::is_empty(dir / "certs"));
+  fs::remove_all(dir);
 }

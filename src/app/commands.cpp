@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "check/checks.hpp"
 #include "util/exit_codes.hpp"
 
 namespace collv {
@@ -132,6 +133,11 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     }
   }
   bool failed = tr.failure.kind != RunFailure::Kind::None;
+  // The model's claims, judged by the same checks `collv verify` runs: a measured step count or
+  // cost that differs from the claim is reported and makes the exit code 1.
+  CheckResult steps_claim = check_steps(tr, CheckOptions{});
+  CheckResult cost_claim = check_cost(tr, CheckOptions{});
+  auto differs = [](const CheckResult& c) { return c.verdict == Verdict::Fail; };
   if (!o.quiet && o.json_file != "-") {
     auto p = topo.num_processors();
     out << fmt::format("model      {} ({})\n", m.header.name, path);
@@ -155,19 +161,32 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
         out << fmt::format("  {}: {}\n", topo.label(v), buffer_to_string(tr, tr.final_output[v]));
     }
     out << fmt::format("steps      {}", tr.steps);
-    if (tr.claimed_steps) out << fmt::format("   (claimed {})", *tr.claimed_steps);
-    if (tr.claimed_steps_real) out << fmt::format("   (claimed {:.6g})", *tr.claimed_steps_real);
+    if (tr.claimed_steps)
+      out << fmt::format("   (claimed {}{})", *tr.claimed_steps,
+                         differs(steps_claim) ? ": DIFFERS from the claim" : "");
+    if (tr.claimed_steps_real)
+      out << fmt::format("   (claimed {:.6g}: not a whole number)", *tr.claimed_steps_real);
     out << "\n";
     out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
     if (tr.claimed_ts)
-      out << fmt::format("   (claimed {})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw));
+      out << fmt::format("   (claimed {}{})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw),
+                         differs(cost_claim) ? ": DIFFERS from the claim" : "");
     out << "\n";
   }
   if (failed) {
     err << "collv: " << tr.failure.message << "\n";
     return kExitViolation;
   }
-  return kExitOk;
+  bool contradicted = false;
+  for (const CheckResult* c : {&steps_claim, &cost_claim})
+    if (differs(*c)) {
+      err << fmt::format(
+          "collv: {} claim contradicted: {} (exit 1; `collv verify` judges every "
+          "invariant)\n",
+          c->name, c->violations.empty() ? c->name : c->violations.front().message);
+      contradicted = true;
+    }
+  return contradicted ? kExitViolation : kExitOk;
 }
 
 }  // namespace collv

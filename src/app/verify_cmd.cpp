@@ -2,6 +2,7 @@
 #include "app/verify_cmd.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,28 +79,25 @@ std::vector<DomainKind> domains_of(const std::string& d) {
   throw UsageError("--domain must be exact, ordered, fingerprint or all, not '" + d + "'");
 }
 
-std::vector<std::string> model_files(const VerifyOptions& o) {
+// The model files to run, sorted, each with whether it was named on the command line (a file or
+// a model name, not found through --all or a directory).
+std::vector<std::pair<std::string, bool>> model_files(const VerifyOptions& o) {
   std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
-  std::vector<std::string> files;
-  if (o.all) {
-    auto f = list_model_files(dir);
-    files.insert(files.end(), f.begin(), f.end());
-  }
+  std::map<std::string, bool> files;
+  if (o.all)
+    for (const auto& f : list_model_files(dir)) files.emplace(f, false);
   for (const auto& t : o.targets) {
     std::error_code ec;
     if (fs::is_directory(t, ec)) {
-      auto f = list_model_files(t);
-      files.insert(files.end(), f.begin(), f.end());
+      for (const auto& f : list_model_files(t)) files.emplace(f, false);
     } else if (!looks_like_schedule_path(t)) {  // schedule files are judged as --trace ones
-      files.push_back(resolve_model_path(t, dir));
+      files[resolve_model_path(t, dir)] = true;
     }
   }
   if (files.empty() && o.trace_files.empty() &&
       std::none_of(o.targets.begin(), o.targets.end(), looks_like_schedule_path))
     throw UsageError("nothing to verify: name models or directories, pass --all, or --trace FILE");
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-  return files;
+  return {files.begin(), files.end()};
 }
 
 // Folds the SMT engine's verdicts into the executor's, per the chosen engine, and records which
@@ -201,16 +199,17 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     throw UsageError("the SMT engine is not available in this build");
   std::optional<std::uint32_t> fixed_source;
   if (o.source != "all") {
-    auto r = parse_size_range(o.source);
-    if (r.first != r.second) throw UsageError("--source takes 'all' or one node id");
-    fixed_source = static_cast<std::uint32_t>(r.first);
+    bool digits = !o.source.empty() && o.source.size() <= 9 &&
+                  std::all_of(o.source.begin(), o.source.end(), ::isdigit);
+    if (!digits) throw UsageError("--source takes 'all' or one node id, not '" + o.source + "'");
+    fixed_source = static_cast<std::uint32_t>(std::stoul(o.source));
   }
   auto doms = domains_of(o.domain);
   auto files = model_files(o);
   if (fixed_source) {  // --source must apply to at least one selected model
     bool rooted = false;
     std::string unrooted;
-    for (const auto& f : files) {
+    for (const auto& [f, named] : files) {
       Model fm = parse_model_file(f);
       rooted = rooted || collective_is_rooted(fm.header.collective);
       if (unrooted.empty())
@@ -229,25 +228,53 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
   };
   // Explicit topologies are parsed first so a bad spec is a usage error before any run.
   for (const auto& s : o.topologies) topo_of(s);
+  auto group_of = [&](const std::string& model, const std::string& file, const std::string& family,
+                      bool named) {
+    for (std::size_t g = 0; g < rep.groups.size(); ++g)
+      if (rep.groups[g].file == file && rep.groups[g].family == family) return g;
+    VerifyGroup g;
+    g.model = model;
+    g.file = file;
+    g.family = family;
+    g.named = named;
+    rep.groups.push_back(std::move(g));
+    return rep.groups.size() - 1;
+  };
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
 
   std::size_t done = 0;
-  for (const auto& file : files) {
+  std::map<std::size_t, std::uint32_t> largest_p;  // per group: the most processors tried
+  for (const auto& [file, named] : files) {
     Model m = parse_model_file(file);
-    std::vector<std::string> specs = o.topologies;
-    if (specs.empty())
+    // (group, spec) pairs: every size of each family in the header, or the explicit specs.
+    std::vector<std::pair<std::size_t, std::string>> specs;
+    if (o.topologies.empty()) {
       for (const auto& fam : m.header.topologies) {
-        auto f = family_sizes(fam, o);
-        specs.insert(specs.end(), f.begin(), f.end());
+        std::size_t g = group_of(m.header.name, file, fam, named);
+        for (auto& spec : family_sizes(fam, o)) specs.emplace_back(g, std::move(spec));
       }
-    for (const auto& spec : specs) {
+    } else {
+      for (const auto& spec : o.topologies)
+        specs.emplace_back(group_of(m.header.name, file, topo_of(spec).family(), named), spec);
+    }
+    for (const auto& [g, spec] : specs) {
       const Topology& topo = topo_of(spec);
+      rep.groups[g].specs.push_back(topo.spec());
       auto p = static_cast<std::uint32_t>(topo.num_processors());
+      largest_p[g] = std::max(largest_p[g], p);
       std::vector<std::optional<std::uint32_t>> sources{std::nullopt};
       std::vector<std::optional<std::int64_t>> shifts{std::nullopt};
       if (collective_is_rooted(m.header.collective)) {
         sources.clear();
         if (fixed_source) {
-          if (*fixed_source < p) sources.push_back(*fixed_source);
+          if (*fixed_source < p) {
+            sources.push_back(*fixed_source);
+          } else {
+            ++rep.groups[g].no_source;
+          }
         } else {
           for (std::uint32_t s = 0; s < p; ++s) sources.push_back(s);
         }
@@ -266,8 +293,10 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
             auto applies = model_applies(m, topo, ro);
             if (applies && !*applies) {  // nullopt: run_model reports why
               ++rep.skipped_runs;
+              ++rep.groups[g].skipped_runs;
               continue;
             }
+            auto t0 = Clock::now();
             VerifyRun run;
             run.model = m.header.name;
             run.file = file;
@@ -276,6 +305,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
             run.p = p;
             run.source = src;
             run.shift = q;
+            run.group = g;
             if (o.progress && !o.quiet)
               err << fmt::format("\r\033[K[{}] {} on {}{} ({})", ++done, m.header.name, spec,
                                  src ? fmt::format(" from {}", *src) : "", run.domain)
@@ -297,8 +327,43 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
               run.status = "error";
               run.error = e.what();
             }
+            run.seconds = seconds_since(t0);
+            rep.groups[g].seconds += run.seconds;
             rep.runs.push_back(std::move(run));
           }
+    }
+    // Why a group of this model ran nothing, in words a user can act on.
+    for (std::size_t g = 0; g < rep.groups.size(); ++g) {
+      VerifyGroup& G = rep.groups[g];
+      if (G.file != file || rep.tally(g).runs > 0) continue;
+      std::vector<std::string> why;
+      if (G.specs.empty()) {
+        why.push_back(o.sizes ? fmt::format("no size of the {} family within --sizes {}..{}",
+                                            G.family, o.sizes->first, o.sizes->second)
+                              : fmt::format("no size of the {} family within the bounds "
+                                            "(--max-p {}, --max-star {})",
+                                            G.family, o.max_p, o.max_star));
+      }
+      if (G.no_source > 0 && G.specs.size() == 1)
+        why.push_back(fmt::format("--source {} is not a processor of {} (0 .. {})", *fixed_source,
+                                  G.specs.front(), largest_p[g] - 1));
+      else if (G.no_source > 0)
+        why.push_back(fmt::format(
+            "--source {} is not a processor of {} of the {} sizes tried ({} .. {}; the largest "
+            "has {} processors)",
+            *fixed_source,
+            G.no_source == G.specs.size() ? std::string("any") : std::to_string(G.no_source),
+            G.specs.size(), G.specs.front(), G.specs.back(), largest_p[g]));
+      if (G.skipped_runs > 0) {
+        std::string where =
+            m.header.requires_ ? " (" + m.header.requires_->loc.str() + ")" : std::string();
+        why.push_back(
+            fmt::format("its `requires`{} is false for all {} size, source and domain "
+                        "combination(s) tried",
+                        where, G.skipped_runs));
+      }
+      if (why.empty()) why.push_back("no size, source or domain to run");
+      for (std::size_t k = 0; k < why.size(); ++k) G.no_run += (k ? "; " : "") + why[k];
     }
   }
   // Schedules from files: judged as they are (no sizes, sources or domains to sweep).
@@ -306,6 +371,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
   for (const auto& t : o.targets)
     if (looks_like_schedule_path(t) && !fs::is_directory(t)) schedules.push_back(t);
   for (const auto& file : schedules) {
+    auto t0 = Clock::now();
     ImportedSchedule imported;
     try {
       imported = import_schedule(file);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
@@ -330,26 +396,76 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     run.steps = t.steps;
     run.cost_ts = t.cost_ts;
     run.cost_tw = t.cost_tw;
+    run.group = group_of(t.model_name, file, t.topology.family(), true);
+    rep.groups[run.group].specs.push_back(t.topology.spec());
     run.checks = check_imported(imported, CheckOptions{});
     run.status = run_status(run.checks, t, t.domain->kind());
     if (!o.cex_dir.empty() && run.status == "fail") write_cex_picture(o.cex_dir, run, t, err);
+    run.seconds = seconds_since(t0);
+    rep.groups[run.group].seconds += run.seconds;
     rep.runs.push_back(std::move(run));
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
-  bool fail = false, unknown = false, error = false;
-  for (const auto& r : rep.runs) {
-    fail = fail || r.status == "fail";
-    unknown = unknown || r.status == "inconclusive";
-    error = error || r.status == "error";
-  }
-  rep.exit_code = fail      ? kExitViolation
-                  : error   ? kExitUsage
-                  : unknown ? kExitInconclusive
-                            : kExitOk;
+  Tally all = rep.tally();
+  rep.exit_code = all.failed > 0 ? kExitViolation
+                  : all.errors > 0 || rep.runs.empty() || !rep.nothing_checked().empty()
+                      ? kExitUsage
+                  : all.inconclusive > 0 ? kExitInconclusive
+                                         : kExitOk;
   return rep;
 }
 
+void Tally::add(const VerifyRun& r) {
+  ++runs;
+  if (r.status == "pass") ++passed;
+  if (r.status == "commutative-only") ++commutative_only;
+  if (r.status == "fail") ++failed;
+  if (r.status == "inconclusive") ++inconclusive;
+  if (r.status == "error") ++errors;
+}
+
+Tally VerifyReport::tally() const {
+  Tally t;
+  for (const auto& r : runs) t.add(r);
+  return t;
+}
+
+Tally VerifyReport::tally(std::size_t group) const {
+  Tally t;
+  for (const auto& r : runs)
+    if (r.group == group) t.add(r);
+  return t;
+}
+
+std::vector<std::size_t> VerifyReport::nothing_checked() const {
+  std::vector<std::size_t> out;
+  if (runs.empty()) {
+    for (std::size_t g = 0; g < groups.size(); ++g) out.push_back(g);
+    return out;
+  }
+  // A model named on the command line none of whose families ran.
+  std::map<std::string, bool> ran;
+  for (const auto& r : runs) ran[r.file] = true;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].named && !ran[groups[g].file]) out.push_back(g);
+  return out;
+}
+
 namespace {
+
+// The sizes a group's runs covered, by processors then in run order.
+std::vector<std::string> covered_specs(const VerifyReport& rep, std::size_t g) {
+  std::vector<std::pair<std::uint32_t, std::string>> seen;
+  for (const auto& r : rep.runs)
+    if (r.group == g && (seen.empty() || seen.back().second != r.topology))
+      seen.emplace_back(r.p, r.topology);
+  std::stable_sort(seen.begin(), seen.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (auto& [p, spec] : seen)
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
+  return out;
+}
 
 nlohmann::json cex_json(const Counterexample& c) {
   nlohmann::json j;
@@ -401,19 +517,21 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
-std::string run_label(const VerifyRun& r) {
-  std::string s = r.model + " on " + r.topology;
+// Where a run ran: "ring:4 from 2 (exact)".
+std::string run_where(const VerifyRun& r) {
+  std::string s = r.topology;
   if (r.source) s += fmt::format(" from {}", *r.source);
   if (r.shift) s += fmt::format(" q={}", *r.shift);
   return s + " (" + r.domain + ")";
 }
+
+std::string run_label(const VerifyRun& r) { return r.model + " on " + run_where(r); }
 
 }  // namespace
 
 std::string report_to_json(const VerifyReport& rep) {
   nlohmann::json j;
   auto& results = j["results"] = nlohmann::json::array();
-  std::size_t passed = 0, failed = 0, inconclusive = 0, comm = 0, errors = 0;
   for (const auto& r : rep.runs) {
     nlohmann::json x;
     x["model"] = r.model;
@@ -437,15 +555,34 @@ std::string report_to_json(const VerifyReport& rep) {
     }
     if (r.status == "error") x["error"] = r.error;
     results.push_back(std::move(x));
-    if (r.status == "pass") ++passed;
-    if (r.status == "fail") ++failed;
-    if (r.status == "inconclusive") ++inconclusive;
-    if (r.status == "commutative-only") ++comm;
-    if (r.status == "error") ++errors;
   }
-  j["summary"] = {{"runs", rep.runs.size()},         {"passed", passed + comm},  {"failed", failed},
-                  {"inconclusive", inconclusive},    {"commutative_only", comm}, {"errors", errors},
-                  {"skipped_runs", rep.skipped_runs}};
+  auto counts = [](const Tally& t, nlohmann::json& x) {
+    x["runs"] = t.runs;
+    x["passed"] = t.passed;
+    x["commutative_only"] = t.commutative_only;
+    x["failed"] = t.failed;
+    x["inconclusive"] = t.inconclusive;
+    x["errors"] = t.errors;
+  };
+  auto& models = j["models"] = nlohmann::json::array();
+  for (std::size_t g = 0; g < rep.groups.size(); ++g) {
+    const VerifyGroup& G = rep.groups[g];
+    nlohmann::json x;
+    x["model"] = G.model;
+    x["file"] = G.file;
+    x["family"] = G.family;
+    x["sizes"] = covered_specs(rep, g);
+    x["sizes_tried"] = G.specs.size();
+    counts(rep.tally(g), x);
+    x["skipped_runs"] = G.skipped_runs;
+    if (!G.no_run.empty()) x["no_run"] = G.no_run;
+    models.push_back(std::move(x));
+  }
+  nlohmann::json summary;
+  counts(rep.tally(), summary);
+  summary["skipped_runs"] = rep.skipped_runs;
+  summary["exit_code"] = rep.exit_code;
+  j["summary"] = std::move(summary);
   return j.dump(2) + "\n";
 }
 
@@ -488,12 +625,229 @@ std::string report_to_junit(const VerifyReport& rep) {
       body += "    </testcase>\n";
     }
   }
+  // A model that ran nothing is an error, not an empty pass.
+  for (std::size_t g : rep.nothing_checked()) {
+    const VerifyGroup& G = rep.groups[g];
+    ++tests;
+    ++errors;
+    body += fmt::format(
+        "    <testcase classname=\"{}\" name=\"run\">\n      <error message=\"nothing "
+        "checked: {}\"/>\n    </testcase>\n",
+        xml_escape(G.model + " on " + G.family), xml_escape(G.no_run));
+  }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"collv verify\" tests=\"{}\" "
       "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n  <testsuite name=\"collv verify\" "
       "tests=\"{}\" "
       "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{}  </testsuite>\n</testsuites>\n",
       tests, failures, errors, skipped, tests, failures, errors, skipped, body);
+}
+
+namespace {
+
+// "2..64" for families sized by one number (ring:2 .. ring:64), "p=4..64" (processors)
+// otherwise, with the number of sizes when they are not every value of the range; the spec itself
+// when there is one.
+std::string sizes_text(const VerifyReport& rep, std::size_t g) {
+  std::vector<std::string> specs = covered_specs(rep, g);
+  if (specs.empty()) return "-";
+  if (specs.size() == 1) return specs.front();
+  std::vector<long long> nums;
+  for (const auto& sp : specs) {
+    auto colon = sp.find(':');
+    std::string v = colon == std::string::npos ? "" : sp.substr(colon + 1);
+    if (v.empty() || v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit)) {
+      nums.clear();
+      break;
+    }
+    nums.push_back(std::stoll(v));
+  }
+  std::string prefix;
+  if (nums.empty()) {  // meshes, tori, products: by processors
+    prefix = "p=";
+    for (const auto& r : rep.runs)
+      if (r.group == g) nums.push_back(r.p);
+  }
+  std::sort(nums.begin(), nums.end());
+  nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
+  std::string s = fmt::format("{}{}..{}", prefix, nums.front(), nums.back());
+  if (specs.size() != static_cast<std::size_t>(nums.back() - nums.front() + 1))
+    s += fmt::format(" ({} sizes)", specs.size());
+  return s;
+}
+
+std::string seconds_text(double s) {
+  return s < 10 ? fmt::format("{:.2f}s", s) : fmt::format("{:.0f}s", s);
+}
+
+// The first counterexample of one check, in full: message, buffers, loaded links.
+void write_check_failure(std::string& o, const CheckResult& c, const std::string& indent) {
+  if (c.verdict == Verdict::Unknown) {
+    o += fmt::format("{}{}: inconclusive: {}\n", indent, c.name, c.note);
+    return;
+  }
+  if (c.verdict != Verdict::Fail) return;
+  if (c.violations.empty()) {
+    o += fmt::format("{}{}: fails\n", indent, c.name);
+    return;
+  }
+  const auto& v = c.violations.front();
+  o += fmt::format("{}{}: {}", indent, c.name, v.message);
+  if (c.violation_count > 1) o += fmt::format(" (and {} more)", c.violation_count - 1);
+  o += "\n";
+  for (const auto& b : v.buffers)
+    o += fmt::format("{}  node {} {}: {}\n", indent, b.node, b.what, b.contents);
+  for (std::size_t k = 0; k < v.loads.size() && k < 6; ++k)
+    o += fmt::format("{}  link {} -> {}: {} transfers, {} items\n", indent, v.loads[k].from,
+                     v.loads[k].to, v.loads[k].transfers, v.loads[k].items);
+}
+
+bool reported(const VerifyRun& r) {
+  return r.status == "fail" || r.status == "inconclusive" || r.status == "error";
+}
+
+std::string runs_table(const VerifyReport& rep) {
+  std::string o;
+  std::size_t w0 = 5, w1 = 8;
+  for (const auto& r : rep.runs) {
+    w0 = std::max(w0, r.model.size());
+    w1 = std::max(w1, r.topology.size());
+  }
+  o += fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", "MODEL", w0, "TOPOLOGY",
+                   w1, "SRC", "DOMAIN", "STEPS", "COST", "RESULT");
+  for (const auto& r : rep.runs) {
+    std::string src = r.source  ? std::to_string(*r.source)
+                      : r.shift ? "q" + std::to_string(*r.shift)
+                                : "-";
+    std::string result = r.status;
+    if (r.status == "fail" || r.status == "inconclusive") {
+      std::string names;
+      for (const auto& c : r.checks)
+        if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
+          names += (names.empty() ? "" : ",") + c.name;
+      result += " (" + names + ")";
+    }
+    if (r.status == "error") result += ": " + r.error;
+    o += fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0, r.topology,
+                     w1, src, r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw), result);
+  }
+  bool header = false;
+  for (const auto& r : rep.runs) {
+    if (r.status != "fail" && r.status != "inconclusive") continue;
+    if (!header) {
+      o += "\ncounterexamples (the first of each failing run)\n";
+      header = true;
+    }
+    o += fmt::format("- {}\n", run_label(r));
+    for (const auto& c : r.checks) write_check_failure(o, c, "    ");
+  }
+  return o;
+}
+
+std::string model_table(const VerifyReport& rep) {
+  std::string o;
+  std::vector<std::string> sizes;
+  std::size_t w0 = 5, w1 = 6, w2 = 5;
+  for (std::size_t g = 0; g < rep.groups.size(); ++g) {
+    sizes.push_back(sizes_text(rep, g));
+    w0 = std::max(w0, rep.groups[g].model.size());
+    w1 = std::max(w1, rep.groups[g].family.size());
+    w2 = std::max(w2, sizes.back().size());
+  }
+  auto row = [&](const std::string& a, const std::string& b, const std::string& c,
+                 const std::string& d, const std::string& e, const std::string& f,
+                 const std::string& g, const std::string& h, const std::string& i,
+                 const std::string& j, const std::string& k) {
+    return fmt::format(
+        "{:<{}}  {:<{}}  {:<{}}  {:>5}  {:>6}  {:>9}  {:>6}  {:>7}  {:>6}  {:>7}  {:>6}\n", a, w0,
+        b, w1, c, w2, d, e, f, g, h, i, j, k);
+  };
+  o += row("MODEL", "FAMILY", "SIZES", "RUNS", "PASSED", "COMM-ONLY", "FAILED", "INCONCL", "ERRORS",
+           "SKIPPED", "TIME");
+  for (std::size_t g = 0; g < rep.groups.size(); ++g) {
+    const VerifyGroup& G = rep.groups[g];
+    Tally t = rep.tally(g);
+    auto n = [](std::size_t x) { return std::to_string(x); };
+    o +=
+        row(G.model, G.family, sizes[g], n(t.runs), n(t.passed), n(t.commutative_only), n(t.failed),
+            n(t.inconclusive), n(t.errors), n(G.skipped_runs), seconds_text(G.seconds));
+    if (!G.no_run.empty()) o += fmt::format("  ^ nothing checked: {}\n", G.no_run);
+  }
+  o += "COMM-ONLY: fails on operand order only, under the ordered domain, in a model that "
+       "declares\na commutative operator (expected). SKIPPED: size, source and domain combinations "
+       "where\nthe model's `requires` is false. SIZES: the sizes that ran.\n";
+  return o;
+}
+
+// The failures of each model and family, one entry per check: how many runs fail it, and the
+// first counterexample in full; then runs that ended in an error, the same way.
+std::string failures_text(const VerifyReport& rep) {
+  std::string o;
+  constexpr std::size_t kListed = 8;
+  for (std::size_t g = 0; g < rep.groups.size(); ++g) {
+    std::vector<const VerifyRun*> bad;
+    for (const auto& r : rep.runs)
+      if (r.group == g && reported(r)) bad.push_back(&r);
+    if (bad.empty()) continue;
+    const VerifyGroup& G = rep.groups[g];
+    Tally t = rep.tally(g);
+    o += fmt::format("\n{} on {} ({}): {} of {} runs failed, {} inconclusive, {} errors\n", G.model,
+                     G.family, G.file, t.failed, t.runs, t.inconclusive, t.errors);
+    // Check names in the order the runs report them (any list of checks).
+    std::vector<std::string> names;
+    for (const VerifyRun* r : bad)
+      for (const auto& c : r->checks)
+        if ((c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown) &&
+            std::find(names.begin(), names.end(), c.name) == names.end())
+          names.push_back(c.name);
+    auto listing = [&](const std::vector<const VerifyRun*>& rs) {
+      std::string s;
+      for (std::size_t k = 1; k < rs.size() && k <= kListed; ++k)
+        s += (s.empty() ? "" : ", ") + run_where(*rs[k]);
+      if (rs.size() > kListed + 1)
+        s += fmt::format(", +{} more (--runs lists every run)", rs.size() - kListed - 1);
+      return s;
+    };
+    for (const auto& name : names) {
+      std::vector<const VerifyRun*> rs;
+      const CheckResult* first = nullptr;
+      for (const VerifyRun* r : bad)
+        for (const auto& c : r->checks)
+          if (c.name == name && (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)) {
+            if (!first) first = &c;
+            rs.push_back(r);
+          }
+      o += fmt::format("  {}: {} run{}; the first: {}\n", name, rs.size(),
+                       rs.size() == 1 ? "" : "s", run_where(*rs.front()));
+      write_check_failure(o, *first, "    ");
+      if (rs.size() > 1) o += "    also: " + listing(rs) + "\n";
+    }
+    std::vector<const VerifyRun*> errs;
+    for (const VerifyRun* r : bad)
+      if (r->status == "error") errs.push_back(r);
+    if (!errs.empty()) {
+      o += fmt::format("  error: {} run{}; the first: {}\n    {}\n", errs.size(),
+                       errs.size() == 1 ? "" : "s", run_where(*errs.front()), errs.front()->error);
+      if (errs.size() > 1) o += "    also: " + listing(errs) + "\n";
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string summary_line(const VerifyReport& rep) {
+  Tally t = rep.tally();
+  return fmt::format(
+      "{} runs: {} passed, {} failed, {} inconclusive, {} commutative-only (expected under the "
+      "ordered domain), {} errors; {} runs skipped by `requires`\n",
+      t.runs, t.passed, t.failed, t.inconclusive, t.commutative_only, t.errors, rep.skipped_runs);
+}
+
+std::string report_to_text(const VerifyReport& rep, bool runs, bool quiet) {
+  if (quiet) return summary_line(rep);
+  std::string o = runs ? runs_table(rep) : model_table(rep) + failures_text(rep);
+  return o + "\n" + summary_line(rep);
 }
 
 int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& out,
@@ -510,88 +864,30 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
   };
   if (!o.json_file.empty()) write(o.json_file, report_to_json(rep));
   if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));
-
-  std::size_t passed = 0, failed = 0, inconclusive = 0, comm = 0, errors = 0;
-  for (const auto& r : rep.runs) {
-    if (r.status == "pass") ++passed;
-    if (r.status == "fail") ++failed;
-    if (r.status == "inconclusive") ++inconclusive;
-    if (r.status == "commutative-only") ++comm;
-    if (r.status == "error") ++errors;
-  }
-  if (!o.quiet && o.json_file != "-" && o.junit_file != "-") {
-    std::size_t w0 = 5, w1 = 8;
+  if (o.json_file != "-" && o.junit_file != "-") out << report_to_text(rep, o.runs_table, o.quiet);
+  // No silent pass: say why nothing was checked.
+  for (std::size_t g : rep.nothing_checked())
+    err << fmt::format("collv: error: nothing checked for {} on {}: {}\n", rep.groups[g].model,
+                       rep.groups[g].family, rep.groups[g].no_run);
+  if (rep.runs.empty()) err << "collv: error: no run was made, so nothing was verified (exit 2)\n";
+  if (!o.quiet && o.json_file != "-" && o.junit_file != "-" && o.engine != "exec") {
+    // Which engine decided each check (--engine smt|both), one line per run.
+    out << "\nengines (which engine decided each check)\n";
     for (const auto& r : rep.runs) {
-      w0 = std::max(w0, r.model.size());
-      w1 = std::max(w1, r.topology.size());
-    }
-    out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", "MODEL", w0,
-                       "TOPOLOGY", w1, "SRC", "DOMAIN", "STEPS", "COST", "RESULT");
-    for (const auto& r : rep.runs) {
-      std::string src = r.source  ? std::to_string(*r.source)
-                        : r.shift ? "q" + std::to_string(*r.shift)
-                                  : "-";
-      std::string result = r.status;
-      if (r.status == "fail" || r.status == "inconclusive") {
-        std::string names;
-        for (const auto& c : r.checks)
-          if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
-            names += (names.empty() ? "" : ",") + c.name;
-        result += " (" + names + ")";
-      }
-      if (r.status == "error") result += ": " + r.error;
-      out << fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0,
-                         r.topology, w1, src, r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw),
-                         result);
-    }
-    if (o.engine != "exec") {
-      // Which engine decided each check (--engine smt|both), one line per run.
-      out << "\nengines (which engine decided each check)\n";
-      for (const auto& r : rep.runs) {
-        std::map<std::string, std::string> by;
-        std::string dis;
-        for (const auto& c : r.checks) {
-          if (c.decided_by.empty()) continue;
-          by[c.decided_by] += (by[c.decided_by].empty() ? "" : ",") + c.name;
-          if (c.engines_disagree) dis += (dis.empty() ? "" : ",") + c.name;
-        }
-        std::string line;
-        for (const auto& [who, names] : by)
-          line += fmt::format("{}{}: {}", line.empty() ? "" : "; ", who, names);
-        out << fmt::format("- {}: {}{}\n", run_label(r), line,
-                           dis.empty() ? "" : "  ENGINES DISAGREE on " + dis);
-      }
-    }
-    bool header = false;
-    for (const auto& r : rep.runs) {
-      if (r.status != "fail" && r.status != "inconclusive") continue;
-      if (!header) {
-        out << "\ncounterexamples (the first of each failing run)\n";
-        header = true;
-      }
-      out << fmt::format("- {}\n", run_label(r));
+      std::map<std::string, std::string> by;
+      std::string dis;
       for (const auto& c : r.checks) {
-        if (c.verdict == Verdict::Unknown)
-          out << fmt::format("    {}: inconclusive: {}\n", c.name, c.note);
-        if (c.verdict != Verdict::Fail || c.violations.empty()) continue;
-        const auto& v = c.violations.front();
-        out << fmt::format("    {}: {}", c.name, v.message);
-        if (c.violation_count > 1) out << fmt::format(" (and {} more)", c.violation_count - 1);
-        out << "\n";
-        for (const auto& b : v.buffers)
-          out << fmt::format("      node {} {}: {}\n", b.node, b.what, b.contents);
-        for (std::size_t k = 0; k < v.loads.size() && k < 6; ++k)
-          out << fmt::format("      link {} -> {}: {} transfers, {} items\n", v.loads[k].from,
-                             v.loads[k].to, v.loads[k].transfers, v.loads[k].items);
+        if (c.decided_by.empty()) continue;
+        by[c.decided_by] += (by[c.decided_by].empty() ? "" : ",") + c.name;
+        if (c.engines_disagree) dis += (dis.empty() ? "" : ",") + c.name;
       }
+      std::string line;
+      for (const auto& [who, names] : by)
+        line += fmt::format("{}{}: {}", line.empty() ? "" : "; ", who, names);
+      out << fmt::format("- {}: {}{}\n", run_label(r), line,
+                         dis.empty() ? "" : "  ENGINES DISAGREE on " + dis);
     }
   }
-  if (o.json_file != "-" && o.junit_file != "-")
-    out << fmt::format(
-        "{}{} runs: {} passed, {} failed, {} inconclusive, {} commutative-only (expected "
-        "under the ordered domain), {} errors; {} runs skipped by `requires`\n",
-        o.quiet ? "" : "\n", rep.runs.size(), passed, failed, inconclusive, comm, errors,
-        rep.skipped_runs);
   return rep.exit_code;
 }
 

@@ -27,9 +27,10 @@ struct VerifyOptions {
   std::uint32_t max_p = 64;        // default bound on processors
   std::uint32_t max_star = 6;      // default bound on the star's n
   std::string json_file, junit_file, cex_dir;
-  bool quiet = false;
-  bool progress = false;  // progress line on stderr (the CLI sets it when stderr is a tty)
-  RunOptions run;         // limits; domain/root/shift are set per run
+  bool quiet = false;       // only the summary line (and why nothing ran, on the error stream)
+  bool runs_table = false;  // --runs: one line per run and every failing run in full
+  bool progress = false;    // progress line on stderr (the CLI sets it when stderr is a tty)
+  RunOptions run;           // limits; domain/root/shift are set per run
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.
@@ -44,14 +45,41 @@ struct VerifyRun {
   std::uint32_t steps = 0;
   double cost_ts = 0, cost_tw = 0;
   std::vector<CheckResult> checks;
-  std::string status;  // pass | fail | inconclusive | commutative-only | error
-  std::string error;   // status "error": the message (model or limit error)
+  std::string status;     // pass | fail | inconclusive | commutative-only | error
+  std::string error;      // status "error": the message (model or limit error)
+  std::size_t group = 0;  // index into VerifyReport::groups
+  double seconds = 0;     // wall time of the run and its checks (text report only, never JSON)
+};
+
+// One model (or schedule file) on one topology family: a line of the per-model summary.
+struct VerifyGroup {
+  std::string model, file, family;
+  std::vector<std::string> specs;  // the sizes tried, in order
+  std::size_t skipped_runs = 0;    // size/source/domain combinations where `requires` is false
+  std::size_t no_source = 0;       // sizes where the --source S is not a processor
+  double seconds = 0;              // wall time of its runs (text report only, never JSON)
+  bool named = false;              // the model was named on the command line (not --all or a dir)
+  std::string no_run;              // why no run was made ("" when one was)
+};
+
+// The counts of a set of runs, defined once for every report (text, JSON): each run counts in
+// exactly one of passed, commutative_only, failed, inconclusive, errors (its status), so
+// runs = passed + commutative_only + failed + inconclusive + errors.
+struct Tally {
+  std::size_t runs = 0, passed = 0, commutative_only = 0, failed = 0, inconclusive = 0, errors = 0;
+  void add(const VerifyRun& r);
 };
 
 struct VerifyReport {
   std::vector<VerifyRun> runs;
+  std::vector<VerifyGroup> groups;
   std::size_t skipped_runs = 0;  // size/source/domain combinations where `requires` is false
   int exit_code = 0;
+  Tally tally() const;                   // every run
+  Tally tally(std::size_t group) const;  // the runs of one group
+  // The groups that ran nothing and make the exit code 2: every group when no run was made at
+  // all, else the groups of models named on the command line none of whose groups ran.
+  std::vector<std::size_t> nothing_checked() const;
 };
 
 // Called with an engine's extra verdicts for one run (the SMT engine plugs in here); returns the
@@ -62,6 +90,14 @@ using ExtraEngine = std::function<std::vector<CheckResult>(const Model&, const T
 VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& err);
 int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& out,
                        std::ostream& err);
+
+// The text report. Default: one line per model and family (runs, passed, commutative-only,
+// failed, inconclusive, errors, skipped, sizes, time), then the failures grouped by model, family
+// and check with the first counterexample in full, then the summary line. `runs_table`: one line
+// per run and the first counterexample of each failing run. `quiet`: the summary line only.
+std::string report_to_text(const VerifyReport& r, bool runs_table, bool quiet);
+// The summary line, e.g. "12 runs: 10 passed, 1 failed, ...".
+std::string summary_line(const VerifyReport& r);
 
 std::string report_to_json(const VerifyReport& r);
 std::string report_to_junit(const VerifyReport& r);

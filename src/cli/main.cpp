@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "collv: verify collective communication algorithms on interconnection networks.\n"
       "Models (models/*.coll) are run by an exhaustive executor under the synchronous\n"
-      "single-port model. Exit codes: 0 ok, 1 violation, 2 bad usage or input, 3 inconclusive."};
+      "single-port model. Exit codes: 0 ok, 1 violation, 2 bad usage or input, 3 inconclusive,\n"
+      "70 an internal error (a bug in collv). Each command's --help lists what its codes mean."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "collv 0.1.0");
 
@@ -41,12 +42,17 @@ int main(int argc, char** argv) {
       ->required();
   topo->add_flag("--dot", topo_opts.dot, "write the network as Graphviz DOT");
   topo->add_option("-o,--output", topo_opts.dot_file, "with --dot: file to write (default stdout)");
-  topo->footer("Examples:\n  collv topology star:5\n  collv topology mesh:4x4 --dot -o mesh.dot");
+  topo->footer(
+      "Exit codes: 0 described, 2 bad usage or a spec collv refuses (with the reason).\n"
+      "Examples:\n  collv topology star:5\n  collv topology mesh:4x4 --dot -o mesh.dot");
 
   ListOptions list_opts;
   auto* list =
       app.add_subcommand("list", "List the models with their collective, topology and source");
   list->add_option("--models", list_opts.models_dir, "models directory (default: ./models)");
+  list->footer(
+      "Exit codes: 0 every model listed, 2 a model that does not parse (reported as "
+      "file:line:col) or no models directory.");
 
   RunCommandOptions run_opts;
   std::string domain = "exact";
@@ -77,6 +83,10 @@ int main(int argc, char** argv) {
   run->add_option("--max-memory", max_mem, "memory limit in MiB (default 8192)");
   run->add_option("--models", run_opts.models_dir, "models directory for model names");
   run->footer(
+      "Exit codes: 0 the run finished and its step count and cost equal the model's claims;\n"
+      "1 the run stopped early (deadlock, runtime error, --max-steps/--max-ops), or the measured\n"
+      "steps or cost differ from the claim (said on stderr); 2 bad usage or input.\n"
+      "`collv run` judges only the claims; `collv verify` judges every invariant.\n"
       "Examples:\n  collv run allreduce_star --topology star:3\n"
       "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
       "  collv run scan_hypercube -t hypercube:3 -d ordered --json trace.json");
@@ -107,6 +117,9 @@ int main(int argc, char** argv) {
   ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");
   ver->add_option("--junit", ver_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   ver->add_flag("--quiet", ver_opts.quiet, "print only the summary line");
+  ver->add_flag("--runs", ver_opts.runs_table,
+                "one line per run and every failing run in full, instead of one line per model "
+                "and family");
   ver->add_option("--cex-dir", ver_opts.cex_dir, "write one SVG picture per failing run into DIR");
   SmtOptions ver_smt;
   std::string ver_algebra = "auto";
@@ -128,7 +141,13 @@ int main(int argc, char** argv) {
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
   ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
   ver->footer(
-      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage or input, 3 inconclusive.\n"
+      "Output: one line per model and topology family (runs, passed, commutative-only, failed,\n"
+      "inconclusive, errors, skipped, sizes, time), the failures with their first\n"
+      "counterexample in full, and a summary line (--runs: one line per run).\n"
+      "Exit codes: 0 every check holds (commutative-only runs included), 1 a violation,\n"
+      "2 bad usage or input, a model error in a run, or nothing checked (no run at all, or none\n"
+      "of a model named on the command line: a --source, --sizes or --topology that matches\n"
+      "nothing, a `requires` false everywhere), 3 inconclusive (a limit, or Z3 gave no answer).\n"
       "Examples:\n  collv verify --all\n  collv verify allreduce_star --sizes 2..5\n"
       "  collv verify models/ --json report.json --junit report.xml\n"
       "  collv verify allgather_hypercube --topology ring:8   # the book's Figure 4.12");
@@ -160,6 +179,9 @@ int main(int argc, char** argv) {
   ren->add_option("--graphviz", ren_opts.program, "the Graphviz layout program (neato)");
   ren->add_option("--models", ren_opts.models_dir, "models directory for model names");
   ren->footer(
+      "Exit codes: 0 written; 1 written, but the run failed (deadlock, limit, runtime error) or\n"
+      "a counterexample was drawn; 2 bad usage or input (unknown model or spec, bad extension,\n"
+      "too large without --force, Graphviz missing, failing or too slow).\n"
       "Examples:\n  collv render allreduce_star -t star:3 -o star3.svg --per-step steps/\n"
       "  collv render allgather_hypercube -t ring:8 --counterexample -o fig4-12.svg");
 
@@ -178,7 +200,8 @@ int main(int argc, char** argv) {
   prv->footer(
       "Exit codes: 0 every obligation has its expected answer, 1 one was contradicted, 2 bad "
       "input, 3 inconclusive.\n"
-      "Example:\n  collv prove proofs/ --emit-smt2 certs/   # then: z3 certs/*.smt2");
+      "Example:\n  collv prove proofs/ --emit-smt2 certs/\n"
+      "  bash scripts/recheck-certificates.sh certs/   # z3 alone re-checks every certificate");
 
   SynthCommandOptions syn_opts;
   std::string syn_port = "single";

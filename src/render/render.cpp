@@ -192,10 +192,62 @@ struct Hop {
   bool routed = false;
 };
 
+// A transfer between nodes that are not neighbours (no link to follow): a straight dotted arrow.
+// Its label sits at the sender's end, not in the middle, so that the labels of arrows crossing
+// in the middle of the picture (a star's far exchanges) do not pile up there.
+struct Unlinked {
+  NodeId from, to;
+  std::string label, color, fontcolor;
+  double width;
+};
+
 struct Drawing {
   std::vector<Hop> hops;
+  std::vector<Unlinked> unlinked;
   std::vector<std::string> extra;  // other edges, written after the hops
+  bool has_unlinked() const { return !unlinked.empty(); }
 };
+
+// The legend's words for dotted arrows, when there are any.
+std::string unlinked_legend(const Drawing& d) {
+  return d.has_unlinked() ? "; dotted: no link between the ends, labelled at the sender" : "";
+}
+
+// Dotted arrows, one per pair of nodes: both directions share one line with an arrowhead at each
+// end, and each direction's label sits at its sender.
+void write_unlinked(std::string& s, const Drawing& d) {
+  using Key = std::tuple<NodeId, NodeId, std::string>;
+  std::map<Key, std::vector<const Unlinked*>> groups;
+  std::vector<Key> order;
+  for (const auto& u : d.unlinked) {
+    Key k{std::min(u.from, u.to), std::max(u.from, u.to), u.color};
+    auto& g = groups[k];
+    if (g.empty()) order.push_back(k);
+    g.push_back(&u);
+  }
+  for (const auto& k : order) {
+    const auto& g = groups[k];
+    // The first arrow's direction is the edge's; labels of the other direction go to its head.
+    NodeId a = g.front()->from, b = g.front()->to;
+    std::string tail, head;
+    double width = 0;
+    bool back = false;
+    for (const Unlinked* u : g) {
+      std::string& side = u->from == a ? tail : head;
+      if (u->from != a) back = true;
+      if (!u->label.empty()) side += (side.empty() ? "" : "\n") + u->label;
+      width = std::max(width, u->width);
+    }
+    std::string attrs = fmt::format(
+        "color={}, fontcolor={}, penwidth={:.1f}, style=dotted, labeldistance=2.6, "
+        "labelangle=30",
+        g.front()->color, g.front()->fontcolor, width);
+    if (back) attrs += ", dir=both";
+    if (!tail.empty()) attrs += ", taillabel=" + q(tail);
+    if (!head.empty()) attrs += ", headlabel=" + q(head);
+    s += fmt::format("  {} -> {} [{}];\n", nid(a), nid(b), attrs);
+  }
+}
 
 // The topology's links as light undirected lines, except links an arrow already follows.
 void write_links(std::string& s, const Topology& t, const Drawing& d) {
@@ -210,6 +262,10 @@ void write_links(std::string& s, const Topology& t, const Drawing& d) {
 // More than kMergeAbove arrows on the same directed hop are merged into one arrow whose label
 // lists them, one line each (the picture stays readable; each transfer keeps its own line).
 constexpr std::size_t kMergeAbove = 3;
+
+// Counterexample pictures label every transfer of the failing step up to this many; above it,
+// only the transfers the violation names.
+constexpr std::size_t kLabelAllUpTo = 12;
 
 void write_hops(std::string& s, const Drawing& d) {
   // Groups: same directed hop and same colour (a red failing step never merges with grey context).
@@ -243,6 +299,7 @@ void write_hops(std::string& s, const Drawing& d) {
                      1.2 + 0.3 * static_cast<double>(g.size()), routed ? ", style=dashed" : "",
                      label.empty() ? "" : ", label=" + q(label));
   }
+  write_unlinked(s, d);
   for (const auto& e : d.extra) s += e;
 }
 
@@ -270,13 +327,14 @@ void add_transfer(Drawing& d, const Trace& tr, const Transfer& x, const Pen& pen
   bool linked = x.src != x.dst;
   for (std::size_t h = 0; linked && h + 1 < r.size(); ++h)
     if (!tr.topology.adjacent(r[h], r[h + 1])) linked = false;
-  if (!linked) {
-    // A self-send, or not along links (e.g. a star transfer between non-neighbours): one arrow,
-    // dotted when it follows no link.
-    std::string a = attrs(false, true);
-    if (x.src != x.dst) a += ", style=dotted, xlabel=\"no link\"";
-    d.extra.push_back(fmt::format("  {} -> {} [{}{}];\n", nid(x.src), nid(x.dst), a,
-                                  label.empty() ? "" : ", label=" + q(label)));
+  if (!linked && x.src != x.dst) {
+    // Not along links (e.g. a star transfer between non-neighbours): one dotted arrow.
+    d.unlinked.push_back(Unlinked{x.src, x.dst, label, pen.color, pen.fontcolor, pen.width});
+    return;
+  }
+  if (!linked) {  // a self-send
+    d.extra.push_back(fmt::format("  {} -> {} [{}{}];\n", nid(x.src), nid(x.dst),
+                                  attrs(false, true), label.empty() ? "" : ", label=" + q(label)));
     return;
   }
   bool routed = r.size() > 2;
@@ -382,12 +440,6 @@ std::string schedule_dot(const Trace& t, const RenderOptions& o) {
     for (auto k : o.steps) list += (list.empty() ? "" : ", ") + std::to_string(k);
     title += fmt::format(" (only step{} {} shown)", o.steps.size() > 1 ? "s" : "", list);
   }
-  title += "; arrow label: step (data carried); dashed: routed through other nodes";
-  if (t.failure.kind != RunFailure::Kind::None) title += "\nrun stopped: " + t.failure.message;
-  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
-  if (collective_is_rooted(t.collective) && t.root < topo.num_processors())
-    st[t.root].extra += ", penwidth=2.5, style=filled, fillcolor=lightyellow";
-  write_nodes(s, t, L, st, false, uy * 0.55);
   Drawing d;
   for (auto i : t.ordered_transfers()) {
     if (!o.steps.empty() &&
@@ -397,6 +449,13 @@ std::string schedule_dot(const Trace& t, const RenderOptions& o) {
     p.color = p.fontcolor = step_color(t.transfers[i].step);
     add_transfer(d, t, t.transfers[i], p, o);
   }
+  title +=
+      "; arrow label: step (data carried); dashed: routed through other nodes" + unlinked_legend(d);
+  if (t.failure.kind != RunFailure::Kind::None) title += "\nrun stopped: " + t.failure.message;
+  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
+  if (collective_is_rooted(t.collective) && t.root < topo.num_processors())
+    st[t.root].extra += ", penwidth=2.5, style=filled, fillcolor=lightyellow";
+  write_nodes(s, t, L, st, false, uy * 0.55);
   write_links(s, topo, d);
   write_hops(s, d);
   return s + "}\n";
@@ -458,13 +517,6 @@ std::string step_dot(const Trace& t, std::uint32_t step, const RenderOptions& o)
     title += fmt::format("\nstep {} of {}: {} transfer(s); buffers after step {}", step, t.steps,
                          step <= t.per_step.size() ? t.per_step[step - 1].transfers : 0, step);
   }
-  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
-  // Nodes that received something in this step are outlined.
-  for (auto i : t.ordered_transfers()) {
-    const Transfer& x = t.transfers[i];
-    if (x.step == step && x.dst < P && st[x.dst].extra.empty()) st[x.dst].extra = ", penwidth=2";
-  }
-  write_nodes(s, t, L, st, true, uy * 0.6);
   Drawing d;
   for (auto i : t.ordered_transfers()) {
     const Transfer& x = t.transfers[i];
@@ -473,6 +525,14 @@ std::string step_dot(const Trace& t, std::uint32_t step, const RenderOptions& o)
     p.width = 1.6;
     add_transfer(d, t, x, p, o);
   }
+  if (d.has_unlinked()) title += "\n" + unlinked_legend(d).substr(2);
+  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
+  // Nodes that received something in this step are outlined.
+  for (auto i : t.ordered_transfers()) {
+    const Transfer& x = t.transfers[i];
+    if (x.step == step && x.dst < P && st[x.dst].extra.empty()) st[x.dst].extra = ", penwidth=2";
+  }
+  write_nodes(s, t, L, st, true, uy * 0.6);
   write_links(s, topo, d);
   write_hops(s, d);
   return s + "}\n";
@@ -483,13 +543,11 @@ namespace {
 void write_waiting(std::string& s, const Trace& t) {
   const auto& c = t.failure.waiting_cycle;
   for (std::size_t i = 0; i + 1 < c.size(); ++i)
-    s += fmt::format(
-        "  {} -> {} [color=red, fontcolor=red, penwidth=2.2, label=\"waits for\", style=bold];\n",
-        nid(c[i]), nid(c[i + 1]));
+    s += fmt::format("  {} -> {} [color=red, penwidth=2.2, style=bold, tooltip=\"waits for\"];\n",
+                     nid(c[i]), nid(c[i + 1]));
   if (t.failure.cycle_closed && c.size() >= 2 && c.back() != c.front())
-    s += fmt::format(
-        "  {} -> {} [color=red, fontcolor=red, penwidth=2.2, label=\"waits for\", style=bold];\n",
-        nid(c.back()), nid(c.front()));
+    s += fmt::format("  {} -> {} [color=red, penwidth=2.2, style=bold, tooltip=\"waits for\"];\n",
+                     nid(c.back()), nid(c.front()));
 }
 
 std::string deadlock_title_lines(const Trace& t) {
@@ -502,6 +560,20 @@ std::string deadlock_title_lines(const Trace& t) {
   if (!t.failure.cycle_closed && !c.empty())
     s += fmt::format(" ({} has finished)", t.topology.label(c.back()));
   return s;
+}
+
+// The deadlock picture's legend line: what the grey and red arrows are.
+std::string deadlock_legend(const Trace& t, const Drawing& d) {
+  std::size_t n = d.hops.size() + d.unlinked.size() + d.extra.size();
+  std::string s = "\nbold red a -> b: a waits for b";
+  if (n > 0)
+    s += fmt::format("; grey: the {} transfer{} made before the deadlock", t.transfers.size(),
+                     t.transfers.size() == 1 ? "" : "s");
+  else if (!t.transfers.empty())
+    s += fmt::format(" (the {} transfers made before it are not drawn)", t.transfers.size());
+  else
+    s += " (no transfer was made)";
+  return s + unlinked_legend(d);
 }
 
 }  // namespace
@@ -517,12 +589,6 @@ std::string deadlock_dot(const Trace& t, const RenderOptions& o) {
   std::string title = o.title.empty() ? default_title(t) : o.title;
   title += "\n" + shorten(t.failure.message, 160);
   if (t.failure.message.find("waiting") == std::string::npos) title += deadlock_title_lines(t);
-  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
-  for (NodeId v : t.failure.waiting)
-    if (v < st.size()) st[v].extra = ", style=filled, fillcolor=lightyellow";
-  for (NodeId v : t.failure.waiting_cycle)
-    if (v < st.size()) st[v].extra = ", style=filled, fillcolor=\"#ffe0e0\", color=red, penwidth=2";
-  write_nodes(s, t, L, st, false, uy * 0.55);
   Drawing d;
   if (t.transfers.size() <= o.max_transfers || o.force)
     for (auto i : t.ordered_transfers()) {
@@ -531,6 +597,13 @@ std::string deadlock_dot(const Trace& t, const RenderOptions& o) {
       p.fontcolor = "gray50";
       add_transfer(d, t, t.transfers[i], p, o);
     }
+  title += deadlock_legend(t, d);
+  std::string s = graph_header(title, L, topo.num_nodes(), use_splines(topo));
+  for (NodeId v : t.failure.waiting)
+    if (v < st.size()) st[v].extra = ", style=filled, fillcolor=lightyellow";
+  for (NodeId v : t.failure.waiting_cycle)
+    if (v < st.size()) st[v].extra = ", style=filled, fillcolor=\"#ffe0e0\", color=red, penwidth=2";
+  write_nodes(s, t, L, st, false, uy * 0.55);
   write_links(s, topo, d);
   write_hops(s, d);
   write_waiting(s, t);
@@ -569,7 +642,7 @@ std::string counterexample_dot(const Trace& t, const Counterexample& c, const Re
   NodeLayout L = layout_topology(topo, ux, uy);
 
   std::string title = o.title.empty() ? default_title(t) : o.title;
-  title += "\nviolation of " + (c.invariant.empty() ? std::string("?") : c.invariant);
+  title += "\nviolation" + (c.invariant.empty() ? std::string() : " of " + c.invariant);
   if (step) title += fmt::format(" at step {}", *step);
   if (!c.nodes.empty()) {
     std::string ns;
@@ -583,26 +656,32 @@ std::string counterexample_dot(const Trace& t, const Counterexample& c, const Re
   bool deadlock =
       t.failure.kind == RunFailure::Kind::Deadlock && (c.invariant == "deadlock" || !step);
   if (deadlock && c.message.find("waiting") == std::string::npos) title += deadlock_title_lines(t);
-  std::string legend =
-      "red: step " + (step ? std::to_string(*step) : std::string("?")) + "'s transfers";
-  if (step && *step > 1) legend += fmt::format("; grey: step {}", *step - 1);
-  if (std::any_of(c.loads.begin(), c.loads.end(),
-                  [](const LinkLoad& l) { return l.transfers > 1; }))
-    legend += "; thick pink lines: congested links with their load";
-  title += "\n" + legend;
 
-  std::string s = graph_header(title, L, N, use_splines(topo));
-  write_nodes(s, t, L, st, true, uy * 0.6);
+  // The arrows: with a step, its transfers red and the step before grey; without one (a violation
+  // of the end state, or a deadlock), the run's transfers grey and the named ones red. When there
+  // are many, only the transfers the violation names carry labels, so labels do not pile up.
   Drawing d;
   auto order = t.ordered_transfers();
-  if (step && *step > 1)
-    for (auto i : order)
-      if (t.transfers[i].step + 1 == *step) {
-        Pen p;
-        p.color = "gray70";
-        p.fontcolor = "gray55";
-        add_transfer(d, t, t.transfers[i], p, o);
-      }
+  auto count_step = [&](std::uint32_t k) {
+    return static_cast<std::size_t>(std::count_if(
+        order.begin(), order.end(), [&](std::uint32_t i) { return t.transfers[i].step == k; }));
+  };
+  std::size_t shown = step ? count_step(*step) : t.transfers.size();
+  bool label_all = shown <= kLabelAllUpTo;
+  bool context = step ? *step > 1 : t.transfers.size() <= o.max_transfers || o.force;
+  std::size_t grey = 0;
+  if (context)
+    for (auto i : order) {
+      const Transfer& x = t.transfers[i];
+      if (step ? x.step + 1 != *step : named.count(i) > 0) continue;
+      Pen p;
+      p.color = "gray70";
+      p.fontcolor = "gray55";
+      p.label = step ? count_step(*step - 1) <= kLabelAllUpTo : label_all;
+      add_transfer(d, t, x, p, o);
+      ++grey;
+    }
+  std::size_t red = 0;
   for (auto i : order) {
     const Transfer& x = t.transfers[i];
     bool in_step = step && x.step == *step;
@@ -610,8 +689,43 @@ std::string counterexample_dot(const Trace& t, const Counterexample& c, const Re
     Pen p;
     p.color = p.fontcolor = "red";
     p.width = named.count(i) ? 2.6 : 1.4;
+    p.label = label_all || named.count(i);
     add_transfer(d, t, x, p, o);
+    ++red;
   }
+  std::string legend;
+  if (step)
+    legend = fmt::format("red: step {}'s transfers", *step);
+  else if (red > 0)
+    legend = "red: the transfers the violation names";
+  if (red > 0 && !label_all && !named.empty())
+    legend += fmt::format(" (labelled: the {} it names)", named.size());
+  else if (red > 0 && !label_all)
+    legend += " (too many to label)";
+  if (grey > 0) {
+    std::string g = step ? fmt::format("grey: step {}", *step - 1)
+                    : deadlock
+                        ? fmt::format("grey: the {} transfer{} made before the deadlock", grey,
+                                      grey == 1 ? "" : "s")
+                        : fmt::format("grey: the run's {} transfer{}", grey, grey == 1 ? "" : "s");
+    if (!step && !label_all) g += " (unlabelled: too many)";
+    legend += (legend.empty() ? "" : "; ") + g;
+  }
+  if (!step && t.transfers.empty())
+    legend += (legend.empty() ? "" : "; ") +
+              std::string(deadlock ? "no transfer was made before the deadlock"
+                                   : "the run made no transfer");
+  if (std::any_of(c.loads.begin(), c.loads.end(),
+                  [](const LinkLoad& l) { return l.transfers > 1; }))
+    legend += (legend.empty() ? "" : "; ") +
+              std::string("thick pink lines: congested links with their load");
+  if (deadlock && !t.failure.waiting_cycle.empty())
+    legend += (legend.empty() ? "" : "; ") + std::string("bold red a -> b: a waits for b");
+  if (d.has_unlinked()) legend += (legend.empty() ? "" : "; ") + unlinked_legend(d).substr(2);
+  if (!legend.empty()) title += "\n" + legend;
+
+  std::string s = graph_header(title, L, N, use_splines(topo));
+  write_nodes(s, t, L, st, true, uy * 0.6);
   write_links(s, topo, d);
   write_hops(s, d);
   // Congested links (more than one transfer in the step) get one thick line per link, labelled
