@@ -245,8 +245,10 @@ TEST_CASE("breaking one transfer of each proved schedule makes its certificate s
   CHECK(break_each_schedule(small_star) >= 4);
 }
 
+// About 6 minutes on this 2-core machine (the star:5 and star:6 schedules): run by hand with
+// `collv_tests "[manual]"`; the suite runs the star:3 and star:4 schedules above.
 TEST_CASE("breaking one transfer of each proved schedule makes its certificate sat (all)",
-          "[smt][cert][slow]") {
+          "[smt][cert][.manual]") {
   CHECK(break_each_schedule([](const std::string&) { return true; }) >= 8);
 }
 

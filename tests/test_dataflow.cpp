@@ -422,6 +422,6 @@ TEST_CASE("verify's reports list dataflow, match and runtime", "[dataflow][verif
     ss << in.rdbuf();
     out = ss.str();
   }
-  CHECK(out.find("fail (dataflow)") != std::string::npos);
+  CHECK(out.find("  dataflow: 1 run; the first: star:3") != std::string::npos);
   CHECK(out.find("    dataflow: step 3: transfer #") != std::string::npos);
 }

@@ -297,7 +297,7 @@ TEST_CASE("a refused run names the precondition that fails", "[lang][claims]") {
       "r.coll:6:47: model 'h' requires p <= 4, which does not hold on ring:8 (p = 8)");
 }
 
-TEST_CASE("--source on a collective without a root is a usage error", "[lang][claims]") {
+TEST_CASE("option --source on a collective without a root is a usage error", "[lang][claims]") {
   RunCommandOptions ro;
   ro.model = "allreduce_star";
   ro.models_dir = kRoot + "/models";

@@ -197,7 +197,7 @@ TEST_CASE("single-port: a node's sends, and its receives, take increasing steps"
   CHECK(run_text(simple(scatter, "broadcast"), "complete:4", all).steps == 1);
 }
 
-TEST_CASE("--port all: a node sends to two neighbours in one step", "[timing]") {
+TEST_CASE("option --port all: a node sends to two neighbours in one step", "[timing]") {
   RunOptions o;
   o.root = 1;
   Trace single = run_file("bcast_both_sides.coll", "line:3", o);
@@ -228,7 +228,7 @@ TEST_CASE("--port all: a node sends to two neighbours in one step", "[timing]") 
   CHECK(trace_from_json(j, "t.json").port == PortModel::Single);
 }
 
-TEST_CASE("--port all: one transfer per directed link per step, FIFO", "[timing]") {
+TEST_CASE("option --port all: one transfer per directed link per step, FIFO", "[timing]") {
   RunOptions o;
   o.port = PortModel::All;
   Trace t = run_text(simple("  if my_id = 0 then\n    send x to 1;\n    send x to 1;\n  else\n"
@@ -240,7 +240,7 @@ TEST_CASE("--port all: one transfer per directed link per step, FIFO", "[timing]
   CHECK(verdict(t, "congestion") == Verdict::Pass);
 }
 
-TEST_CASE("--port all: a value is ready when every receive before its newest one is", "[timing]") {
+TEST_CASE("option --port all: a value is ready when every receive before its newest one is", "[timing]") {
   // Node 0 receives a late message from 2 (2 first waits for 1's), then an early one from 1,
   // and forwards only the early one: under --port all it still waits for the late receive,
   // which comes before in program order (the documented conservative rule).

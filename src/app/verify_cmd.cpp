@@ -381,6 +381,8 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       run.file = file;
       run.status = "error";
       run.error = e.what();
+      run.group = group_of(run.model, file, "(unread)", true);
+      run.seconds = seconds_since(t0);
       rep.runs.push_back(std::move(run));
       continue;
     }
