@@ -121,7 +121,7 @@ TEST_CASE("MSCCL-XML mutants of real files are caught by the checks they name", 
   };
   std::vector<Case> cases = {
       {"ag_ring_wrong_offset.xml", {"postcondition", "dataflow"}},
-      {"ar_ring_double_count.xml", {"postcondition"}},
+      {"ar_ring_double_count.xml", {"postcondition", "dataflow"}},
       {"ag_hier_recv_wrong_buffer.xml", {"bounds", "postcondition"}},
       {"ag_hier_dep_without_hasdep.xml", {"deadlock", "attributes"}},
       {"ag_ring_dep_cycle.xml", {"deadlock"}},

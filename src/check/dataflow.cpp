@@ -4,9 +4,10 @@
 // the transfers it received before step s, so v's incoming transfers (in step order) are merged
 // with its outgoing ones, and only one node's holdings are alive at a time. Each item is first
 // looked up among the held items (a copy); only items that are not held are decomposed:
-//   exact:    an exact cover of the item's multiset of contributions by held items, each held
-//             occurrence used at most once (backtracking over the smallest uncovered contribution,
-//             budgeted);
+//   exact:    an exact cover of the item's multiset of contributions by pairwise disjoint held
+//             items (a combination counts no contribution twice; a held item that already counts
+//             one twice may still be copied), each held occurrence used at most once
+//             (backtracking over the smallest uncovered contribution, budgeted);
 //   ordered:  the item's sequence as a concatenation of held sequences (word-break DP; a
 //             budgeted search when a contribution repeats, so no occurrence is used twice);
 //   fingerprint: membership only; a combination cannot be decomposed (not checked).
@@ -274,6 +275,7 @@ class Analyzer {
         pos_[distinct_[k]] = static_cast<std::uint32_t>(k);
       }
     }
+    full_ = count_;
     used_.assign(held_.size(), 0);
     remaining_ = ts.size();
     exhausted_ = false;
@@ -294,6 +296,15 @@ class Analyzer {
 
   // Takes held terms hs out of what is left of the target, if they fit (else changes nothing).
   bool take(const std::vector<std::uint32_t>& hs) {
+    // A combination counts no contribution twice: the parts are pairwise disjoint, so a part
+    // holds all of a contribution's occurrences in the target or none of them (hs is sorted).
+    for (std::size_t k = 0; k < hs.size();) {
+      std::size_t e = k;
+      while (e < hs.size() && hs[e] == hs[k]) ++e;
+      std::size_t at = pos_of(hs[k]);
+      if (at == SIZE_MAX || e - k != full_[at]) return false;
+      k = e;
+    }
     for (std::size_t k = 0; k < hs.size(); ++k) {
       std::size_t at = pos_of(hs[k]);
       if (at == SIZE_MAX || count_[at] == 0) {
@@ -600,7 +611,7 @@ class Analyzer {
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
   std::unordered_map<Item, std::vector<std::uint32_t>> terms_;
   // search state
-  std::vector<std::uint32_t> distinct_, count_, seq_, parts_, target_terms_;
+  std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_, target_terms_;
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;
