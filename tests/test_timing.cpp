@@ -240,7 +240,8 @@ TEST_CASE("option --port all: one transfer per directed link per step, FIFO", "[
   CHECK(verdict(t, "congestion") == Verdict::Pass);
 }
 
-TEST_CASE("option --port all: a value is ready when every receive before its newest one is", "[timing]") {
+TEST_CASE("option --port all: a value is ready when every receive before its newest one is",
+          "[timing]") {
   // Node 0 receives a late message from 2 (2 first waits for 1's), then an early one from 1,
   // and forwards only the early one: under --port all it still waits for the late receive,
   // which comes before in program order (the documented conservative rule).
