@@ -96,8 +96,13 @@ class Analyzer {
       }
       return std::make_pair(std::move(first), std::move(list));
     };
-    auto [in_first, in_list] = bucket(true);
-    auto [out_first, out_list] = bucket(false);
+    // Plain variables, not structured bindings: the lambda below captures them (clang 14 does not
+    // capture structured bindings).
+    auto in_b = bucket(true), out_b = bucket(false);
+    auto& in_first = in_b.first;
+    auto& in_list = in_b.second;
+    auto& out_first = out_b.first;
+    auto& out_list = out_b.second;
 
     for (NodeId v = 0; v < p; ++v) {
       begin_node(v);
