@@ -11,6 +11,7 @@
 #include "app/verify_cmd.hpp"
 #include "check/checks.hpp"
 #include "check/dataflow.hpp"
+#include "cli.hpp"
 #include "exec/executor.hpp"
 
 using namespace collv;
@@ -412,15 +413,9 @@ TEST_CASE("verify's reports list dataflow, match and runtime", "[dataflow][verif
   // and the text report names a failing one
   std::string out;
   {
-    std::string file = (fs::temp_directory_path() / "collv_dataflow_out.txt").string();
-    std::string cmd = std::string(COLLV_BINARY) + " verify --trace " + kRoot +
-                      "/tests/data/corrupt_transfer_removed.json >" + file + " 2>&1";
-    int rc = std::system(cmd.c_str());
-    CHECK(WEXITSTATUS(rc) == 1);
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out = ss.str();
+    int rc =
+        test::run_cli("verify --trace " + kRoot + "/tests/data/corrupt_transfer_removed.json", out);
+    CHECK(rc == 1);
   }
   CHECK(out.find("  dataflow: 1 run; the first: star:3") != std::string::npos);
   CHECK(out.find("    dataflow: step 3: transfer #") != std::string::npos);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "check/checks.hpp"
+#include "cli.hpp"
 #include "exec/executor.hpp"
 #include "exec/trace.hpp"
 #include "lang/ast.hpp"
@@ -26,15 +27,7 @@ const std::string kRepro = kRoot + "/../shared/data/reproducers/";
 
 // Runs the CLI with a time limit (seconds); returns the exit code (124: timed out).
 int cli(const std::string& args, std::string& out, int seconds = 60) {
-  std::string file = (fs::temp_directory_path() / "collv_robust_out.txt").string();
-  std::string cmd = "cd " + kRoot + " && timeout " + std::to_string(seconds) + " " +
-                    std::string(COLLV_BINARY) + " " + args + " >" + file + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return test::run_cli(args, out, kRoot, seconds);
 }
 
 bool has(const std::string& text, const std::string& part) {

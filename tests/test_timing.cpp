@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/checks.hpp"
+#include "cli.hpp"
 #include "exec/executor.hpp"
 #include "exec/timing.hpp"
 
@@ -333,15 +334,11 @@ TEST_CASE("the step limit: stopped while running, or a schedule longer than it",
 }
 
 TEST_CASE("collv run and verify take --port", "[timing]") {
-  std::string bin = COLLV_BINARY;
   std::string model = kDir + "bcast_both_sides.coll";
-  std::string out = (std::filesystem::temp_directory_path() / "collv_timing_out.txt").string();
   auto run = [&](const std::string& args) {
-    int rc = std::system((bin + " " + args + " >" + out + " 2>&1").c_str());
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str());
+    std::string text;
+    int rc = test::run_cli(args, text);
+    return std::make_pair(rc, text);
   };
   auto [rc1, s1] = run("run " + model + " -t line:3 -s 1 --port all");
   CHECK(rc1 == 0);

@@ -14,6 +14,7 @@
 #include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
+#include "cli.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -80,15 +81,10 @@ bool well_formed_xml(const std::string& s, std::string& why) {
 }
 
 int run_collv(const std::string& args, std::string* out = nullptr) {
-  std::string file = (fs::temp_directory_path() / "collv_test_out.txt").string();
-  int rc = std::system((std::string(COLLV_BINARY) + " " + args + " >" + file + " 2>&1").c_str());
-  if (out) {
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *out = ss.str();
-  }
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::string text;
+  int rc = test::run_cli(args, text);
+  if (out) *out = text;
+  return rc;
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// Runs the collv binary of this build from a test and reads what it printed. ctest runs tests in
+// parallel processes, so each call writes to a file of its own (process id and a counter): a shared
+// file name let one test read another's output.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace collv::test {
+
+// A path in the temporary directory that no other test process uses: name + pid + counter.
+inline std::string unique_temp(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return (std::filesystem::temp_directory_path() /
+          (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+      .string();
+}
+
+// Runs `collv ARGS` (in directory `cwd` when given, under `timeout SECONDS` when seconds > 0),
+// stdout and stderr together into `out`; returns the exit code, -1 when it did not exit.
+inline int run_cli(const std::string& args, std::string& out, const std::string& cwd = "",
+                   int seconds = 0) {
+  std::string file = unique_temp("collv_cli_out");
+  std::string cmd;
+  if (!cwd.empty()) cmd += "cd '" + cwd + "' && ";
+  if (seconds > 0) cmd += "timeout " + std::to_string(seconds) + " ";
+  cmd += std::string(COLLV_BINARY) + " " + args + " >'" + file + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  std::error_code ec;
+  std::filesystem::remove(file, ec);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace collv::test
