@@ -4,8 +4,9 @@
 # "unit": everything not tagged [slow]) under the sanitizers: they cover every reader of input
 # (models, specs, schedule files, proof files, the command line); the [slow] tests are long pure
 # computations on the repository's own models and proofs and run in the release build only.
-# Then the main job and the proofs end to end. Each phase's wall and CPU time is printed at the
-# end (README.md says how long the whole takes on a 2-core machine).
+# Then the fuzz harnesses briefly and the main job (the proofs and z3's re-check of every
+# certificate are a [slow] test). Each phase's wall and CPU time is printed at the end (README.md
+# says how long the whole takes on a 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,13 +41,6 @@ sanitized() {
     "$@"
 }
 
-proofs() {
-  local certs
-  certs=$(mktemp -d)
-  ./build/release/collv prove proofs/ --quiet --emit-smt2 "$certs"
-  bash scripts/recheck-certificates.sh "$certs"
-  rm -rf "$certs"
-}
 
 phase "dependencies" bash scripts/install-deps.sh
 phase "release build" sh -c 'cmake --preset release >/dev/null && cmake --build --preset release -j2'
@@ -60,7 +54,6 @@ phase "tests (ASan/UBSan, label unit)" sanitized ctest --preset asan -j2 -L unit
 phase "fuzzing: each libFuzzer harness briefly (scripts/fuzz.sh, docs/fuzzing.md)" \
   bash scripts/fuzz.sh 10
 phase "main job: collv verify --all" ./build/release/collv verify --all --quiet
-phase "proofs: collv prove proofs/, then z3 alone re-checks every certificate" proofs
 
 echo "== time per phase"
 printf '%s\n' "${report[@]}"
