@@ -577,3 +577,54 @@ TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
   CHECK_FALSE(fs::is_empty(dir / "certs"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("layout: positional (MPI's) by default, `layout any` judges up to order",
+          "[verify][layout]") {
+  std::string mutant = kRoot + "/tests/mutants/postcondition_allgather_bruck_rotated.coll";
+  std::string text;
+  {
+    std::ifstream in(mutant);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  auto run_text = [&](const std::string& src) {
+    Model m = parse_model(src, "bruck.coll");
+    RunOptions ro;
+    return run_model(m, Topology::parse("complete:5"), ro);
+  };
+  // the rotated Bruck allgather: every block there, one place out; positional fails it
+  Trace t = run_text(text);
+  CHECK_FALSE(t.layout_any);
+  CheckResult r = check_postcondition(t, {});
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK(r.violations.front().message.find(
+            "node 0 ends with [x1, x2, x3, x4, x0] but allgather requires [x0, x1, x2, x3, x4] "
+            "(every item is there, out of place: position 0 holds [x1], MPI's layout puts [x0] "
+            "there)") != std::string::npos);
+  // every node ends with the same wrong order: final-buffers cannot tell, only the layout can
+  CHECK(check_final_buffers(t, {}).verdict == Verdict::Pass);
+  // the same run judged up to order (the book's union) passes: only the layout catches it
+  std::string any = text;
+  any.replace(any.find("  collective allgather\n"), 23, "  collective allgather\n  layout any\n");
+  Trace u = run_text(any);
+  CHECK(u.layout_any);
+  CHECK(check_postcondition(u, {}).verdict == Verdict::Pass);
+  // the correct model passes positionally, at every p up to 32
+  VerifyOptions o = opts_for({kRoot + "/models/mpich/allgather_bruck.coll"});
+  o.sizes = std::make_pair(std::int64_t{2}, std::int64_t{32});
+  std::ostringstream err;
+  VerifyReport rep = verify(o, nullptr, err);
+  CHECK(rep.runs.size() == 62);
+  CHECK(rep.exit_code == 0);
+  // a layout the language does not know is refused where it stands
+  std::string bad = text;
+  bad.replace(bad.find("  collective allgather\n"), 23, "  collective allgather\n  layout mpi\n");
+  try {
+    parse_model(bad, "bad.coll");
+    FAIL("layout mpi was accepted");
+  } catch (const ModelError& e) {
+    CHECK(std::string(e.what()).find(
+              "expected 'positional' or 'any' after 'layout', found 'mpi'") != std::string::npos);
+  }
+}

@@ -89,7 +89,12 @@ CheckResult check_runtime(const Trace& t, const CheckOptions& o);
 
 // The output the collective's definition asks of each processor, built with the trace's domain
 // (so Item ids compare directly). Entries for processors with no requirement are nullopt (e.g.
-// non-roots of a reduce). For allgather, gather and alltoall the order of items is free.
+// non-roots of a reduce), in MPI's layout: block j of an allgather or gather is rank j's input,
+// item i of node j's all-to-all output is x[i][j].
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t);
+
+// Whether the outputs are judged up to order: allgather, gather and all-to-all under `layout any`
+// (the book's union). Otherwise, MPI's layout: item for item, as expected_outputs orders them.
+bool output_order_free(const Trace& t);
 
 }  // namespace collv

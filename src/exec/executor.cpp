@@ -1030,6 +1030,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.collective = m.header.collective;
   tr.op_class = m.header.op_class;
   tr.nodup_claimed = m.header.nodup;
+  tr.layout_any = m.header.layout_any;
   tr.topology = t;
   tr.root = opts.root;
   tr.shift = opts.shift;

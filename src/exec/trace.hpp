@@ -60,6 +60,8 @@ struct Trace {
   Collective collective = Collective::Allreduce;
   OperatorClass op_class = OperatorClass::Associative;
   bool nodup_claimed = true;  // the model's header claims NODUP
+  // allgather/gather/alltoall outputs judged up to order (`layout any`), not by MPI's layout
+  bool layout_any = false;
   Topology topology = Topology::parse("line:1");
   std::shared_ptr<Domain> domain;
   std::uint32_t root = 0;              // source of rooted collectives

@@ -224,6 +224,12 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     if (!j["nodup"].is_boolean()) r.fail("nodup", "expected true or false");
     t.nodup_claimed = j["nodup"].get<bool>();
   }
+  if (j.contains("layout")) {
+    std::string layout = r.str(j, "layout", "top level");
+    if (layout != "positional" && layout != "any")
+      r.fail("layout", "expected \"positional\" or \"any\"");
+    t.layout_any = layout == "any";
+  }
   if (j.contains("claimed")) {
     const auto& c = j["claimed"];
     if (!c.is_object()) r.fail("claimed", "expected an object");

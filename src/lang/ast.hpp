@@ -112,6 +112,9 @@ struct ModelHeader {
   std::vector<std::string> topologies;
   OperatorClass op_class = OperatorClass::Associative;
   bool nodup = true;  // the model claims NODUP (the paper's term): `nodup no` turns the check off
+  // `layout any`: allgather, gather and all-to-all results are judged up to order (the book's
+  // union); the default (positional) is MPI's layout: block j holds rank j's contribution.
+  bool layout_any = false;
   std::string input, output;
   ExprPtr requires_, steps, cost;
   ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts

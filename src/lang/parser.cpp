@@ -409,6 +409,12 @@ class Parser {
         if (o != "yes" && o != "no")
           error(v, "expected 'yes' or 'no' after 'nodup', found '" + o + "'");
         h.nodup = o == "yes";
+      } else if (k == "layout") {
+        const Token& v = peek();
+        std::string o = ident("'positional' or 'any' after 'layout'");
+        if (o != "positional" && o != "any")
+          error(v, "expected 'positional' or 'any' after 'layout', found '" + o + "'");
+        h.layout_any = o == "any";
       } else if (k == "input") {
         h.input = ident("the input variable's name after 'input'");
         have_input = true;
@@ -425,7 +431,8 @@ class Parser {
         h.cost = expr();
       } else {
         error(key, "unknown header key '" + k +
-                       "' (expected source, collective, topology, operator, nodup, input, output, "
+                       "' (expected source, collective, topology, operator, nodup, layout, input, "
+                       "output, "
                        "elements, requires, steps, cost, note or procedure)");
       }
       accept(";");

@@ -24,10 +24,6 @@ namespace {
 
 using Word = std::vector<std::uint32_t>;  // contributions in operand order
 
-bool order_free(Collective c) {
-  return c == Collective::Allgather || c == Collective::Gather || c == Collective::Alltoall;
-}
-
 std::string sanitize(const std::string& s) {
   std::string o;
   for (char c : s)
@@ -564,7 +560,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
 
   // postcondition: every final term (built by the schedule) against the required term (built from
   // the inputs by the collective's definition).
-  bool free = order_free(t.collective);
+  bool free = output_order_free(t);
   const auto& fw = flow.final_words();
   std::map<Item, std::string> expected_name;
   std::map<std::string, Word> expected_word;  // e<k> -> its contributions

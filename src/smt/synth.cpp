@@ -463,6 +463,7 @@ Trace make_trace(const Topology& topo, const Graph& g, Kind k, unsigned T, NodeI
                                        : Collective::Allreduce;
   tr.op_class = OperatorClass::Commutative;
   tr.nodup_claimed = k != Kind::Allreduce;
+  tr.layout_any = true;  // gossip asks who knows what, not where it lies in a buffer
   tr.domain = std::shared_ptr<Domain>(make_domain(DomainKind::Exact, g.p, 1, 1).release());
   Domain& d = *tr.domain;
   tr.initial_input.resize(g.p);
