@@ -60,7 +60,8 @@ TEST_CASE("schedule file: a JSON value of the wrong type names the key", "[robus
   CHECK(has(out, "failure.message: expected a string"));
 }
 
-TEST_CASE("schedule file: per-destination collectives need elements = p", "[robust][repro]") {
+TEST_CASE("schedule file: per-destination collectives need p blocks of elements",
+          "[robust][repro]") {
   std::string out;
   for (const char* name : {"trace-internal-error-scatter-elements.json",
                            "trace-alltoall_ring100k.json", "trace-alltoall_star10.json"}) {
@@ -68,7 +69,7 @@ TEST_CASE("schedule file: per-destination collectives need elements = p", "[robu
     int rc = cli("verify --trace " + f + " --max-memory 2000", out);
     refused(out, rc, f);
     CHECK(has(out, "elements: "));
-    CHECK(has(out, "needs one element per processor"));
+    CHECK(has(out, "needs p blocks of elements: a multiple of"));
   }
   // The same file with the element count it needs is judged (and this schedule is wrong).
   std::ifstream in(kRepro + "trace-internal-error-scatter-elements.json");
@@ -77,6 +78,11 @@ TEST_CASE("schedule file: per-destination collectives need elements = p", "[robu
   int rc = cli("verify --trace " + write_temp("scatter16.json", j.dump()), out);
   INFO(out);
   CHECK(rc == 1);
+  // two elements per block (--count 2) is p blocks too: judged, not refused
+  j["elements"] = 32;
+  rc = cli("verify --trace " + write_temp("scatter32.json", j.dump()), out);
+  CHECK(rc == 1);
+  CHECK_FALSE(has(out, "needs p blocks"));
 }
 
 TEST_CASE("schedule file: too many inputs or too much to judge is refused up front",

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "app/commands.hpp"
@@ -627,4 +628,64 @@ TEST_CASE("layout: positional (MPI's) by default, `layout any` judges up to orde
     CHECK(std::string(e.what()).find(
               "expected 'positional' or 'any' after 'layout', found 'mpi'") != std::string::npos);
   }
+}
+
+TEST_CASE("count: models read it, claims scale with it, blocked layouts follow it",
+          "[verify][count]") {
+  // MPICH's pairwise all-to-all, written with `count`: every p and count holds, in MPI's layout
+  VerifyOptions o = opts_for({kRoot + "/models/mpich/alltoall_pairwise.coll"});
+  o.sizes = std::make_pair(std::int64_t{2}, std::int64_t{9});
+  o.counts = {1, 3};
+  std::ostringstream err;
+  VerifyReport rep = verify(o, nullptr, err);
+  REQUIRE(rep.runs.size() == 8 * 3 * 2);
+  CHECK(rep.exit_code == 0);
+  std::set<std::uint32_t> counts;
+  for (const auto& r : rep.runs) counts.insert(r.count);
+  CHECK(counts == std::set<std::uint32_t>{1, 2, 3});
+  // the same model putting the received block at the sender's destination, not the sender's
+  // place, fails the positional postcondition once blocks hold more than one element... and at
+  // count 1 too: src and dst differ whenever p is not a power of two
+  std::string text;
+  {
+    std::ifstream in(kRoot + "/models/mpich/alltoall_pairwise.coll");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::string bad = text;
+  bad.replace(bad.find("result[src * E .. src * E + E - 1] := blk;"), 41,
+              "result[dst * E .. dst * E + E - 1] := blk;");
+  Model m = parse_model(bad, "bad.coll");
+  RunOptions ro;
+  ro.count = 2;
+  Trace t = run_model(m, Topology::parse("complete:3"), ro);
+  CHECK(t.count == 2);
+  CHECK(t.domain->elems() == 6);  // 3 blocks of 2
+  CheckResult r = check_postcondition(t, {});
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK(r.violations.front().message.find(
+            "alltoall requires [x0.0, x0.1, x1.0, x1.1, x2.0, x2.1]") != std::string::npos);
+  // Algorithm 4.3's word loop `for j := 0 to m - 1` reads m = count: 3 words reduced
+  Model red = parse_model_file(kRoot + "/models/reduce_hypercube.coll");
+  ro.count = 3;
+  Trace u = run_model(red, Topology::parse("hypercube:3"), ro);
+  CHECK(check_postcondition(u, {}).verdict == Verdict::Pass);
+  CHECK(u.final_output[0].size() == 3);
+  // the cost claim (ts + tw*m) log p with m = 3 items per message: 3 ts + 9 tw
+  REQUIRE(u.claimed_tw);
+  CHECK(*u.claimed_tw == 9);
+  CHECK(u.cost_tw == 9);
+  // models written for one item per block say so: --count 2 skips them by `requires`
+  VerifyOptions s = opts_for({"scatter_ring"});
+  s.counts = {2, 2};
+  s.sizes = std::make_pair(std::int64_t{4}, std::int64_t{4});
+  VerifyReport sr = verify(s, nullptr, err);
+  CHECK(sr.runs.empty());
+  CHECK(sr.skipped_runs > 0);
+  CHECK(sr.exit_code == 2);  // nothing checked is never a pass
+  // a count out of range is a usage error
+  VerifyOptions big = opts_for({"allreduce_star"});
+  big.counts = {1, 5000};
+  CHECK_THROWS_AS(verify(big, nullptr, err), UsageError);
 }

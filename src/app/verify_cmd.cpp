@@ -20,10 +20,11 @@ namespace collv {
 
 namespace fs = std::filesystem;
 
-std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s) {
+std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s,
+                                                       const std::string& option) {
   auto num = [&](const std::string& x) {
     if (x.empty() || x.size() > 9 || !std::all_of(x.begin(), x.end(), ::isdigit))
-      throw UsageError("--sizes expects A..B with whole numbers, got '" + s + "'");
+      throw UsageError(option + " expects A..B with whole numbers, got '" + s + "'");
     return std::stoll(x);
   };
   auto dots = s.find("..");
@@ -32,7 +33,7 @@ std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s) {
     return {v, v};
   }
   auto a = num(s.substr(0, dots)), b = num(s.substr(dots + 2));
-  if (b < a) throw UsageError("--sizes " + s + ": the range is empty");
+  if (b < a) throw UsageError(option + " " + s + ": the range is empty");
   return {a, b};
 }
 
@@ -205,6 +206,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     fixed_source = static_cast<std::uint32_t>(std::stoul(o.source));
   }
   auto doms = domains_of(o.domain);
+  if (o.counts.first < 1 || o.counts.second > 4096)
+    throw UsageError(
+        fmt::format("--count {}..{}: counts run from 1 to 4096", o.counts.first, o.counts.second));
   auto files = model_files(o);
   if (fixed_source) {  // --source must apply to at least one selected model
     bool rooted = false;
@@ -285,52 +289,55 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       }
       for (auto src : sources)
         for (auto q : shifts)
-          for (DomainKind dom : doms) {
-            RunOptions ro = o.run;
-            ro.domain = dom;
-            ro.root = src.value_or(0);
-            ro.shift = q.value_or(1);
-            auto applies = model_applies(m, topo, ro);
-            if (applies && !*applies) {  // nullopt: run_model reports why
-              ++rep.skipped_runs;
-              ++rep.groups[g].skipped_runs;
-              continue;
+          for (std::int64_t cnt = o.counts.first; cnt <= o.counts.second; ++cnt)
+            for (DomainKind dom : doms) {
+              RunOptions ro = o.run;
+              ro.count = static_cast<std::uint32_t>(cnt);
+              ro.domain = dom;
+              ro.root = src.value_or(0);
+              ro.shift = q.value_or(1);
+              auto applies = model_applies(m, topo, ro);
+              if (applies && !*applies) {  // nullopt: run_model reports why
+                ++rep.skipped_runs;
+                ++rep.groups[g].skipped_runs;
+                continue;
+              }
+              auto t0 = Clock::now();
+              VerifyRun run;
+              run.model = m.header.name;
+              run.file = file;
+              run.topology = topo.spec();
+              run.domain = domain_name(dom);
+              run.p = p;
+              run.source = src;
+              run.shift = q;
+              run.count = ro.count;
+              run.group = g;
+              if (o.progress && !o.quiet)
+                err << fmt::format("\r\033[K[{}] {} on {}{} ({})", ++done, m.header.name, spec,
+                                   src ? fmt::format(" from {}", *src) : "", run.domain)
+                    << std::flush;
+              try {
+                Trace t = run_model(m, topo, ro);
+                run.steps = t.steps;
+                run.cost_ts = t.cost_ts;
+                run.cost_tw = t.cost_tw;
+                run.checks = check_trace(t, CheckOptions{});
+                if (o.engine != "exec") merge_engine(run.checks, smt(m, topo, ro, t), o.engine);
+                run.status = run_status(run.checks, t, dom);
+                if (!o.cex_dir.empty() && (run.status == "fail"))
+                  write_cex_picture(o.cex_dir, run, t, err);
+              } catch (const ModelError& e) {
+                run.status = "error";
+                run.error = e.what();
+              } catch (const UsageError& e) {
+                run.status = "error";
+                run.error = e.what();
+              }
+              run.seconds = seconds_since(t0);
+              rep.groups[g].seconds += run.seconds;
+              rep.runs.push_back(std::move(run));
             }
-            auto t0 = Clock::now();
-            VerifyRun run;
-            run.model = m.header.name;
-            run.file = file;
-            run.topology = topo.spec();
-            run.domain = domain_name(dom);
-            run.p = p;
-            run.source = src;
-            run.shift = q;
-            run.group = g;
-            if (o.progress && !o.quiet)
-              err << fmt::format("\r\033[K[{}] {} on {}{} ({})", ++done, m.header.name, spec,
-                                 src ? fmt::format(" from {}", *src) : "", run.domain)
-                  << std::flush;
-            try {
-              Trace t = run_model(m, topo, ro);
-              run.steps = t.steps;
-              run.cost_ts = t.cost_ts;
-              run.cost_tw = t.cost_tw;
-              run.checks = check_trace(t, CheckOptions{});
-              if (o.engine != "exec") merge_engine(run.checks, smt(m, topo, ro, t), o.engine);
-              run.status = run_status(run.checks, t, dom);
-              if (!o.cex_dir.empty() && (run.status == "fail"))
-                write_cex_picture(o.cex_dir, run, t, err);
-            } catch (const ModelError& e) {
-              run.status = "error";
-              run.error = e.what();
-            } catch (const UsageError& e) {
-              run.status = "error";
-              run.error = e.what();
-            }
-            run.seconds = seconds_since(t0);
-            rep.groups[g].seconds += run.seconds;
-            rep.runs.push_back(std::move(run));
-          }
     }
     // Why a group of this model ran nothing, in words a user can act on.
     for (std::size_t g = 0; g < rep.groups.size(); ++g) {
@@ -524,6 +531,7 @@ std::string run_where(const VerifyRun& r) {
   std::string s = r.topology;
   if (r.source) s += fmt::format(" from {}", *r.source);
   if (r.shift) s += fmt::format(" q={}", *r.shift);
+  if (r.count != 1) s += fmt::format(" count {}", r.count);
   return s + " (" + r.domain + ")";
 }
 
@@ -543,6 +551,7 @@ std::string report_to_json(const VerifyReport& rep) {
     x["source"] = r.source ? nlohmann::json(*r.source) : nlohmann::json(nullptr);
     if (r.shift) x["q"] = *r.shift;
     x["domain"] = r.domain;
+    x["count"] = r.count;
     x["steps"] = r.steps;
     x["cost"] = {{"ts", r.cost_ts}, {"tw", r.cost_tw}};
     x["status"] = r.status;

@@ -21,6 +21,7 @@ struct VerifyOptions {
   std::string models_dir;
   std::vector<std::string> topologies;  // explicit specs; empty = the models' families
   std::optional<std::pair<std::int64_t, std::int64_t>> sizes;  // --sizes A..B
+  std::pair<std::int64_t, std::int64_t> counts{1, 1};          // --count A..B (elements)
   std::string source = "all";      // "all" or a node id, for rooted collectives
   std::string domain = "default";  // exact | ordered | fingerprint | all | default (exact+ordered)
   std::string engine = "exec";     // exec | smt | both
@@ -34,7 +35,8 @@ struct VerifyOptions {
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.
-std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s);
+std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s,
+                                                       const std::string& option = "--sizes");
 
 // One run of the matrix with its verdicts.
 struct VerifyRun {
@@ -42,6 +44,7 @@ struct VerifyRun {
   std::uint32_t p = 0;
   std::optional<std::uint32_t> source;  // rooted collectives
   std::optional<std::int64_t> shift;    // shift collectives
+  std::uint32_t count = 1;              // --count: elements per input (or per block)
   std::uint32_t steps = 0;
   double cost_ts = 0, cost_tw = 0;
   std::vector<CheckResult> checks;

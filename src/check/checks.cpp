@@ -115,11 +115,9 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
     for (std::uint32_t j = 0; j < e; ++j) b.push_back(fold(lo, hi, j));
     return b;
   };
-  auto one = [](Item it) {
-    Buffer b;
-    b.push_back(it);
-    return b;
-  };
+  // Blocked collectives (reduce-scatter, scatter, alltoall): p blocks of c elements each, c =
+  // the run's count (elements / p; 1 when a schedule file's elements are not p blocks).
+  std::uint32_t c = (e >= p && p > 0 && e % p == 0) ? e / p : 1;
   switch (t.collective) {
     case Collective::Broadcast:
       for (auto& o : out) o = input_of(t.root);
@@ -148,15 +146,24 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       break;
     }
     case Collective::ReduceScatter:
-      for (std::uint32_t j = 0; j < p; ++j) out[j] = one(fold(0, p - 1, j));
+      for (std::uint32_t j = 0; j < p; ++j) {
+        Buffer b;
+        for (std::uint32_t k = 0; k < c; ++k) b.push_back(fold(0, p - 1, j * c + k));
+        out[j] = b;
+      }
       break;
     case Collective::Scatter:
-      for (std::uint32_t j = 0; j < p; ++j) out[j] = one(d.leaf(t.root, j));
+      for (std::uint32_t j = 0; j < p; ++j) {
+        Buffer b;
+        for (std::uint32_t k = 0; k < c; ++k) b.push_back(d.leaf(t.root, j * c + k));
+        out[j] = b;
+      }
       break;
     case Collective::Alltoall:
       for (std::uint32_t j = 0; j < p; ++j) {
         Buffer b;
-        for (std::uint32_t i = 0; i < p; ++i) b.push_back(d.leaf(i, j));
+        for (std::uint32_t i = 0; i < p; ++i)
+          for (std::uint32_t k = 0; k < c; ++k) b.push_back(d.leaf(i, j * c + k));
         out[j] = b;
       }
       break;

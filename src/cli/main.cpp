@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
                   "topology spec (default: a small member of the model's first family)");
   run->add_option("-s,--source", run_opts.run.root, "root of a rooted collective (default 0)");
   run->add_option("-q,--shift", run_opts.run.shift, "q of a circular shift (default 1)");
+  run->add_option("-c,--count", run_opts.run.count,
+                  "elements per input (per block for reduce-scatter, scatter, alltoall); the "
+                  "model reads it as `count` (default 1)")
+      ->check(CLI::Range(1, 4096));
   run->add_option("-d,--domain", domain, "exact | ordered | fingerprint")
       ->check(CLI::IsMember({"exact", "ordered", "fingerprint"}));
   run->add_option("--seed", run_opts.run.seed, "seed of the fingerprint domain");
@@ -108,6 +112,10 @@ int main(int argc, char** argv) {
   ver->add_option("--sizes", sizes,
                   "A..B: processors for ring/line/complete/tree/mesh/torus, d for hypercube and "
                   "de Bruijn, n for star (default: p <= 64, star n <= 6)");
+  std::string counts;
+  ver->add_option("-c,--count", counts,
+                  "N or A..B: element counts to run, each a run of its own (default 1; models "
+                  "read it as `count`; at most 4096)");
   ver->add_option("-s,--source", ver_opts.source,
                   "root of rooted collectives: all (default) or a node id");
   ver->add_option("-d,--domain", ver_opts.domain,
@@ -267,6 +275,7 @@ int main(int argc, char** argv) {
     if (*list) return run_list_command(list_opts, std::cout, std::cerr);
     if (*ver) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
+      if (!counts.empty()) ver_opts.counts = parse_size_range(counts, "--count");
       ver_opts.run.max_memory = mib(ver_mem);
       ver_opts.run.port = ver_port == "all" ? PortModel::All : PortModel::Single;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too

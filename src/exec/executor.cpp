@@ -315,7 +315,7 @@ class Machine {
     switch (n[0]) {
       case 'm':
         if (n == "my_id") return v;
-        if (n == "m") return 1;
+        if (n == "m") return m_.header.elements ? 1 : opts_.count;  // the message's items
         break;
       case 'p':
         return p_;
@@ -329,6 +329,7 @@ class Machine {
         if (n == "root") return opts_.root;
         return dir(Direction::Right);
       case 'c':
+        if (n == "count") return opts_.count;
         return cols_;
       case 's':
         return opts_.root;
@@ -868,12 +869,18 @@ class Machine {
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
 // header's `elements` (1 by default).
 std::uint32_t elems_per_node(const Model& m, const Topology& t,
-                             const std::map<std::string, double>& env) {
+                             const std::map<std::string, double>& env, std::uint32_t count) {
   Collective c = m.header.collective;
-  auto p = static_cast<std::uint32_t>(t.num_processors());
-  if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall)
-    return p;
-  if (!m.header.elements) return 1;
+  auto p = static_cast<std::uint64_t>(t.num_processors());
+  if (c == Collective::ReduceScatter || c == Collective::Scatter || c == Collective::Alltoall) {
+    if (p * count > 65535 && count > 1)
+      throw LimitError(
+          fmt::format("{} blocks of --count {} elements on {} are {} elements per "
+                      "input, more than the 65,535 collv supports",
+                      p, count, t.spec(), p * count));
+    return static_cast<std::uint32_t>(p * count);
+  }
+  if (!m.header.elements) return count;
   double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
   if (!(e >= 1 && e <= 65535) || e != std::floor(e))
     throw ModelError(m.header.elements->loc,
@@ -957,6 +964,7 @@ std::map<std::string, double> header_env(const Topology& t, const RunOptions& o)
   std::map<std::string, double> env;
   for (const auto& [k, v] : topology_env(t)) env[k] = static_cast<double>(v);
   env["q"] = static_cast<double>(o.shift);
+  env["count"] = static_cast<double>(o.count);
   env["source"] = env["root"] = o.root;
   return env;
 }
@@ -974,11 +982,11 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
         break;
       case Collective::Scatter:
         if (v == root)
-          for (std::uint32_t j = 0; j < p; ++j) in[v].push_back(dom.leaf(v, j));
+          for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
         break;
       case Collective::ReduceScatter:
       case Collective::Alltoall:
-        for (std::uint32_t j = 0; j < p; ++j) in[v].push_back(dom.leaf(v, j));
+        for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
         break;
       default:
         for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
@@ -1031,10 +1039,11 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   tr.op_class = m.header.op_class;
   tr.nodup_claimed = m.header.nodup;
   tr.layout_any = m.header.layout_any;
+  tr.count = opts.count;
   tr.topology = t;
   tr.root = opts.root;
   tr.shift = opts.shift;
-  std::uint32_t elems = elems_per_node(m, t, env);
+  std::uint32_t elems = elems_per_node(m, t, env, opts.count);
 
   // Claimed step count and cost, evaluated on this topology. A formula that cannot be evaluated
   // here throws ModelError (never a silently unchecked claim). A step claim that is not a whole
@@ -1047,9 +1056,12 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
       tr.claimed_steps_real = s;
   }
   if (m.header.cost) {
+    // m is the sources' message size in items: the run's count (per block for the blocked
+    // collectives), or 1 when the model sets `elements` itself (its formula then counts items).
+    double msize = m.header.elements ? 1.0 : static_cast<double>(opts.count);
     auto e1 = env, e2 = env;
-    e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
-    e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
+    e1["ts"] = 1, e1["tw"] = 0, e1["m"] = msize;
+    e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
     std::string what = "'cost' on " + t.spec();
     tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
     tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);

@@ -24,6 +24,9 @@ struct RunOptions {
   DomainKind domain = DomainKind::Exact;
   std::uint32_t root = 0;  // source/root of rooted collectives
   std::int64_t shift = 1;  // q of a circular shift
+  // `count`: elements per input (broadcast, reduce, allreduce, scan, allgather, gather, shift)
+  // or per block (reduce-scatter, scatter, alltoall: p blocks), unless `elements` says otherwise.
+  std::uint32_t count = 1;
   std::uint64_t seed = 1;  // fingerprint weights
   // The machine's port model: how the timing pass (exec/timing.hpp) assigns steps.
   PortModel port = PortModel::Single;

@@ -202,6 +202,7 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   j["operator"] = t.op_class == OperatorClass::Commutative ? "commutative" : "associative";
   j["nodup"] = t.nodup_claimed;
   j["layout"] = t.layout_any ? "any" : "positional";
+  j["count"] = t.count;
   if (collective_is_rooted(t.collective)) j["source"] = t.root;
   if (t.collective == Collective::Shift) j["q"] = t.shift;
   j["port"] = port_model_name(t.port);

@@ -62,6 +62,7 @@ struct Trace {
   bool nodup_claimed = true;  // the model's header claims NODUP
   // allgather/gather/alltoall outputs judged up to order (`layout any`), not by MPI's layout
   bool layout_any = false;
+  std::uint32_t count = 1;  // the run's `count` (--count)
   Topology topology = Topology::parse("line:1");
   std::shared_ptr<Domain> domain;
   std::uint32_t root = 0;              // source of rooted collectives

@@ -178,12 +178,19 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
                          t.collective == Collective::Alltoall;
   std::uint32_t elems = 1;
   if (per_destination) {
-    // Inputs indexed by destination: one element per processor, whatever the file says.
+    // Inputs indexed by destination: p blocks of one element (or of `count` elements when the
+    // file says so: elements = p * count).
     elems = p;
-    if (j.contains("elements") &&
-        !(j["elements"].is_number_unsigned() && j["elements"].get<std::uint64_t>() == p))
-      r.fail("elements", fmt::format("{} needs one element per processor: {} on {}",
-                                     collective_name(t.collective), p, t.topology.spec()));
+    if (j.contains("elements")) {
+      bool ok = j["elements"].is_number_unsigned();
+      std::uint64_t e = ok ? j["elements"].get<std::uint64_t>() : 0;
+      ok = ok && p > 0 && e >= p && e % p == 0 && e <= 65535;
+      if (!ok)
+        r.fail("elements", fmt::format("{} needs p blocks of elements: a multiple of {} on {}, "
+                                       "at most 65535",
+                                       collective_name(t.collective), p, t.topology.spec()));
+      elems = static_cast<std::uint32_t>(e);
+    }
   } else if (j.contains("elements")) {
     elems = static_cast<std::uint32_t>(r.uint(j, "elements", "top level", 65535));
   }
@@ -223,6 +230,12 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("nodup")) {
     if (!j["nodup"].is_boolean()) r.fail("nodup", "expected true or false");
     t.nodup_claimed = j["nodup"].get<bool>();
+  }
+  if (j.contains("count")) {
+    if (!j["count"].is_number_unsigned() || j["count"].get<std::uint64_t>() < 1 ||
+        j["count"].get<std::uint64_t>() > 65535)
+      r.fail("count", "expected a whole number from 1 to 65535");
+    t.count = j["count"].get<std::uint32_t>();
   }
   if (j.contains("layout")) {
     std::string layout = r.str(j, "layout", "top level");

@@ -13,8 +13,9 @@ namespace collv {
 namespace {
 
 const std::set<std::string>& env_names() {
-  static const std::set<std::string> s = {"my_id", "p", "d", "n",    "rows",  "cols", "source",
-                                          "root",  "q", "m", "left", "right", "up",   "down"};
+  static const std::set<std::string> s = {"my_id", "p",      "d",     "n",  "rows",
+                                          "cols",  "source", "root",  "q",  "m",
+                                          "count", "left",   "right", "up", "down"};
   return s;
 }
 // The book's pseudo-code computes its own neighbours (`left := (my_id - 1) mod p`): these
@@ -34,7 +35,8 @@ const std::set<std::string>& header_functions() {
 }
 // Names a header formula may use; `cost` may also use ts, tw and m.
 const std::set<std::string>& header_names() {
-  static const std::set<std::string> s = {"p", "d", "n", "rows", "cols", "q", "source", "root"};
+  static const std::set<std::string> s = {"p", "d",      "n",    "rows", "cols",
+                                          "q", "source", "root", "count"};
   return s;
 }
 

@@ -607,7 +607,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
   }
   bool final_checked =
       t.collective == Collective::Allreduce || t.collective == Collective::Allgather;
-  bool fb_free = t.collective == Collective::Allgather;
+  bool fb_free = t.collective == Collective::Allgather && t.layout_any;
   if (final_checked && derived) {
     std::string& s = sections["final-buffers"];
     s += flow.definitions(seq, true);
