@@ -35,7 +35,14 @@ TEST_CASE("every model's trace survives a JSON round trip with the same verdicts
       CHECK(back.transfers.size() == t.transfers.size());
       CHECK(back.steps == t.steps);
       CHECK(back.cost_tw == t.cost_tw);
-      CHECK(verdicts(back) == verdicts(t));
+      auto want = verdicts(t);
+      if (t.collective == Collective::Barrier) {
+        // A barrier is judged by the order of sends and receives, which JSON does not carry:
+        // read back, its postcondition is not-checked (never a pass); the rest is the same.
+        CHECK(want[6] == "postcondition=pass");
+        want[6] = "postcondition=not-checked";
+      }
+      CHECK(verdicts(back) == want);
       // Items read back are the same values: the same describe() text everywhere.
       for (NodeId v = 0; v < t.final_output.size(); ++v)
         CHECK(buffer_to_string(back, back.final_output[v]) ==

@@ -2,6 +2,7 @@
 #include "check/checks.hpp"
 
 #include "check/dataflow.hpp"
+#include "util/memory.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,8 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
           for (std::uint32_t k = 0; k < c; ++k) b.push_back(d.leaf(i, j * c + k));
         out[j] = b;
       }
+      break;
+    case Collective::Barrier:  // no data; check_barrier judges causal order
       break;
     case Collective::Shift:
       for (std::uint32_t i = 0; i < p; ++i) {
@@ -384,7 +387,53 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
   return r;
 }
 
+// A barrier's postcondition: every node's exit depends causally on every node's entry. Replays
+// the executed order of sends and receives (Trace::events) with one bit set per node: a send
+// carries what its sender knows, a receive adds it to what the receiver knows; at the end every
+// node must know of every node's entry. A message carries its sender's whole past, whatever its
+// data (empty messages included).
+CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
+  if (t.events.size() < t.transfers.size())  // every send must be there (a schedule file has none)
+    return not_checked("postcondition",
+                       "a barrier is judged by the order of sends and receives at each node, which "
+                       "only a run of a model records (schedule files do not carry it)");
+  CheckResult r = make("postcondition");
+  std::size_t p = t.topology.num_processors();
+  std::size_t words = (p + 63) / 64;
+  require_memory(sat_mul(sat_mul(p + t.transfers.size(), words), 8), "the barrier check");
+  std::vector<std::uint64_t> know(p * words, 0), sent(t.transfers.size() * words, 0);
+  for (std::size_t v = 0; v < p; ++v) know[v * words + v / 64] |= 1ULL << (v % 64);
+  for (std::uint32_t e : t.events) {
+    std::uint32_t tid = e >> 1;
+    const Transfer& x = t.transfers[tid];
+    if ((e & 1) == 0) {
+      std::copy_n(&know[x.src * words], words, &sent[tid * words]);
+    } else {
+      for (std::size_t w = 0; w < words; ++w) know[x.dst * words + w] |= sent[tid * words + w];
+    }
+  }
+  for (std::size_t v = 0; v < p; ++v) {
+    std::vector<NodeId> missing;
+    for (std::size_t u = 0; u < p; ++u)
+      if (!(know[v * words + u / 64] >> (u % 64) & 1)) missing.push_back(static_cast<NodeId>(u));
+    if (missing.empty()) continue;
+    Counterexample c;
+    c.nodes = {static_cast<NodeId>(v)};
+    std::string list;
+    for (std::size_t k = 0; k < missing.size() && k < 8; ++k)
+      list += (k ? ", " : "") + t.topology.label(missing[k]);
+    if (missing.size() > 8) list += fmt::format(" and {} more", missing.size() - 8);
+    c.message = fmt::format(
+        "node {} leaves the barrier without a chain of messages from {} ({} of {} nodes): its "
+        "exit does not depend on their entry",
+        t.topology.label(static_cast<NodeId>(v)), list, missing.size(), p);
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
 CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
+  if (t.collective == Collective::Barrier) return check_barrier(t, o);
   CheckResult r = make("postcondition");
   const Domain& d = *t.domain;
   auto want = expected_outputs(t);

@@ -737,6 +737,7 @@ class Machine {
                        static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
           tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
           timing_.on_send(dep_transfer(deps_of(pc, v)));
+          if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
           inbox_[dst].push_back(tid);
           if (waiting_on_[dst] == v) {
             waiting_on_[dst] = kNone;
@@ -774,6 +775,7 @@ class Machine {
           box.erase_at(k);
           timing_.prev_recv[tid] = last_recv_[v];
           last_recv_[v] = tid;
+          if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
           got.push_back(v);
           tids.push_back(tid);
         }
@@ -987,6 +989,8 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
       case Collective::ReduceScatter:
       case Collective::Alltoall:
         for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
+        break;
+      case Collective::Barrier:  // no data
         break;
       default:
         for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));

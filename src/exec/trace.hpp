@@ -70,6 +70,9 @@ struct Trace {
   PortModel port = PortModel::Single;  // the port model the steps were assigned under
 
   std::vector<Transfer> transfers;  // in the order they were issued
+  // Barrier runs only: every send (transfer id << 1) and receive ((id << 1) | 1) in the order the
+  // executor performed them, a causal order; the barrier postcondition replays it.
+  std::vector<std::uint32_t> events;
   std::vector<Item> payload;
   std::vector<Buffer> final_output;   // per processor: the `output` variable at the end
   std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start

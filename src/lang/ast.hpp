@@ -25,7 +25,8 @@ enum class Collective {
   Scatter,
   Gather,
   Alltoall,
-  Shift
+  Shift,
+  Barrier  // no data: every node's exit must depend causally on every node's entry
 };
 const char* collective_name(Collective c);
 std::optional<Collective> collective_from_name(const std::string& s);

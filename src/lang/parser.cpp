@@ -32,12 +32,14 @@ const char* collective_name(Collective c) {
       return "alltoall";
     case Collective::Shift:
       return "shift";
+    case Collective::Barrier:
+      return "barrier";
   }
   return "?";
 }
 
 std::optional<Collective> collective_from_name(const std::string& s) {
-  for (int i = 0; i <= static_cast<int>(Collective::Shift); ++i) {
+  for (int i = 0; i <= static_cast<int>(Collective::Barrier); ++i) {
     auto c = static_cast<Collective>(i);
     if (s == collective_name(c)) return c;
   }
