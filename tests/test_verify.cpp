@@ -582,13 +582,7 @@ TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
 TEST_CASE("layout: positional (MPI's) by default, `layout any` judges up to order",
           "[verify][layout]") {
   std::string mutant = kRoot + "/tests/mutants/postcondition_allgather_bruck_rotated.coll";
-  std::string text;
-  {
-    std::ifstream in(mutant);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+  std::string text = slurp(mutant);
   auto run_text = [&](const std::string& src) {
     Model m = parse_model(src, "bruck.coll");
     RunOptions ro;
@@ -646,13 +640,7 @@ TEST_CASE("count: models read it, claims scale with it, blocked layouts follow i
   // the same model putting the received block at the sender's destination, not the sender's
   // place, fails the positional postcondition once blocks hold more than one element... and at
   // count 1 too: src and dst differ whenever p is not a power of two
-  std::string text;
-  {
-    std::ifstream in(kRoot + "/models/mpich/alltoall_pairwise.coll");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+  std::string text = slurp(kRoot + "/models/mpich/alltoall_pairwise.coll");
   std::string bad = text;
   bad.replace(bad.find("result[src * E .. src * E + E - 1] := blk;"), 41,
               "result[dst * E .. dst * E + E - 1] := blk;");
