@@ -32,6 +32,9 @@ struct VerifyOptions {
   bool runs_table = false;  // --runs: one line per run and every failing run in full
   bool progress = false;    // progress line on stderr (the CLI sets it when stderr is a tty)
   RunOptions run;           // limits; domain/root/shift are set per run
+  // --port given on the command line: replaces a schedule file's own port model (MSCCL and
+  // SCCL files are all-port, GOAL single-port, collv JSON says which).
+  std::optional<PortModel> file_port;
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.

@@ -237,8 +237,12 @@ CheckResult check_route(const Trace& t, const CheckOptions& o) {
 
 CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("congestion");
+  // Generated families: one transfer per directed link per step (the sources' unit). Listed
+  // topologies (dgx1, nvswitch:N, files) state a bandwidth in chunks per step for each directed
+  // link: the chunks (items) crossing it in a step must not exceed it.
+  const bool chunks = t.topology.declares_bandwidth() && !o.congestion_in_transfers;
   auto steps = by_step(t);
-  std::uint32_t worst = 0;
+  std::uint32_t worst = 0;  // largest load (transfers, or chunks over bandwidth) seen
   for (std::uint32_t s = 1; s <= t.steps; ++s) {
     std::map<std::pair<NodeId, NodeId>, std::pair<std::vector<std::uint32_t>, std::uint32_t>> load;
     for (auto i : steps[s]) {
@@ -251,18 +255,36 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
         e.second += x.payload_len;
       }
     }
-    std::uint32_t max_load = 0;
-    for (auto& [k, v] : load) max_load = std::max<std::uint32_t>(max_load, v.first.size());
-    worst = std::max(worst, max_load);
-    if (max_load <= 1) continue;
+    auto capacity = [&](NodeId a, NodeId b) {
+      return chunks ? t.topology.bandwidth(a, b) : std::uint32_t{1};
+    };
+    auto measure = [&](const std::pair<std::vector<std::uint32_t>, std::uint32_t>& v) {
+      return chunks ? v.second : static_cast<std::uint32_t>(v.first.size());
+    };
+    // A pair with no link at all is the route check's to report, not a load on a link.
+    if (chunks)
+      std::erase_if(load, [&](const auto& e) { return capacity(e.first.first, e.first.second) == 0; });
+    bool over = false;
+    for (auto& [k, v] : load) {
+      worst = std::max(worst, measure(v));
+      over = over || measure(v) > capacity(k.first, k.second);
+    }
+    if (!over) continue;
     Counterexample c;
     c.step = s;
     std::vector<std::uint32_t> xs;
     for (auto& [k, v] : load) {
       c.loads.push_back({k.first, k.second, static_cast<std::uint32_t>(v.first.size()), v.second});
-      if (v.first.size() > 1) xs.insert(xs.end(), v.first.begin(), v.first.end());
+      if (measure(v) > capacity(k.first, k.second))
+        xs.insert(xs.end(), v.first.begin(), v.first.end());
     }
-    std::sort(c.loads.begin(), c.loads.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    // The most overloaded link first.
+    auto excess = [&](const LinkLoad& a) {
+      return static_cast<std::int64_t>(chunks ? a.items : a.transfers) -
+             static_cast<std::int64_t>(capacity(a.from, a.to));
+    };
+    std::sort(c.loads.begin(), c.loads.end(), [&](const LinkLoad& a, const LinkLoad& b) {
+      if (excess(a) != excess(b)) return excess(a) > excess(b);
       if (a.transfers != b.transfers) return a.transfers > b.transfers;
       return std::tie(a.from, a.to) < std::tie(b.from, b.to);
     });
@@ -276,14 +298,27 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
     std::sort(c.nodes.begin(), c.nodes.end());
     c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
     const LinkLoad& top = c.loads.front();
-    c.message = fmt::format(
-        "step {}: link {} -> {} carries {} transfers ({} items); largest load "
-        "per link in this step: {}",
-        s, t.topology.label(top.from), t.topology.label(top.to), top.transfers, top.items,
-        max_load);
+    if (chunks) {
+      c.message = fmt::format(
+          "step {}: link {} -> {} carries {} chunks in {} transfers; its bandwidth in {} is {} "
+          "chunks per step",
+          s, t.topology.label(top.from), t.topology.label(top.to), top.items, top.transfers,
+          t.topology.spec(), capacity(top.from, top.to));
+    } else {
+      std::uint32_t max_load = 0;
+      for (auto& l : c.loads) max_load = std::max(max_load, l.transfers);
+      c.message = fmt::format(
+          "step {}: link {} -> {} carries {} transfers ({} items); largest load "
+          "per link in this step: {}",
+          s, t.topology.label(top.from), t.topology.label(top.to), top.transfers, top.items,
+          max_load);
+    }
     add_violation(r, o, std::move(c));
   }
-  r.note = fmt::format("largest load on one directed link in one step: {}", worst);
+  r.note = chunks ? fmt::format("largest number of chunks on one directed link in one step: {} "
+                                "(bandwidths of {})",
+                                worst, t.topology.spec())
+                  : fmt::format("largest load on one directed link in one step: {}", worst);
   return r;
 }
 

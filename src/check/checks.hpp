@@ -68,6 +68,10 @@ struct CheckOptions {
   // held items; an item left undecided makes the verdict unknown, never pass.
   std::uint64_t dataflow_item_budget = 200000;
   std::uint64_t dataflow_total_budget = 50000000;
+  // Congestion counts transfers (at most one per directed link per step) even on a topology that
+  // declares bandwidths in chunks: synth's message model, where a transfer carries any set of
+  // items it holds.
+  bool congestion_in_transfers = false;
 };
 
 // Runs every check, in kCheckNames order.

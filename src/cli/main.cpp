@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
                   "judge a schedule file (JSON as `collv run --json` writes it; "
                   "docs/trace-format.md) instead of running a model");
   ver->add_option("-t,--topology", ver_opts.topologies,
-                  "topology spec(s) to run on (default: every size of each model's families)");
+                  "topology spec(s) to run on (default: every size of each model's families); "
+                  "a schedule file is judged under each one with as many processors (its links "
+                  "and bandwidths: dgx1, nvswitch:N, file:T.json)");
   ver->add_option("--sizes", sizes,
                   "A..B: processors for ring/line/complete/tree/mesh/torus, d for hypercube and "
                   "de Bruijn, n for star (default: p <= 64, star n <= 6)");
@@ -143,7 +145,8 @@ int main(int argc, char** argv) {
   ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
   ver->add_option("--port", ver_port,
                   "port model of the runs: single (default) | all (single-port is then not "
-                  "checked; congestion judges each directed link)")
+                  "checked; congestion judges each directed link); for a schedule file it "
+                  "replaces the file's own (MSCCL/SCCL all, GOAL single)")
       ->check(CLI::IsMember({"single", "all"}));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
@@ -278,6 +281,7 @@ int main(int argc, char** argv) {
       if (!counts.empty()) ver_opts.counts = parse_size_range(counts, "--count");
       ver_opts.run.max_memory = mib(ver_mem);
       ver_opts.run.port = ver_port == "all" ? PortModel::All : PortModel::Single;
+      if (ver->get_option("--port")->count() > 0) ver_opts.file_port = ver_opts.run.port;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
       ver_opts.progress = isatty(2) != 0;
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative

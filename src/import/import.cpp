@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -130,6 +131,28 @@ std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOp
       all.push_back(c);
   }
   return all;
+}
+
+std::uint64_t level_synchronous_steps(const Trace& t) {
+  std::vector<std::map<std::pair<NodeId, NodeId>, std::uint64_t>> load(t.steps + 1);
+  for (const Transfer& x : t.transfers) {
+    if (x.step > t.steps) continue;
+    auto path = t.topology.adjacent(x.src, x.dst) ? std::vector<NodeId>{x.src, x.dst}
+                                                  : t.topology.route(x.src, x.dst);
+    for (std::size_t h = 0; h + 1 < path.size(); ++h)
+      load[x.step][{path[h], path[h + 1]}] += x.payload_len;
+  }
+  std::uint64_t total = 0;
+  for (const auto& step : load) {
+    std::uint64_t need = 0;
+    for (const auto& [k, chunks] : step) {
+      std::uint64_t bw = t.topology.bandwidth(k.first, k.second);
+      if (bw == 0) continue;
+      need = std::max<std::uint64_t>(need, (chunks + bw - 1) / bw);
+    }
+    total += need;
+  }
+  return total;
 }
 
 namespace import_detail {

@@ -52,6 +52,13 @@ ImportedSchedule import_msccl_xml(const std::string& text, const std::string& so
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
 ImportedSchedule import_goal(const std::string& text, const std::string& source);
 
+// The time of a file's schedule on a machine with bandwidths (Topology::declares_bandwidth): each
+// step of the file (a dependency level) takes as many machine steps as its busiest directed link
+// needs, ceil(chunks / bandwidth), and the next level starts after it. An upper bound on the time
+// (levels are not overlapped), exact when every level fits the links. Pairs with no link are
+// left to the route check.
+std::uint64_t level_synchronous_steps(const Trace& t);
+
 // check_trace, with the format's postcondition and checks folded in (kCheckNames order first,
 // then the format's own checks).
 std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOptions& o);

@@ -115,6 +115,8 @@ std::size_t closed_form_diameter(const Impl& t) {
       return t.a;
     case Family::Product:
       return t.left->diameter() + t.right->diameter();
+    case Family::Custom:  // small by construction: BFS from every processor always runs
+      break;
   }
   return 0;
 }
@@ -130,7 +132,7 @@ std::size_t Impl::diameter() const {
       return;
     }
     std::uint64_t work = static_cast<std::uint64_t>(n_proc) * (n_nodes + adj.size());
-    if (work > kBfsBudget) {
+    if (work > kBfsBudget && fam != Family::Custom) {
       diameter_value = closed_form_diameter(*this);
       return;
     }
@@ -211,6 +213,30 @@ std::vector<NodeId> Impl::route(NodeId from, NodeId to) const {
       r.insert(r.end(), back.rbegin(), back.rend());
       break;
     }
+    case Family::Custom: {
+      // Shortest path through switches only (a processor does not forward), lowest ids first.
+      std::vector<NodeId> parent(n_nodes, UINT32_MAX);
+      std::vector<NodeId> queue{from};
+      parent[from] = from;
+      for (std::size_t head = 0; head < queue.size() && parent[to] == UINT32_MAX; ++head) {
+        NodeId v = queue[head];
+        if (v != from && v < n_proc) continue;
+        for (const Link& l : links_of(v)) {
+          if (parent[l.to] == UINT32_MAX) {
+            parent[l.to] = v;
+            queue.push_back(l.to);
+          }
+        }
+      }
+      if (parent[to] == UINT32_MAX) {
+        r.push_back(to);  // no path: not routed, and route checking reports it
+        break;
+      }
+      std::vector<NodeId> back;
+      for (NodeId v = to; v != from; v = parent[v]) back.push_back(v);
+      r.insert(r.end(), back.rbegin(), back.rend());
+      break;
+    }
     case Family::Product: {
       const std::size_t nb = right->n_nodes;
       NodeId xa = static_cast<NodeId>(from / nb), ya = static_cast<NodeId>(from % nb);
@@ -245,6 +271,7 @@ std::string Impl::label(NodeId v) const {
       return s;
     }
     case Family::Tree:
+    case Family::Custom:
       if (v >= n_proc) return fmt::format("s{}", v - n_proc);
       return std::to_string(v);
     case Family::Product: {
@@ -301,6 +328,7 @@ std::optional<NodeId> Impl::node_of_label(std::string_view s) const {
       return static_cast<NodeId>(star_rank(perm));
     }
     case Family::Tree:
+    case Family::Custom:
       if (!s.empty() && s[0] == 's') {
         auto k = parse_id(s.substr(1));
         if (!k || *k + n_proc >= n_nodes) return std::nullopt;
@@ -433,6 +461,19 @@ std::optional<NodeId> Topology::node_of_label(std::string_view label) const {
 
 std::size_t Topology::min_degree() const { return impl_->min_deg; }
 std::size_t Topology::max_degree() const { return impl_->max_deg; }
+std::uint32_t Topology::bandwidth(NodeId a, NodeId b) const {
+  check_node(*impl_, a, "bandwidth");
+  check_node(*impl_, b, "bandwidth");
+  const Impl& t = *impl_;
+  if (t.bw.empty()) return adjacent(a, b) ? 1 : 0;
+  auto ls = t.links_of(a);
+  for (std::size_t i = 0; i < ls.size(); ++i)
+    if (ls[i].to == b) return t.bw[static_cast<std::size_t>(&ls[i] - t.adj.data())];
+  return 0;
+}
+
+bool Topology::declares_bandwidth() const { return !impl_->bw.empty(); }
+
 std::size_t Topology::diameter() const { return impl_->diameter(); }
 bool Topology::vertex_transitive() const { return impl_->transitive; }
 
@@ -467,6 +508,13 @@ std::string Topology::to_dot() const {
   for (NodeId v = 0; v < t.n_nodes; ++v) {
     for (const Link& l : t.links_of(v)) {
       if (l.to <= v) continue;
+      if (!t.bw.empty()) {  // listed: the bandwidth each way is what a reader needs
+        Topology self(impl_);
+        std::uint32_t f = self.bandwidth(v, l.to), b = self.bandwidth(l.to, v);
+        out += f == b ? fmt::format("  {} -- {} [label=\"bw {}\"];\n", v, l.to, f)
+                      : fmt::format("  {} -- {} [label=\"bw {}/{}\"];\n", v, l.to, f, b);
+        continue;
+      }
       // The number seen from the other end.
       int back = -1;
       if (t.fam == Family::Complete) {

@@ -48,12 +48,27 @@ struct Link {
 class Topology {
  public:
   // Parses `ring:P`, `line:P`, `mesh:RxC`, `torus:RxC`, `hypercube:D`, `tree:P`, `star:N`,
-  // `complete:P`, `debruijn:D` and products `A*B` (left-assoc). Throws SpecError with a one-line
-  // reason for unknown names, malformed or out-of-range sizes, and sizes too large for memory.
+  // `complete:P`, `debruijn:D` and products `A*B` (left-assoc); the machines `dgx1` (DGX-1's
+  // hybrid cube-mesh, NVLink counts as bandwidths) and `nvswitch:N` (N GPUs on one switch); and
+  // topology files `file:PATH` or `PATH.json` (docs/topologies.md: collv's JSON or SCCL's
+  // `links` matrix). Throws SpecError with a one-line reason for unknown names, malformed or
+  // out-of-range sizes, unreadable or malformed files, and sizes too large for memory.
   static Topology parse(std::string_view spec);
+
+  // A listed topology: processors 0..processors-1, switches after them, undirected links with a
+  // bandwidth (chunks per step) in each direction; parallel links add their bandwidths. Throws
+  // SpecError (naming `spec`) for a self-loop, an id out of range, a zero bandwidth everywhere,
+  // a disconnected network or sizes past the limits. `spec` must parse back to the same network.
+  struct ListedLink {
+    NodeId a, b;
+    std::uint32_t ab = 1, ba = 1;  // chunks per step a -> b and b -> a (0: no link that way)
+  };
+  static Topology listed(std::string spec, std::size_t processors, std::size_t switches,
+                         std::span<const ListedLink> links);
 
   const std::string& spec() const;    // canonical spec, e.g. "mesh:4x4"
   const std::string& family() const;  // "ring", "line", "mesh", "torus", "hypercube", "tree",
+                                      // "dgx1", "nvswitch", "file",
                                       // "star", "complete", "debruijn" or "product"
 
   std::size_t num_nodes() const;       // processors + switches
@@ -66,6 +81,14 @@ class Topology {
   // The neighbour along link number k (see Link::number), if that link exists at v.
   std::optional<NodeId> neighbor(NodeId v, int k) const;
   bool adjacent(NodeId a, NodeId b) const;
+
+  // Chunks per step the directed link a -> b carries: 0 if there is no such link, 1 on the
+  // generated families (one transfer per link per step), the listed value on `dgx1`,
+  // `nvswitch:N` and topology files.
+  std::uint32_t bandwidth(NodeId a, NodeId b) const;
+  // True for listed topologies, whose links state bandwidths in chunks: congestion then compares
+  // the chunks crossing a link in a step with its bandwidth instead of counting transfers.
+  bool declares_bandwidth() const;
 
   // Parameters visible to models: always "p" (processors); "d" (hypercube, debruijn), "n" (star),
   // "rows"/"cols" (mesh, torus), nothing else for the others. Products expose only "p".

@@ -273,7 +273,8 @@ std::shared_ptr<Impl> build_family(Family fam, std::uint64_t a, std::uint64_t bs
       break;
     }
     case Family::Product:
-      throw std::logic_error("build_family(Product)");
+    case Family::Custom:
+      throw std::logic_error("build_family: not a generated family");
   }
   t->params["p"] = static_cast<std::int64_t>(t->n_proc);
   return t;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -54,6 +55,18 @@ int run_topology_command(const TopologyCommandOptions& opts, std::ostream& out, 
     out << fmt::format("{:<11}{} (min {}, max {})\n", "degree", t.max_degree(), t.min_degree(),
                        t.max_degree());
     out << fmt::format("{:<11}{}\n", "diameter", t.diameter());
+    if (t.declares_bandwidth()) {
+      std::uint32_t lo = UINT32_MAX, hi = 0;
+      for (NodeId v = 0; v < t.num_nodes(); ++v)
+        for (const Link& l : t.links(v)) {
+          std::uint32_t w = t.bandwidth(v, l.to);
+          if (w == 0) continue;
+          lo = std::min(lo, w);
+          hi = std::max(hi, w);
+        }
+      out << fmt::format("{:<11}{} to {} chunks per step on a directed link\n", "bandwidth", lo,
+                         hi);
+    }
     out.flush();
     return kExitOk;
   } catch (const SpecError& e) {

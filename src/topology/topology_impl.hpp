@@ -26,7 +26,8 @@ enum class Family : std::uint8_t {
   Star,
   Complete,
   DeBruijn,
-  Product
+  Product,
+  Custom  // a topology file or a built-in machine (dgx1, nvswitch:N): links listed, not generated
 };
 
 // Memory limits, enforced from the spec before anything is allocated.
@@ -54,6 +55,9 @@ struct Topology::Impl {
   std::optional<int> dense_first_number;
   std::vector<std::uint32_t> offsets;  // n_nodes + 1 entries unless uniform
   std::vector<Link> adj;
+  // Chunks per step on each directed adjacency entry (parallel to adj); empty: every link carries
+  // one transfer per step, the unit of the book's and the paper's cost models.
+  std::vector<std::uint32_t> bw;
 
   std::map<std::string, std::int64_t> params;
   std::shared_ptr<const Impl> left, right;  // product factors
@@ -79,6 +83,10 @@ struct Topology::Impl {
 std::shared_ptr<Topology::Impl> build_family(Family fam, std::uint64_t a, std::uint64_t b);
 std::shared_ptr<Topology::Impl> build_product(std::shared_ptr<const Topology::Impl> left,
                                               std::shared_ptr<const Topology::Impl> right);
+
+// A listed topology (topology_custom.cpp): a file `file:PATH` or `PATH.json`, `dgx1`,
+// `nvswitch:N`. nullopt if the spec names none of them.
+std::shared_ptr<Topology::Impl> parse_custom(std::string_view spec);
 
 // Closed-form diameter of a family (used for big non-vertex-transitive networks).
 std::size_t closed_form_diameter(const Topology::Impl& t);

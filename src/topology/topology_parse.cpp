@@ -46,7 +46,8 @@ std::string shown(std::string_view s) {
 }
 
 constexpr std::string_view kKnown =
-    "ring, line, mesh, torus, hypercube, tree, star, complete, debruijn; products A*B";
+    "ring, line, mesh, torus, hypercube, tree, star, complete, debruijn; products A*B; dgx1, "
+    "nvswitch:N; a topology file file:PATH or PATH.json";
 
 struct FactorSpec {
   Family fam;
@@ -105,6 +106,10 @@ FactorSpec parse_factor(std::string_view text) {
     if (n.name == name) info = &n;
   }
   if (info == nullptr) {
+    if (name == "dgx1" || name == "nvswitch" || name == "file" || text.ends_with(".json"))
+      fail(fmt::format("'{}' is a listed topology; products take generated families only (known: "
+                       "ring, line, mesh, torus, hypercube, tree, star, complete, debruijn)",
+                       shown(text)));
     if (name.empty())
       fail(fmt::format("missing topology name in '{}' (known: {})", shown(text), kKnown));
     fail(fmt::format("unknown topology '{}' (known: {})", shown(name), kKnown));
@@ -196,6 +201,7 @@ FactorSpec parse_factor(std::string_view text) {
       break;
     }
     case Family::Product:
+    case Family::Custom:
       break;
   }
   return f;
@@ -221,6 +227,7 @@ void check_limits(const std::string& what, std::uint64_t nodes, std::uint64_t en
 Topology Topology::parse(std::string_view spec) {
   if (spec.empty())
     fail("empty topology spec (expected e.g. ring:8, mesh:4x4, star:4, ring:4*line:3)");
+  if (auto listed = parse_custom(spec)) return Topology(listed);
   std::vector<std::string_view> parts;
   std::size_t start = 0;
   while (true) {
