@@ -1,0 +1,236 @@
+// Listed topologies (dgx1, nvswitch:N, topology files) and judging schedules under the machine
+// they were written for: bandwidths in chunks per step, routes through switches only, the real
+// schedule files under DGX-1 and NVSwitch boxes.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "app/verify_cmd.hpp"
+#include "check/checks.hpp"
+#include "cli.hpp"
+#include "import/import.hpp"
+#include "topology/topology.hpp"
+
+using namespace collv;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = COLLV_SOURCE_DIR;
+const std::string kShared = COLLV_SOURCE_DIR "/../shared/data/schedules/";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = collv::test::unique_temp(name) + ".json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string spec_error(const std::string& spec) {
+  try {
+    Topology::parse(spec);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+VerifyReport verify_under(std::vector<std::string> targets, std::vector<std::string> topologies) {
+  VerifyOptions o;
+  o.targets = std::move(targets);
+  o.models_dir = kRoot + "/models";
+  o.topologies = std::move(topologies);
+  o.quiet = true;
+  std::ostringstream err;
+  return verify(o, nullptr, err);
+}
+
+Verdict verdict_of(const VerifyRun& r, const std::string& name) {
+  for (const auto& c : r.checks)
+    if (c.name == name) return c.verdict;
+  FAIL("no check " << name);
+  return Verdict::NotChecked;
+}
+
+}  // namespace
+
+TEST_CASE("dgx1 is the hybrid cube-mesh with NVLink counts as bandwidths", "[topology]") {
+  Topology t = Topology::parse("dgx1");
+  CHECK(t.num_processors() == 8);
+  CHECK(t.num_links() == 16);  // 4 neighbours each
+  CHECK(t.min_degree() == 4);
+  CHECK(t.diameter() == 2);
+  CHECK(t.declares_bandwidth());
+  CHECK(t.bandwidth(0, 1) == 2);  // two NVLinks
+  CHECK(t.bandwidth(0, 2) == 1);
+  CHECK(t.bandwidth(0, 4) == 2);  // across the quads
+  CHECK(t.bandwidth(0, 5) == 0);  // no link
+  CHECK_FALSE(t.adjacent(0, 5));
+  // Processors do not forward: 0 -> 5 has no route, and is left as one non-link hop.
+  CHECK(t.route(0, 5) == std::vector<NodeId>{0, 5});
+  // The generated families keep one transfer per link per step.
+  Topology r = Topology::parse("ring:4");
+  CHECK_FALSE(r.declares_bandwidth());
+  CHECK(r.bandwidth(0, 1) == 1);
+  CHECK(r.bandwidth(0, 2) == 0);
+}
+
+TEST_CASE("nvswitch:N routes every pair through its switch", "[topology]") {
+  Topology t = Topology::parse("nvswitch:4");
+  CHECK(t.num_processors() == 4);
+  CHECK(t.num_nodes() == 5);
+  CHECK(t.kind(4) == NodeKind::Switch);
+  CHECK(t.label(4) == "s0");
+  CHECK(t.bandwidth(0, 4) == 3);
+  CHECK(t.route(0, 3) == std::vector<NodeId>{0, 4, 3});
+  CHECK(spec_error("nvswitch:1").find("from 2 to") != std::string::npos);
+  CHECK(spec_error("nvswitch:x").find("bad size") != std::string::npos);
+  CHECK(spec_error("dgx1*ring:2").find("listed topology") != std::string::npos);
+}
+
+TEST_CASE("topology files: collv JSON and SCCL's links matrix", "[topology]") {
+  // A two-box machine: GPUs 0,1 on switch 4, GPUs 2,3 on switch 5, the switches joined.
+  std::string f = write_temp("machine", R"({"name": "two boxes", "processors": 4, "switches": 2,
+    "links": [{"a": 0, "b": 4, "bandwidth": 2}, {"a": 1, "b": 4}, {"a": 2, "b": 5},
+              {"a": 3, "b": 5}, {"a": 4, "b": 5, "bandwidth": 4}]})");
+  Topology t = Topology::parse("file:" + f);
+  CHECK(t.num_processors() == 4);
+  CHECK(t.num_nodes() == 6);
+  CHECK(t.bandwidth(0, 4) == 2);
+  CHECK(t.bandwidth(4, 5) == 4);
+  CHECK(t.route(0, 3) == std::vector<NodeId>{0, 4, 5, 3});
+  CHECK(t.family() == "file");
+  // A path ending in .json works without the prefix, and the spec parses back.
+  CHECK(Topology::parse(f).spec() == "file:" + f);
+  CHECK(Topology::parse(Topology::parse(f).spec()).num_links() == t.num_links());
+
+  // SCCL's matrix, links[dst][src]: asymmetric bandwidths are kept per direction.
+  std::string m = write_temp("matrix", R"({"links": [[0, 1, 0], [3, 0, 1], [0, 1, 0]]})");
+  Topology s = Topology::parse(m);
+  CHECK(s.bandwidth(0, 1) == 3);  // links[1][0]
+  CHECK(s.bandwidth(1, 0) == 1);
+  CHECK(s.bandwidth(1, 2) == 1);
+  CHECK(s.bandwidth(0, 2) == 0);
+
+  // The DGX-1 algorithm file of msccl-tools carries the same matrix as the built-in.
+  Topology d = Topology::parse("file:" + kShared + "sccl-json/Allgather.n8-DGX1-steps2.msccl.json");
+  Topology g = Topology::parse("dgx1");
+  for (NodeId a = 0; a < 8; ++a)
+    for (NodeId b = 0; b < 8; ++b) CHECK(d.bandwidth(a, b) == g.bandwidth(a, b));
+}
+
+TEST_CASE("bad topology files are refused with the key and the reason", "[topology]") {
+  auto err_of = [](const std::string& text) { return spec_error(write_temp("bad", text)); };
+  CHECK(err_of(R"({"processors": 2, "links": [{"a": 0, "b": 0}]})").find("itself") !=
+        std::string::npos);
+  CHECK(err_of(R"({"processors": 3, "links": [{"a": 0, "b": 1}]})").find("not connected") !=
+        std::string::npos);
+  CHECK(err_of(R"({"processors": 2, "links": [{"a": 0, "b": 7}]})").find("links[0].b") !=
+        std::string::npos);
+  CHECK(err_of(R"({"processors": 2, "links": [{"a": 0, "b": 1, "bw": 2}]})")
+            .find("unknown key 'bw'") != std::string::npos);
+  CHECK(err_of(R"({"processors": 2, "links": [{"a": 0, "b": 1, "bandwidth": 0}]})")
+            .find("bandwidth") != std::string::npos);
+  CHECK(err_of(R"({"processors": 5000, "links": []})").find("processors") != std::string::npos);
+  CHECK(err_of(R"({"links": [[0, 1], [1]]})").find("square") != std::string::npos);
+  CHECK(err_of("{not json").find("not valid JSON") != std::string::npos);
+  CHECK(err_of(R"({"processors": 2})").find("missing key 'links'") != std::string::npos);
+  CHECK(spec_error("file:/no/such/topology.json").find("cannot read") != std::string::npos);
+}
+
+TEST_CASE("congestion on a listed topology compares chunks with the link's bandwidth",
+          "[topology][verify]") {
+  // Recursive doubling fits the DGX-1 (its partners 1, 2, 4 apart are NVLink neighbours). One
+  // element per message fits every link; two elements overflow the links of one NVLink.
+  VerifyOptions o;
+  o.targets = {kRoot + "/models/mpich/allreduce_recursive_doubling.coll"};
+  o.models_dir = kRoot + "/models";
+  o.topologies = {"dgx1"};
+  o.domain = "exact";
+  o.quiet = true;
+  std::ostringstream err;
+  VerifyReport one = verify(o, nullptr, err);
+  REQUIRE(one.runs.size() == 1);
+  CHECK(verdict_of(one.runs[0], "route") == Verdict::Pass);
+  CHECK(verdict_of(one.runs[0], "congestion") == Verdict::Pass);
+  o.counts = {2, 2};
+  VerifyReport two = verify(o, nullptr, err);
+  REQUIRE(two.runs.size() == 1);
+  REQUIRE(verdict_of(two.runs[0], "congestion") == Verdict::Fail);
+  const CheckResult* c = nullptr;
+  for (const auto& r : two.runs[0].checks)
+    if (r.name == "congestion") c = &r;
+  REQUIRE(c != nullptr);
+  CHECK(c->violations.front().message.find("bandwidth in dgx1 is 1 chunks per step") !=
+        std::string::npos);
+  CHECK(two.exit_code == 1);
+}
+
+TEST_CASE("schedule files judged under the machine they were written for", "[import][verify]") {
+  // The DGX-1 allgather of msccl-tools: right on dgx1 and on its own links (no -t).
+  std::string dgx = kShared + "sccl-json/Allgather.n8-DGX1-steps2.msccl.json";
+  VerifyReport own = verify_under({dgx}, {});
+  REQUIRE(own.runs.size() == 1);
+  CHECK(own.runs[0].topology == "file:" + dgx);
+  CHECK(own.runs[0].status == "pass");
+  VerifyReport on_dgx = verify_under({dgx}, {"dgx1"});
+  REQUIRE(on_dgx.runs.size() == 1);
+  CHECK(on_dgx.runs[0].status == "pass");
+
+  // A ring allgather over 0..7 needs the link 7 - 0, which a DGX-1 lacks: route fails.
+  VerifyReport ring = verify_under({kShared + "sccl-json/sccl-ring8-allgather.json"}, {"dgx1"});
+  REQUIRE(ring.runs.size() == 1);
+  CHECK(verdict_of(ring.runs[0], "route") == Verdict::Fail);
+  CHECK(ring.exit_code == 1);
+
+  // The 8-GPU all-to-all of msccl-scheduler (NDv4: NVSwitch): every multi-channel level fits an
+  // NVSwitch box in time, so it passes there; on a DGX-1 it sends over missing links.
+  std::string a2a = kShared + "msccl-xml/msccl-scheduler_ndv4_a2a2ll.xml";
+  VerifyReport nv = verify_under({a2a}, {"nvswitch:8", "dgx1"});
+  REQUIRE(nv.runs.size() == 2);
+  CHECK(nv.runs[0].topology == "nvswitch:8");
+  CHECK(nv.runs[0].status == "pass");
+  CHECK(verdict_of(nv.runs[1], "route") == Verdict::Fail);
+
+  // A machine with another number of processors is an error of that run, never a pass.
+  VerifyReport wrong = verify_under({kShared + "msccl-xml/generated_allgather_ring_4gpus_1ch.xml"},
+                                    {"dgx1"});
+  REQUIRE(wrong.runs.size() == 1);
+  CHECK(wrong.runs[0].status == "error");
+  CHECK(wrong.runs[0].error.find("4 ranks but dgx1 has 8 processors") != std::string::npos);
+  CHECK(wrong.exit_code == 2);
+}
+
+TEST_CASE("level-synchronous time of a file on a machine", "[import]") {
+  ImportedSchedule s = import_schedule(kShared + "msccl-xml/msccl-scheduler_ndv4_a2a2ll.xml");
+  Trace t = s.trace;
+  std::uint64_t levels = t.steps;
+  t.topology = Topology::parse("nvswitch:8");
+  std::uint64_t on_switch = level_synchronous_steps(t);
+  CHECK(on_switch >= levels);  // never faster than its dependency levels
+  // Halving every GPU's switch bandwidth can only lengthen it; one chunk per step is the longest.
+  std::string slow = write_temp("slow", R"({"processors": 8, "switches": 1, "links": [
+    {"a": 0, "b": 8}, {"a": 1, "b": 8}, {"a": 2, "b": 8}, {"a": 3, "b": 8},
+    {"a": 4, "b": 8}, {"a": 5, "b": 8}, {"a": 6, "b": 8}, {"a": 7, "b": 8}]})");
+  t.topology = Topology::parse(slow);
+  std::uint64_t on_slow = level_synchronous_steps(t);
+  CHECK(on_slow > on_switch);
+  // With bandwidth 1 each GPU's busiest level needs as many steps as chunks it sends in it.
+  std::uint64_t sent = 0;
+  for (const Transfer& x : t.transfers) sent += x.payload_len;
+  CHECK(on_slow <= sent);
+}
+
+TEST_CASE("collv topology, run and synth take listed topologies", "[topology][cli]") {
+  std::string out;
+  CHECK(collv::test::run_cli("topology dgx1", out) == 0);
+  CHECK(out.find("bandwidth  1 to 2 chunks per step") != std::string::npos);
+  CHECK(collv::test::run_cli("run " + kRoot + "/models/mpich/allgather_bruck.coll -t dgx1", out) ==
+        0);
+  CHECK(out.find("steps      3") != std::string::npos);
+  CHECK(collv::test::run_cli("synth allgather -t dgx1 --steps 2 --port all", out) == 0);
+  CHECK(out.find("congestion=pass") != std::string::npos);
+  CHECK(collv::test::run_cli("topology file:/no/such.json", out) == 2);
+}
