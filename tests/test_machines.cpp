@@ -1,17 +1,25 @@
 // Listed topologies (dgx1, nvswitch:N, topology files) and judging schedules under the machine
 // they were written for: bandwidths in chunks per step, routes through switches only, the real
 // schedule files under DGX-1 and NVSwitch boxes.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 
 #include "app/verify_cmd.hpp"
 #include "check/checks.hpp"
 #include "cli.hpp"
+#include "exec/executor.hpp"
 #include "import/import.hpp"
+#include "lang/ast.hpp"
 #include "topology/topology.hpp"
 
 using namespace collv;
@@ -195,8 +203,8 @@ TEST_CASE("schedule files judged under the machine they were written for", "[imp
   CHECK(verdict_of(nv.runs[1], "route") == Verdict::Fail);
 
   // A machine with another number of processors is an error of that run, never a pass.
-  VerifyReport wrong = verify_under({kShared + "msccl-xml/generated_allgather_ring_4gpus_1ch.xml"},
-                                    {"dgx1"});
+  VerifyReport wrong =
+      verify_under({kShared + "msccl-xml/generated_allgather_ring_4gpus_1ch.xml"}, {"dgx1"});
   REQUIRE(wrong.runs.size() == 1);
   CHECK(wrong.runs[0].status == "error");
   CHECK(wrong.runs[0].error.find("4 ranks but dgx1 has 8 processors") != std::string::npos);
@@ -233,4 +241,88 @@ TEST_CASE("collv topology, run and synth take listed topologies", "[topology][cl
   CHECK(collv::test::run_cli("synth allgather -t dgx1 --steps 2 --port all", out) == 0);
   CHECK(out.find("congestion=pass") != std::string::npos);
   CHECK(collv::test::run_cli("topology file:/no/such.json", out) == 2);
+}
+
+namespace {
+
+// Each transfer as (src, dst, its items as sorted (rank, element) pairs), whatever the domain's
+// numbering of elements: the same transfers compare equal across export and import.
+std::multiset<std::tuple<NodeId, NodeId, std::vector<std::pair<std::uint32_t, std::uint32_t>>>>
+transfer_set(const Trace& t) {
+  std::multiset<std::tuple<NodeId, NodeId, std::vector<std::pair<std::uint32_t, std::uint32_t>>>>
+      out;
+  const std::uint32_t e = t.domain->elems();
+  for (const Transfer& x : t.transfers)
+    for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> parts;
+      for (auto term : t.domain->terms(t.payload[x.payload_begin + k]))
+        parts.emplace_back(term / e, term % e);
+      std::sort(parts.begin(), parts.end());
+      out.emplace(x.src, x.dst, parts);
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("export --msccl-xml: the file re-imports to the same transfers and verdicts",
+          "[export][import]") {
+  struct Case {
+    std::string model, spec;
+    std::uint32_t count;
+  };
+  const Case cases[] = {{"mpich/allgather_bruck", "complete:6", 1},
+                        {"mpich/allgather_bruck", "nvswitch:5", 2},
+                        {"nccl/allreduce_ring_nccl", "complete:5", 3},
+                        {"openmpi/allreduce_ring", "complete:4", 1},
+                        {"mpich/allreduce_rabenseifner", "complete:6", 1}};
+  for (const Case& c : cases) {
+    INFO(c.model << " on " << c.spec << " count " << c.count);
+    std::string xml = collv::test::unique_temp("export") + ".xml";
+    std::string out;
+    REQUIRE(collv::test::run_cli(fmt::format("export {}/models/{}.coll -t {} -c {} --msccl-xml {}",
+                                             kRoot, c.model, c.spec, c.count, xml),
+                                 out) == 0);
+    // The run as export made it: exact domain, all-port.
+    Model m = parse_model_file(kRoot + "/models/" + c.model + ".coll");
+    RunOptions ro;
+    ro.domain = DomainKind::Exact;
+    ro.port = PortModel::All;
+    ro.count = c.count;
+    Trace run = run_model(m, Topology::parse(c.spec), ro);
+    ImportedSchedule back = import_schedule(xml);
+    CHECK(back.trace.collective == run.collective);
+    CHECK(transfer_set(back.trace) == transfer_set(run));
+    for (const auto& r : check_imported(back, CheckOptions{})) {
+      INFO(r.name);
+      CHECK(r.verdict != Verdict::Fail);
+    }
+    // And judged on the machine as a user would.
+    CHECK(collv::test::run_cli(fmt::format("verify {} -t {} --quiet", xml, c.spec), out) == 0);
+    fs::remove(xml);
+  }
+}
+
+TEST_CASE("export refuses what MSCCL-XML cannot say and runs that fail", "[export]") {
+  std::string xml = collv::test::unique_temp("refused") + ".xml";
+  std::string out;
+  // A broadcast has no MSCCL collective type.
+  CHECK(collv::test::run_cli("export broadcast_hypercube --msccl-xml " + xml, out) == 2);
+  CHECK(out.find("a broadcast cannot be written") != std::string::npos);
+  // A wrong schedule is not exported right: the rotated Bruck's data land in the wrong place.
+  CHECK(collv::test::run_cli("export " + kRoot +
+                                 "/tests/mutants/postcondition_allgather_bruck_rotated.coll -t "
+                                 "complete:5 --msccl-xml " +
+                                 xml,
+                             out) == 1);
+  CHECK(out.find("fails its own checks") != std::string::npos);
+  CHECK_FALSE(fs::exists(xml));
+  // A run that sends an older partial result than its buffer holds needs scratch buffers.
+  CHECK(collv::test::run_cli("export " + kRoot +
+                                 "/models/mpich/allreduce_recursive_doubling.coll -t complete:6 "
+                                 "--msccl-xml " +
+                                 xml,
+                             out) == 2);
+  CHECK(out.find("holds another value") != std::string::npos);
+  CHECK_FALSE(fs::exists(xml));
 }

@@ -7,11 +7,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "check/checks.hpp"
+#include "import/import.hpp"
 #include "util/exit_codes.hpp"
 
 namespace collv {
@@ -187,6 +189,80 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
       contradicted = true;
     }
   return contradicted ? kExitViolation : kExitOk;
+}
+
+int run_export_command(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.msccl_xml.empty())
+    throw UsageError("export: say what to write, e.g. --msccl-xml allgather.xml");
+  Trace tr;
+  std::string name;
+  if (looks_like_schedule_path(o.target) && std::filesystem::is_regular_file(o.target)) {
+    ImportedSchedule s = import_schedule(o.target);
+    if (s.format != ScheduleFormat::TraceJson)
+      throw UsageError(
+          fmt::format("export: {} is {}; export writes runs of models and collv's "
+                      "schedule JSON (collv run --json, collv synth --json)",
+                      o.target, schedule_format_name(s.format)));
+    tr = std::move(s.trace);
+    name = tr.model_name;
+  } else {
+    std::string dir = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+    Model m = parse_model_file(resolve_model_path(o.target, dir));
+    std::string spec = o.topology.empty() ? default_topology_spec(m) : o.topology;
+    RunOptions ro = o.run;
+    ro.domain = DomainKind::Exact;
+    ro.port = PortModel::All;  // MSCCL's runtime: every link at once
+    tr = run_model(m, Topology::parse(spec), ro);
+    name = m.header.name;
+  }
+  // Only a schedule that passes is exported: the file places every chunk where MSCCL's layout
+  // says, so a run whose own output is wrong (a local rotation, say) must not come out right.
+  {
+    std::vector<std::string> own;
+    // The data checks: timing and link load (single-port, congestion, claims) are the machine's
+    // business, and the file is judged under its machine when it is verified.
+    const std::set<std::string> data = {"postcondition", "final-buffers", "dataflow",
+                                        "match",         "deadlock",      "runtime"};
+    for (const auto& c : check_trace(tr, CheckOptions{}))
+      if (c.verdict == Verdict::Fail && data.count(c.name))
+        own.push_back(c.name + (c.violations.empty() ? "" : ": " + c.violations[0].message));
+    if (!own.empty()) {
+      err << "collv: error: " << name << " fails its own checks; nothing exported:\n";
+      for (const auto& f : own) err << "  " << f << "\n";
+      return kExitViolation;
+    }
+  }
+  std::string xml = export_msccl_xml(tr, name);
+  // The file must read back to a schedule that passes every check, carrying every item the trace
+  // carried (one chunk per instruction): otherwise it is not written.
+  ImportedSchedule back = import_msccl_xml(xml, o.msccl_xml == "-" ? "<stdout>" : o.msccl_xml);
+  std::vector<std::string> failed;
+  for (const auto& c : check_imported(back, CheckOptions{}))
+    if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
+      failed.push_back(c.name + (c.violations.empty() ? "" : ": " + c.violations[0].message));
+  std::size_t items = 0;
+  for (const Transfer& x : tr.transfers) items += x.payload_len;
+  if (back.trace.transfers.size() != items)
+    failed.push_back(fmt::format("transfers: {} chunks sent in the trace, {} in the file", items,
+                                 back.trace.transfers.size()));
+  if (!failed.empty()) {
+    err << "collv: error: the MSCCL-XML written for " << name
+        << " does not re-import to a passing schedule:\n";
+    for (const auto& f : failed) err << "  " << f << "\n";
+    return kExitViolation;
+  }
+  if (o.msccl_xml == "-") {
+    out << xml;
+  } else {
+    std::ofstream f(o.msccl_xml, std::ios::binary);
+    if (f) f << xml;
+    if (f) f.close();
+    if (!f) throw UsageError("cannot write '" + o.msccl_xml + "'");
+    out << fmt::format("wrote {}: {} on {} gpus, {} chunks sent; re-imported and judged: pass\n",
+                       o.msccl_xml, collective_name(tr.collective), tr.topology.num_processors(),
+                       items);
+  }
+  return kExitOk;
 }
 
 }  // namespace collv

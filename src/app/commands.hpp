@@ -43,4 +43,16 @@ struct RunCommandOptions {
 };
 int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream& err);
 
+// `collv export TARGET --msccl-xml FILE`: a model's run (exact domain, all-port, on --topology
+// and --count) or a schedule file written as MSCCL-XML; the written file is imported and judged
+// at once, and a file that does not re-import to a passing verdict is an error, not an export.
+struct ExportCommandOptions {
+  std::string target;  // model name or file, or a schedule file
+  std::string models_dir;
+  std::string topology;
+  RunOptions run;
+  std::string msccl_xml;  // output path ("-" = stdout)
+};
+int run_export_command(const ExportCommandOptions& o, std::ostream& out, std::ostream& err);
+
 }  // namespace collv

@@ -285,9 +285,10 @@ std::vector<CheckResult> recheck_synthesized(const Trace& t, PortModel port) {
   if (t.topology.declares_bandwidth())
     for (auto& c : rs)
       if (c.name == "congestion")
-        c.note += fmt::format("; synth's message model: one transfer per directed link per step, "
-                              "{}'s bandwidths in chunks not modelled",
-                              t.topology.spec());
+        c.note += fmt::format(
+            "; synth's message model: one transfer per directed link per step, "
+            "{}'s bandwidths in chunks not modelled",
+            t.topology.spec());
   if (port == PortModel::All)
     for (auto& c : rs)
       if (c.name == "single-port") {

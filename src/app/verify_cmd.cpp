@@ -415,9 +415,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
         run.file = file;
         run.topology = machine->spec();
         run.status = "error";
-        run.error = fmt::format("{}: the schedule has {} ranks but {} has {} processors", file,
-                                t.topology.num_processors(), machine->spec(),
-                                machine->num_processors());
+        run.error =
+            fmt::format("{}: the schedule has {} ranks but {} has {} processors", file,
+                        t.topology.num_processors(), machine->spec(), machine->num_processors());
         run.group = group_of(t.model_name, file, machine->family(), true);
         rep.runs.push_back(std::move(run));
         continue;

@@ -263,7 +263,8 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
     };
     // A pair with no link at all is the route check's to report, not a load on a link.
     if (chunks)
-      std::erase_if(load, [&](const auto& e) { return capacity(e.first.first, e.first.second) == 0; });
+      std::erase_if(load,
+                    [&](const auto& e) { return capacity(e.first.first, e.first.second) == 0; });
     bool over = false;
     for (auto& [k, v] : load) {
       worst = std::max(worst, measure(v));
@@ -315,9 +316,10 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
     }
     add_violation(r, o, std::move(c));
   }
-  r.note = chunks ? fmt::format("largest number of chunks on one directed link in one step: {} "
-                                "(bandwidths of {})",
-                                worst, t.topology.spec())
+  r.note = chunks ? fmt::format(
+                        "largest number of chunks on one directed link in one step: {} "
+                        "(bandwidths of {})",
+                        worst, t.topology.spec())
                   : fmt::format("largest load on one directed link in one step: {}", worst);
   return r;
 }

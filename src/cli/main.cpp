@@ -95,6 +95,32 @@ int main(int argc, char** argv) {
       "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
       "  collv run scan_hypercube -t hypercube:3 -d ordered --json trace.json");
 
+  ExportCommandOptions exp_opts;
+  std::uint64_t exp_mem = 8192;
+  auto* exp = app.add_subcommand(
+      "export", "Write a model's run or a schedule file as MSCCL-XML for the MSCCL/RCCL runtimes");
+  exp->add_option("target", exp_opts.target,
+                  "a .coll file or model name (run in the exact domain, all-port), or a schedule "
+                  "file (.xml, .json)")
+      ->required();
+  exp->add_option("-t,--topology", exp_opts.topology,
+                  "topology of the run (default: a small member of the model's first family)");
+  exp->add_option("-c,--count", exp_opts.run.count, "elements per input (default 1)")
+      ->check(CLI::Range(1, 4096));
+  exp->add_option("--msccl-xml", exp_opts.msccl_xml, "the MSCCL-XML file to write (- = stdout)")
+      ->required();
+  exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");
+  exp->add_option("--models", exp_opts.models_dir, "models directory for model names");
+  exp->footer(
+      "allgather and allreduce, in place, one threadblock per peer and direction, channel 0\n"
+      "(docs/formats.md). The written file is imported and judged before it is kept: it must\n"
+      "pass every check and carry every chunk the run sent.\n"
+      "Exit codes: 0 written and re-judged as passing; 1 the re-import does not pass (nothing\n"
+      "written); 2 bad usage or input, or a schedule MSCCL-XML cannot express.\n"
+      "Examples:\n  collv export models/mpich/allgather_bruck.coll -t nvswitch:8 --msccl-xml "
+      "ag.xml\n"
+      "  collv verify ag.xml -t nvswitch:8");
+
   VerifyOptions ver_opts;
   std::string sizes;
   std::uint64_t ver_mem = 8192;
@@ -301,6 +327,11 @@ int main(int argc, char** argv) {
       return run_synth_command(syn_opts, std::cout, std::cerr);
     }
     if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);
+    if (*exp) {
+      exp_opts.run.max_memory = mib(exp_mem);
+      set_memory_limit(exp_opts.run.max_memory);
+      return run_export_command(exp_opts, std::cout, std::cerr);
+    }
     if (*run) {
       run_opts.run.domain = *domain_from_name(domain);
       run_opts.run.port = run_port == "all" ? PortModel::All : PortModel::Single;

@@ -52,6 +52,10 @@ ImportedSchedule import_msccl_xml(const std::string& text, const std::string& so
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
 ImportedSchedule import_goal(const std::string& text, const std::string& source);
 
+// The trace as MSCCL-XML in the `<step>` format (allgather and allreduce, in place; exact domain;
+// docs/formats.md). Throws UsageError for what the format cannot express.
+std::string export_msccl_xml(const Trace& t, const std::string& name);
+
 // The time of a file's schedule on a machine with bandwidths (Topology::declares_bandwidth): each
 // step of the file (a dependency level) takes as many machine steps as its busiest directed link
 // needs, ceil(chunks / bandwidth), and the next level starts after it. An upper bound on the time

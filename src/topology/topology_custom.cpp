@@ -53,10 +53,10 @@ std::string shown(std::string_view s) {
 
 // The DGX-1 (V100) NVLink matrix: entry [a][b] is the number of NVLinks between GPUs a and b.
 // GPUs 0-3 and 4-7 are the two quads of the hybrid cube-mesh; i and i+4 are linked across.
-constexpr std::uint32_t kDgx1[8][8] = {
-    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0}, {1, 1, 0, 2, 0, 0, 2, 0},
-    {1, 2, 2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
-    {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
+constexpr std::uint32_t kDgx1[8][8] = {{0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
+                                       {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
+                                       {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
+                                       {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
 
 std::shared_ptr<Impl> build_listed(std::string spec, std::string family, std::size_t n_proc,
                                    std::size_t n_switch,
@@ -159,8 +159,8 @@ std::shared_ptr<Impl> from_matrix(const std::string& spec, const json& m, const 
     if (!m[dst].is_array() || m[dst].size() != n)
       fail(fmt::format("{}[{}]: expected {} entries (a square matrix)", where, dst, n));
     for (std::size_t src = 0; src < n; ++src) {
-      std::uint32_t w = json_count(m[dst][src], fmt::format("{}[{}][{}]", where, dst, src), 0,
-                                   kMaxBandwidth);
+      std::uint32_t w =
+          json_count(m[dst][src], fmt::format("{}[{}][{}]", where, dst, src), 0, kMaxBandwidth);
       if (w == 0) continue;
       if (src == dst) fail(fmt::format("{}[{}][{}]: a node linked to itself", where, dst, src));
       if (links.size() >= kMaxListedLinks)

@@ -107,9 +107,10 @@ FactorSpec parse_factor(std::string_view text) {
   }
   if (info == nullptr) {
     if (name == "dgx1" || name == "nvswitch" || name == "file" || text.ends_with(".json"))
-      fail(fmt::format("'{}' is a listed topology; products take generated families only (known: "
-                       "ring, line, mesh, torus, hypercube, tree, star, complete, debruijn)",
-                       shown(text)));
+      fail(
+          fmt::format("'{}' is a listed topology; products take generated families only (known: "
+                      "ring, line, mesh, torus, hypercube, tree, star, complete, debruijn)",
+                      shown(text)));
     if (name.empty())
       fail(fmt::format("missing topology name in '{}' (known: {})", shown(text), kKnown));
     fail(fmt::format("unknown topology '{}' (known: {})", shown(name), kKnown));
