@@ -326,3 +326,22 @@ TEST_CASE("export refuses what MSCCL-XML cannot say and runs that fail", "[expor
   CHECK(out.find("holds another value") != std::string::npos);
   CHECK_FALSE(fs::exists(xml));
 }
+
+TEST_CASE("examples/msccl-ci: the gate passes the right files and fails the broken one",
+          "[export][cli]") {
+  const std::string ex = kRoot + "/examples/msccl-ci";
+  auto gate = [&](const std::string& args) {
+    std::string dir = collv::test::unique_temp("msccl_ci");
+    fs::create_directories(dir);
+    std::string cmd = "cd '" + dir + "' && COLLV='" + std::string(COLLV_BINARY) + "' bash '" + ex +
+                      "/gate.sh' " + args + " >/dev/null 2>&1";
+    int rc = std::system(cmd.c_str());
+    bool report = fs::exists(dir + "/msccl-report.xml");
+    fs::remove_all(dir);
+    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, report);
+  };
+  CHECK(gate("'" + ex + "/schedules'") == std::make_pair(0, true));
+  CHECK(gate("'" + ex + "/broken'") == std::make_pair(1, true));
+  CHECK(gate("'" + ex + "/schedules' dgx1") == std::make_pair(1, true));
+  CHECK(gate("'" + ex + "/no-such-dir'").first == 2);
+}
