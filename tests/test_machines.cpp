@@ -345,3 +345,34 @@ TEST_CASE("examples/msccl-ci: the gate passes the right files and fails the brok
   CHECK(gate("'" + ex + "/schedules' dgx1") == std::make_pair(1, true));
   CHECK(gate("'" + ex + "/no-such-dir'").first == 2);
 }
+
+TEST_CASE("the DGX-1 topology file is the built-in, in run, verify and synth", "[topology][cli]") {
+  const std::string file = kRoot + "/examples/machines/dgx1.json";
+  Topology f = Topology::parse(file), b = Topology::parse("dgx1");
+  REQUIRE(f.num_processors() == b.num_processors());
+  CHECK(f.num_links() == b.num_links());
+  for (NodeId x = 0; x < 8; ++x)
+    for (NodeId y = 0; y < 8; ++y) CHECK(f.bandwidth(x, y) == b.bandwidth(x, y));
+  std::string out;
+  CHECK(collv::test::run_cli("run " + kRoot + "/models/mpich/allgather_bruck.coll -t " + file,
+                             out) == 0);
+  CHECK(collv::test::run_cli("verify " + kRoot +
+                                 "/models/mpich/allreduce_recursive_doubling.coll -t " + file +
+                                 " --quiet",
+                             out) == 0);
+  CHECK(collv::test::run_cli("synth allgather -t " + file + " --steps 2 --port all", out) == 0);
+  CHECK(out.find("postcondition=pass") != std::string::npos);
+  // The two-box machine: cross-box traffic shares the switch-to-switch link of bandwidth 2.
+  Topology two = Topology::parse(kRoot + "/examples/machines/two_boxes.json");
+  CHECK(two.route(0, 5) == std::vector<NodeId>{0, 8, 9, 5});
+  CHECK(two.bandwidth(8, 9) == 2);
+  // Open MPI's ring all-reduce crosses the boxes once each way per step: it fits.
+  CHECK(collv::test::run_cli("verify " + kRoot + "/models/openmpi/allreduce_ring.coll -t " + kRoot +
+                                 "/examples/machines/two_boxes.json -d exact --quiet",
+                             out) == 0);
+  // All-to-all broadcast on the hypercube sends four chunks across in its last step: congestion.
+  CHECK(collv::test::run_cli("verify allgather_hypercube -t " + kRoot +
+                                 "/examples/machines/two_boxes.json -d exact --runs",
+                             out) == 1);
+  CHECK(out.find("bandwidth in file:") != std::string::npos);
+}

@@ -37,6 +37,8 @@ struct Instr {
 struct Program {
   std::vector<Instr> code;
   int num_slots = 0;  // model variables + hidden loop limits
+  // While compiling: the jumps of the `break`s of each enclosing loop, patched at the loop's end.
+  std::vector<std::vector<std::uint32_t>> breaks;
 };
 
 void compile_block(const std::vector<StmtPtr>& body, Program& prog);
@@ -69,13 +71,19 @@ void compile_stmt(const Stmt& s, Program& prog) {
       }
       break;
     }
+    case StmtKind::Break:
+      prog.breaks.back().push_back(emit({IOp::Jump, &s}));
+      break;
     case StmtKind::While: {
       auto test = emit({IOp::JumpIfFalse, &s, s.cond.get()});
+      prog.breaks.emplace_back();
       compile_block(s.body, prog);
       Instr back{IOp::Jump, &s};
       back.target = test;
       emit(back);
       prog.code[test].target = prog.code.size();
+      for (auto j : prog.breaks.back()) prog.code[j].target = prog.code.size();
+      prog.breaks.pop_back();
       break;
     }
     case StmtKind::For: {
@@ -86,11 +94,14 @@ void compile_stmt(const Stmt& s, Program& prog) {
       Instr test_in{IOp::ForTest, &s};
       test_in.limit_slot = lim;
       auto test = emit(test_in);
+      prog.breaks.emplace_back();
       compile_block(s.body, prog);
       Instr next{IOp::ForNext, &s};
       next.target = test;
       emit(next);
       prog.code[test].target = prog.code.size();
+      for (auto j : prog.breaks.back()) prog.code[j].target = prog.code.size();
+      prog.breaks.pop_back();
       break;
     }
   }
@@ -445,6 +456,26 @@ class Machine {
               rt_error(e, nodes[i], "operator not defined on numbers");
           }
           out[i] = r;
+        }
+        return;
+      }
+      case ExprKind::Cond: {
+        // Per node, only the branch taken is evaluated (the other may divide by zero there).
+        std::vector<std::int64_t> c(cnt);
+        eval_int(*e.args[0], nodes, cnt, c.data(), depth + 1);
+        for (int branch = 1; branch <= 2; ++branch) {
+          std::vector<NodeId> sub;
+          std::vector<std::size_t> at;
+          for (std::size_t i = 0; i < cnt; ++i)
+            if ((c[i] != 0) == (branch == 1)) {
+              sub.push_back(nodes[i]);
+              at.push_back(i);
+            }
+          if (sub.empty()) continue;
+          std::vector<std::int64_t> val(sub.size());
+          eval_int(*e.args[static_cast<std::size_t>(branch)], sub.data(), sub.size(), val.data(),
+                   depth + 1);
+          for (std::size_t k = 0; k < sub.size(); ++k) out[at[k]] = val[k];
         }
         return;
       }

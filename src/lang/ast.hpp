@@ -90,7 +90,7 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
-enum class StmtKind { Assign, If, For, While, Send, Receive };
+enum class StmtKind { Assign, If, For, While, Send, Receive, Break };
 
 struct Stmt {
   StmtKind kind;

@@ -260,9 +260,15 @@ class Checker {
         e.type = Type::Int;
         return;
       case ExprKind::Cond:
-        throw ModelError(e.loc,
-                         "the conditional 'if C then A else B' is for header formulas (requires, "
-                         "steps, cost, elements); in the procedure use an if statement");
+        // A number chosen per node (only the branch taken is evaluated); buffers are chosen with
+        // an if statement.
+        if (want == Type::Data)
+          throw ModelError(e.loc,
+                           "the conditional 'if C then A else B' gives a number, but a buffer is "
+                           "needed here; choose buffers with an if statement");
+        for (auto& a : e.args) expr(*a, Type::Int);
+        e.type = Type::Int;
+        return;
       case ExprKind::Call: {
         if (!functions().count(e.name)) {
           if (header_functions().count(e.name))
@@ -317,6 +323,8 @@ class Checker {
           throw ModelError(s.loc, "loop variable '" + s.var + "' is also used as a buffer");
         expr(*s.value, Type::Int);
         expr(*s.limit, Type::Int);
+        break;
+      case StmtKind::Break:
         break;
     }
     for (auto& c : s.body) check_stmt(*c);

@@ -1,8 +1,11 @@
 // Lexer and recursive-descent parser for model files. Hand-written so that every error can say
 // what was expected at which file:line:col, in the words of the language reference.
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "lang/ast.hpp"
@@ -303,6 +306,9 @@ class Parser {
   [[noreturn]] void error(const Token& t, const std::string& msg) const {
     throw ModelError(loc(t), msg);
   }
+  [[noreturn]] void error_at(const SourceLoc& at, const std::string& msg) const {
+    throw ModelError(at, msg);
+  }
   static std::string describe(const Token& t) {
     switch (t.kind) {
       case Tok::End:
@@ -423,6 +429,8 @@ class Parser {
       } else if (k == "output") {
         h.output = ident("the output variable's name after 'output'");
         have_output = true;
+      } else if (k == "def") {
+        helper_def(key);
       } else if (k == "requires") {
         h.requires_ = expr();
       } else if (k == "elements") {
@@ -435,7 +443,7 @@ class Parser {
         error(key, "unknown header key '" + k +
                        "' (expected source, collective, topology, operator, nodup, layout, input, "
                        "output, "
-                       "elements, requires, steps, cost, note or procedure)");
+                       "elements, requires, steps, cost, def, note or procedure)");
       }
       accept(";");
     }
@@ -483,6 +491,14 @@ class Parser {
     if (t.text == "while") return while_stmt();
     if (t.text == "send") return send_stmt();
     if (t.text == "receive") return receive_stmt();
+    if (t.text == "break") {
+      if (loop_depth_ == 0)
+        error(t, "'break' outside a loop (it leaves the innermost for or while)");
+      auto s = std::make_unique<Stmt>();
+      s->kind = StmtKind::Break;
+      s->loc = loc(next());
+      return s;
+    }
     if (t.text == "begin") {
       error(t, "nested 'begin' blocks are not part of the language; write the statements directly");
     }
@@ -557,7 +573,9 @@ class Parser {
     const Token& do_tok = peek();
     expect_word("do", "'do' after the bounds of 'for'");
     bool one_line = false;
+    ++loop_depth_;
     s->body = body_after(do_tok, one_line);
+    --loop_depth_;
     if (one_line && peek().line != do_tok.line) return s;
     if (!accept_word("endfor"))
       error(peek(), "expected 'endfor' to close the 'for' at line " + std::to_string(s->loc.line) +
@@ -573,7 +591,9 @@ class Parser {
     const Token& do_tok = peek();
     expect_word("do", "'do' after the condition of 'while'");
     bool one_line = false;
+    ++loop_depth_;
     s->body = body_after(do_tok, one_line);
+    --loop_depth_;
     if (one_line && peek().line != do_tok.line) return s;
     if (!accept_word("endwhile"))
       error(peek(), "expected 'endwhile' to close the 'while' at line " +
@@ -826,6 +846,8 @@ class Parser {
           } while (accept(","));
           expect(")", "')' to close the argument list of '" + e->name + "'");
         }
+        auto d = defs_.find(e->name);
+        if (d != defs_.end()) return expand(*e, d->second);
         return sized(std::move(e));
       }
       e->kind = ExprKind::Name;
@@ -834,10 +856,82 @@ class Parser {
     error(t, "expected an expression, found " + describe(t));
   }
 
+  // ---- helper functions: `def NAME(A, B) = EXPR` in the header, expanded where they are called
+  struct Helper {
+    std::vector<std::string> params;
+    ExprPtr body;
+  };
+  static constexpr std::size_t kMaxHelperNodes = std::size_t{1} << 16;
+
+  void helper_def(const Token& key) {
+    const Token& nt = peek();
+    std::string name = ident("the helper's name after 'def'");
+    static const std::set<std::string> builtin = {"floor", "ceil",     "ilog2", "clog2", "popcount",
+                                                  "log2",  "sqrt",     "min",   "max",   "abs",
+                                                  "len",   "neighbor", "if",    "break"};
+    if (builtin.count(name))
+      error(nt, "'" + name + "' is a built-in function; a helper needs another name");
+    if (defs_.count(name)) error(nt, "helper '" + name + "' is defined twice");
+    Helper h;
+    expect("(", "'(' and the parameters after 'def " + name + "'");
+    if (!accept(")")) {
+      do {
+        const Token& pt = peek();
+        std::string prm = ident("a parameter name");
+        if (std::find(h.params.begin(), h.params.end(), prm) != h.params.end())
+          error(pt, "parameter '" + prm + "' appears twice");
+        h.params.push_back(prm);
+      } while (accept(","));
+      expect(")", "')' to close the parameters of '" + name + "'");
+    }
+    expect("=", "'=' and the helper's formula after 'def " + name + "(...)'");
+    h.body = expr();  // calls of earlier helpers are expanded here: no recursion is possible
+    (void)key;
+    defs_.emplace(name, std::move(h));
+  }
+
+  ExprPtr substitute(const Expr& e, const Helper& h, const Expr& call, std::size_t& nodes) {
+    if (++nodes > kMaxHelperNodes)
+      error_at(call.loc, "helper '" + call.name + "' expands to more than " +
+                             std::to_string(kMaxHelperNodes) + " operators");
+    if (e.kind == ExprKind::Name) {
+      auto it = std::find(h.params.begin(), h.params.end(), e.name);
+      if (it != h.params.end())
+        return substitute(*call.args[static_cast<std::size_t>(it - h.params.begin())], Helper{},
+                          call, nodes);
+    }
+    auto c = std::make_unique<Expr>();
+    c->kind = e.kind;
+    c->loc = e.loc;
+    c->op = e.op;
+    c->value = e.value;
+    c->name = e.name;
+    for (const auto& a : e.args) c->args.push_back(substitute(*a, h, call, nodes));
+    if (c->args.empty()) return c;
+    std::uint32_t height = 0;
+    for (const auto& a : c->args) height = std::max(height, a->height);
+    c->height = height + 1;
+    if (c->height > kMaxExprHeight)
+      error_at(call.loc, "helper '" + call.name + "' expands to an expression nested more than " +
+                             std::to_string(kMaxExprHeight) + " operators deep");
+    return c;
+  }
+
+  ExprPtr expand(const Expr& call, const Helper& h) {
+    if (call.args.size() != h.params.size())
+      error_at(call.loc, "helper '" + call.name + "' takes " + std::to_string(h.params.size()) +
+                             " argument" + (h.params.size() == 1 ? "" : "s") + ", given " +
+                             std::to_string(call.args.size()));
+    std::size_t nodes = 0;
+    return substitute(*h.body, h, call, nodes);
+  }
+
+  std::map<std::string, Helper> defs_;
   std::vector<Token> t_;
   std::string file_;
   std::size_t pos_ = 0;
   int nest_ = 0;
+  int loop_depth_ = 0;  // enclosing for and while bodies: where `break` may stand
 };
 
 }  // namespace

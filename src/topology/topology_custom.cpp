@@ -173,6 +173,8 @@ std::shared_ptr<Impl> from_matrix(const std::string& spec, const json& m, const 
 
 std::shared_ptr<Impl> from_file(const std::string& spec, const std::string& path) {
   std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))  // a directory, a device, a FIFO: never read
+    fail(fmt::format("cannot read topology file '{}': not a regular file", shown(path)));
   auto size = std::filesystem::file_size(path, ec);
   if (ec) fail(fmt::format("cannot read topology file '{}'", shown(path)));
   if (size > kMaxFileBytes)
@@ -182,9 +184,19 @@ std::shared_ptr<Impl> from_file(const std::string& spec, const std::string& path
   if (!f) fail(fmt::format("cannot read topology file '{}'", shown(path)));
   std::ostringstream ss;
   ss << f.rdbuf();
+  return listed_from_text(ss.str(), spec, path);
+}
+
+}  // namespace
+
+std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::string& spec,
+                                       const std::string& path) {
+  if (text.size() > kMaxFileBytes)
+    fail(fmt::format("topology file '{}' has {} bytes; at most {} are read", shown(path),
+                     text.size(), kMaxFileBytes));
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     std::string what = e.what();
     auto k = what.find("] ");
@@ -239,6 +251,8 @@ std::shared_ptr<Impl> from_file(const std::string& spec, const std::string& path
                        file, shown(key)));
   return build_listed(spec, "file", procs, sw, links);
 }
+
+namespace {
 
 bool ends_with_json(std::string_view s) {
   if (s.size() < 5) return false;

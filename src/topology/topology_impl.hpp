@@ -87,6 +87,10 @@ std::shared_ptr<Topology::Impl> build_product(std::shared_ptr<const Topology::Im
 // A listed topology (topology_custom.cpp): a file `file:PATH` or `PATH.json`, `dgx1`,
 // `nvswitch:N`. nullopt if the spec names none of them.
 std::shared_ptr<Topology::Impl> parse_custom(std::string_view spec);
+// A topology file's text (collv JSON or an SCCL links matrix) as the network `spec` names; `path`
+// is for messages. Throws SpecError.
+std::shared_ptr<Topology::Impl> listed_from_text(const std::string& text, const std::string& spec,
+                                                 const std::string& path);
 
 // Closed-form diameter of a family (used for big non-vertex-transitive networks).
 std::size_t closed_form_diameter(const Topology::Impl& t);

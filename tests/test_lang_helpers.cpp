@@ -1,0 +1,189 @@
+// The language for real algorithms: `break`, the conditional in the procedure and helper
+// functions (`def`): what they compute, and the errors, each with file:line:col.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "check/checks.hpp"
+#include "exec/executor.hpp"
+#include "lang/ast.hpp"
+#include "lang/check.hpp"
+
+using namespace collv;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model(text, "m.coll");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Verdict verdict(const Trace& t, const std::string& name) {
+  for (const auto& c : check_trace(t, CheckOptions{}))
+    if (c.name == name) return c.verdict;
+  FAIL("no check " << name);
+  return Verdict::NotChecked;
+}
+
+Trace run_text(const std::string& text, const std::string& spec) {
+  Model m = parse_model(text, "m.coll");
+  RunOptions o;
+  o.domain = DomainKind::Exact;
+  return run_model(m, Topology::parse(spec), o);
+}
+
+// Recursive-doubling all-reduce on a hypercube, its loop left with `break`; `stop` is the mask
+// at which it stops (p for the right algorithm).
+std::string allreduce_with_break(const std::string& stop) {
+  return R"(model rd_break
+  collective allreduce
+  topology hypercube
+  operator commutative
+  input x
+  output x
+  def partner(r, k) = r XOR k
+  steps d
+procedure RD(my_id, x)
+begin
+    mask := 1;
+    while 1 = 1 do
+        if mask >= )" +
+         stop + R"( then break;
+        send x to partner(my_id, mask);
+        receive y from partner(my_id, mask);
+        x := x + y;
+        mask := mask * 2;
+    endwhile;
+end RD
+)";
+}
+
+}  // namespace
+
+TEST_CASE("break leaves the innermost loop", "[lang]") {
+  Trace t = run_text(allreduce_with_break("p"), "hypercube:3");
+  CHECK(t.failure.kind == RunFailure::Kind::None);
+  CHECK(t.steps == 3);
+  CHECK(verdict(t, "postcondition") == Verdict::Pass);
+  // Leaving one round early leaves half the contributions out: the break is what stops it.
+  Trace early = run_text(allreduce_with_break("p / 2"), "hypercube:3");
+  CHECK(early.steps == 2);
+  CHECK(verdict(early, "postcondition") == Verdict::Fail);
+  // In a for loop nested in a while, break leaves the for only.
+  Trace nested = run_text(R"(model nested
+  collective allreduce
+  topology complete
+  operator commutative
+  input x
+  output x
+procedure P(my_id, x)
+begin
+    rounds := 0;
+    while rounds < 1 do
+        for k := 1 to p - 1 do
+            if k = 2 then break;
+            send x to (my_id + k) mod p;
+            receive y from (my_id - k) mod p;
+        endfor;
+        rounds := rounds + 1;
+    endwhile;
+end P
+)",
+                          "complete:4");
+  CHECK(nested.failure.kind == RunFailure::Kind::None);
+  CHECK(nested.transfers.size() == 4);  // only k = 1 sent
+  CHECK(error_of(R"(model b
+  collective allreduce
+  topology complete
+  input x
+  output x
+procedure P(my_id, x)
+begin
+    break;
+end P
+)") == "m.coll:8:5: error: 'break' outside a loop (it leaves the innermost for or while)");
+}
+
+TEST_CASE("the conditional in the procedure evaluates only the branch taken", "[lang]") {
+  Trace t = run_text(R"(model cond
+  collective allreduce
+  topology complete
+  operator commutative
+  input x
+  output x
+procedure P(my_id, x)
+begin
+    half := p div 2;
+    partner := if my_id < half then my_id + half else my_id - half;
+    guard := if my_id = 0 then 0 else 12 div my_id;
+    send x to partner;
+    receive y from partner;
+    x := x + y;
+end P
+)",
+                     "complete:2");
+  CHECK(t.failure.kind == RunFailure::Kind::None);  // 12 div 0 is never evaluated
+  CHECK(verdict(t, "postcondition") == Verdict::Pass);
+  CHECK(error_of(R"(model c
+  collective allreduce
+  topology complete
+  input x
+  output x
+procedure P(my_id, x)
+begin
+    x := if my_id = 0 then x else x;
+end P
+)") == "m.coll:8:10: error: 'x' is a buffer (it is received into, combined or indexed) but is "
+       "assigned a number here");
+}
+
+TEST_CASE("helper functions expand where they are called, in the header and the procedure",
+          "[lang]") {
+  Model m = parse_model(allreduce_with_break("p"), "m.coll");
+  // The helper's call became its formula: no call of 'partner' is left.
+  std::string body;
+  for (const auto& s : m.body) body += s->loc.str();
+  CHECK(m.header.steps != nullptr);
+  Model h = parse_model(R"(model h
+  collective allreduce
+  topology complete
+  input x
+  output x
+  def rounds(n) = clog2(n)
+  def twice(a) = 2 * a
+  steps twice(rounds(p))
+procedure P(my_id, x)
+begin
+    x := x;
+end P
+)",
+                        "h.coll");
+  CHECK(expr_to_string(*h.header.steps) == "2 * clog2(p)");
+
+  const std::string head = R"(model e
+  collective allreduce
+  topology complete
+  input x
+  output x
+)";
+  const std::string tail = "procedure P(my_id, x)\nbegin\n    x := x;\nend P\n";
+  CHECK(error_of(head + "  def f(a, b) = a + b\n  steps f(p)\n" + tail) ==
+        "m.coll:7:9: error: helper 'f' takes 2 arguments, given 1");
+  CHECK(error_of(head + "  def floor(a) = a\n" + tail) ==
+        "m.coll:6:7: error: 'floor' is a built-in function; a helper needs another name");
+  CHECK(error_of(head + "  def f(a, a) = a\n" + tail) ==
+        "m.coll:6:12: error: parameter 'a' appears twice");
+  // A helper cannot call itself: inside its own formula it is not defined yet.
+  CHECK(error_of(head + "  def f(a) = f(a)\n  steps f(p)\n" + tail).find("unknown function 'f'") !=
+        std::string::npos);
+  // Expansion is bounded: each helper doubles the formula of the one before.
+  std::string chain = head + "  def f0(x) = x + x\n";
+  for (int k = 1; k <= 17; ++k)
+    chain += "  def f" + std::to_string(k) + "(x) = f" + std::to_string(k - 1) + "(f" +
+             std::to_string(k - 1) + "(x))\n";
+  CHECK(error_of(chain + tail).find("expands to more than 65536 operators") != std::string::npos);
+}
