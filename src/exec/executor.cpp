@@ -593,7 +593,8 @@ class Machine {
           std::int64_t a = lo[i];
           std::int64_t b = e.kind == ExprKind::Slice ? hi_store[i] : a;
           const Buffer& src = base[i];
-          if (b == a - 1 && e.kind == ExprKind::Slice && a >= 0 && a <= src.size()) {
+          // An empty slice reads nothing, wherever it starts (a segment past the data's end).
+          if (b == a - 1 && e.kind == ExprKind::Slice && a >= 0) {
             out[i].clear();
             continue;
           }
@@ -639,6 +640,7 @@ class Machine {
       if (val[i].size() != static_cast<std::uint64_t>(b - a + 1))
         rt_error(target, nodes[i],
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
+      if (b == a - 1) continue;  // an empty slice writes nothing and does not extend the buffer
       Buffer& dst = col[nodes[i]];
       if (static_cast<std::int64_t>(dst.size()) <= b) {
         charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
