@@ -187,3 +187,64 @@ end P
              std::to_string(k - 1) + "(x))\n";
   CHECK(error_of(chain + tail).find("expands to more than 65536 operators") != std::string::npos);
 }
+
+namespace {
+
+std::string array_model(const std::string& body) {
+  return R"(model arr
+  collective allreduce
+  topology complete
+  operator commutative
+  input x
+  output x
+procedure P(my_id, x)
+begin
+)" + body +
+         "end P\n";
+}
+
+std::string run_error(const std::string& text, const std::string& spec) {
+  Trace t = run_text(text, spec);
+  return t.failure.message;
+}
+
+}  // namespace
+
+TEST_CASE("integer arrays: local to a node, zero-filled, bounds-checked", "[lang]") {
+  // Offsets of uneven segments, kept in an array and used to pick what to send: rank r sends
+  // element off[r] .. off[r + 1] - 1 of a count-element buffer to rank r + 1.
+  Trace t = run_text(array_model(R"(    array off[p + 1];
+    for b := 0 to p - 1 do
+        off[b + 1] := off[b] + count div p + (if b < count mod p then 1 else 0);
+    endfor;
+    send x[off[my_id] .. off[my_id + 1] - 1] to (my_id + 1) mod p;
+    receive y from (my_id - 1) mod p;
+)"),
+                     "complete:3");
+  REQUIRE(t.failure.kind == RunFailure::Kind::None);
+  // count 1 on 3 ranks: segments of 1, 0, 0 elements.
+  std::size_t items = 0;
+  for (const Transfer& x : t.transfers) items += x.payload_len;
+  CHECK(t.transfers.size() == 3);
+  CHECK(items == 1);
+
+  CHECK(run_error(array_model("    array a[2];\n    a[2] := 1;\n"), "complete:2") ==
+        "m.coll:10:6: runtime error at node 0 (0): index 2 is out of range for 'a' of 2 elements");
+  CHECK(
+      run_error(array_model("    k := 0;\n    if k = 1 then array a[2]; endif;\n    k := a[0];\n"),
+                "complete:2") ==
+      "m.coll:11:11: runtime error at node 0 (0): 'a' is used "
+      "before its 'array' statement ran");
+  CHECK(run_error(array_model("    array a[0 - 1];\n"), "complete:2")
+            .find("array 'a' of -1 elements (at most 1048576)") != std::string::npos);
+  CHECK(run_error(array_model("    array a[2 ^ 30];\n"), "complete:2").find("at most 1048576") !=
+        std::string::npos);
+  CHECK(error_of(array_model("    array a[2];\n    k := a;\n")) ==
+        "m.coll:10:10: error: 'a' is an integer array: use one element, 'a[i]'");
+  CHECK(error_of(array_model("    array a[2];\n    receive a from 0;\n")) ==
+        "m.coll:10:13: error: 'a' is an integer array; data is received into buffers");
+  CHECK(error_of(array_model("    array a[2];\n    send a[0] to 1;\n")) ==
+        "m.coll:10:11: error: 'a[...]' is a number, but a buffer is needed here");
+  CHECK(error_of(array_model("    array a[2];\n    k := a[0 .. 1];\n")) ==
+        "m.coll:10:11: error: 'a' is an integer array: slices are for buffers");
+}

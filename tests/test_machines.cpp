@@ -21,6 +21,7 @@
 #include "import/import.hpp"
 #include "lang/ast.hpp"
 #include "topology/topology.hpp"
+#include "util/error.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -375,4 +376,29 @@ TEST_CASE("the DGX-1 topology file is the built-in, in run, verify and synth", "
                                  "/examples/machines/two_boxes.json -d exact --runs",
                              out) == 1);
   CHECK(out.find("bandwidth in file:") != std::string::npos);
+}
+
+TEST_CASE("fuzz-found: JSON library exceptions in the readers are input errors",
+          "[import][robust]") {
+  // fuzz_import (tests/fuzz-corpus/import/crash-sccl-number-overflow): a number past double's
+  // range made nlohmann throw out_of_range, which the SCCL reader did not catch (abort).
+  auto usage = [](auto&& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(usage([] { import_msccl_json("5e21667213", "x.json"); }).find("not valid JSON") !=
+        std::string::npos);
+  CHECK(usage([] {
+          import_msccl_json(R"({"msccl_type": "algorithm", "collective": {"nodes": 5e99999}})",
+                            "x.json");
+        }).find("x.json") != std::string::npos);
+  CHECK(usage([] { import_msccl_json("[1, 2]", "x.json"); }) == "x.json: expected a JSON object");
+  std::string topo = write_temp("weird", R"({"processors": 2, "links": [[0, 1], {"a": 1}]})");
+  CHECK(spec_error(topo).find("expected") != std::string::npos);
 }

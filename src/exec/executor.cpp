@@ -21,10 +21,12 @@ namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kChunk = 1024;
+// The most elements one integer array may hold (per node).
+constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 20;
 // The most items one local buffer may hold (a message: at most 65535).
 constexpr std::uint64_t kMaxBufferItems = 1ULL << 28;
 
-enum class IOp { Assign, Send, Recv, JumpIfFalse, Jump, ForInit, ForTest, ForNext };
+enum class IOp { Assign, Send, Recv, JumpIfFalse, Jump, ForInit, ForTest, ForNext, ArrayInit };
 
 struct Instr {
   IOp op;
@@ -73,6 +75,9 @@ void compile_stmt(const Stmt& s, Program& prog) {
     }
     case StmtKind::Break:
       prog.breaks.back().push_back(emit({IOp::Jump, &s}));
+      break;
+    case StmtKind::Array:
+      emit({IOp::ArrayInit, &s});
       break;
     case StmtKind::While: {
       auto test = emit({IOp::JumpIfFalse, &s, s.cond.get()});
@@ -157,9 +162,14 @@ class Machine {
     ints_.resize(prog_.num_slots);
     int_init_.resize(prog_.num_slots);
     data_.resize(prog_.num_slots);
+    arrays_.resize(prog_.num_slots);
+    array_ran_.resize(prog_.num_slots);
     for (int s = 0; s < prog_.num_slots; ++s) {
       bool is_data = s < static_cast<int>(m.var_types.size()) && m.var_types[s] == Type::Data;
-      if (is_data) {
+      if (s < static_cast<int>(m.var_types.size()) && m.var_types[s] == Type::IntArray) {
+        arrays_[s].resize(p_);  // empty until the node runs its `array` statement
+        array_ran_[s].assign(p_, 0);
+      } else if (is_data) {
         data_[s].resize(p_);
       } else {
         ints_[s].assign(p_, 0);
@@ -459,6 +469,23 @@ class Machine {
         }
         return;
       }
+      case ExprKind::Index: {
+        const Expr& a = *e.args[0];
+        if (a.slot < 0 || m_.var_types[static_cast<std::size_t>(a.slot)] != Type::IntArray)
+          rt_error(e, nodes[0], "a buffer where a number is needed");
+        eval_int(*e.args[1], nodes, cnt, out, depth + 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          const auto& arr = arrays_[a.slot][nodes[i]];
+          if (out[i] < 0 || out[i] >= static_cast<std::int64_t>(arr.size()))
+            rt_error(e, nodes[i],
+                     arr.empty() && !array_declared(a.slot, nodes[i])
+                         ? fmt::format("'{}' is used before its 'array' statement ran", a.name)
+                         : fmt::format("index {} is out of range for '{}' of {} elements", out[i],
+                                       a.name, arr.size()));
+          out[i] = arr[static_cast<std::size_t>(out[i])];
+        }
+        return;
+      }
       case ExprKind::Cond: {
         // Per node, only the branch taken is evaluated (the other may divide by zero there).
         std::vector<std::int64_t> c(cnt);
@@ -685,11 +712,46 @@ class Machine {
             ints_[slot][nodes[i]] = v[i];
             int_init_[slot][nodes[i]] = 1;
           }
+        } else if (tgt.kind == ExprKind::Index && tgt.args[0]->slot >= 0 &&
+                   m_.var_types[static_cast<std::size_t>(tgt.args[0]->slot)] == Type::IntArray) {
+          const int as = tgt.args[0]->slot;
+          auto& v = iscratch(0);
+          eval_int(*s.value, nodes, cnt, v.data(), 1);
+          std::vector<std::int64_t> at(cnt);
+          eval_int(*tgt.args[1], nodes, cnt, at.data(), 1);
+          for (std::size_t i = 0; i < cnt; ++i) {
+            auto& arr = arrays_[as][nodes[i]];
+            if (at[i] < 0 || at[i] >= static_cast<std::int64_t>(arr.size()))
+              rt_error(tgt, nodes[i],
+                       arr.empty() && !array_declared(as, nodes[i])
+                           ? fmt::format("'{}' is used before its 'array' statement ran",
+                                         tgt.args[0]->name)
+                           : fmt::format("index {} is out of range for '{}' of {} elements", at[i],
+                                         tgt.args[0]->name, arr.size()));
+            arr[static_cast<std::size_t>(at[i])] = v[i];
+          }
         } else {
           auto& v = dscratch(0);
           eval_data(*s.value, nodes, cnt, v.data(), 1);
           store(tgt, nodes, cnt, v.data(), 1);
           track_assign(pc, tgt, nodes, cnt);
+        }
+        advance_all(pc + 1);
+        return;
+      }
+      case IOp::ArrayInit: {
+        auto& n = iscratch(0);
+        eval_int(*s.value, nodes, cnt, n.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          if (n[i] < 0 || n[i] > kMaxArrayElements)
+            rt_error(*s.value, nodes[i],
+                     fmt::format("array '{}' of {} elements (at most {})", s.var, n[i],
+                                 kMaxArrayElements));
+          auto& arr = arrays_[s.var_slot][nodes[i]];
+          if (n[i] > 2 * static_cast<std::int64_t>(kChunk))
+            watch_.charge(static_cast<std::uint64_t>(n[i]) * sizeof(std::int64_t));
+          arr.assign(static_cast<std::size_t>(n[i]), 0);
+          array_ran_[s.var_slot][nodes[i]] = 1;
         }
         advance_all(pc + 1);
         return;
@@ -881,6 +943,10 @@ class Machine {
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
   std::vector<std::vector<std::int64_t>> ints_;
   std::vector<std::vector<std::uint8_t>> int_init_;
+  // Integer arrays: per slot and node its elements (empty until its `array` statement runs).
+  std::vector<std::vector<std::vector<std::int64_t>>> arrays_;
+  std::vector<std::vector<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
+  bool array_declared(int slot, NodeId v) const { return array_ran_[slot][v] != 0; }
   std::vector<std::vector<Buffer>> data_;
   std::vector<std::uint32_t> waiting_on_, blocked_pc_;
   std::vector<SmallVec<std::uint32_t, 2>> inbox_;

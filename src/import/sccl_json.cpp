@@ -37,13 +37,39 @@ std::int64_t need_int(const json& j, const std::string& src, const std::string& 
 
 }  // namespace
 
+namespace {
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string json_what(const json::exception& e) {
+  std::string w = e.what();
+  auto k = w.find("] ");
+  return k == std::string::npos ? w : w.substr(k + 2);
+}
+
+ImportedSchedule read_msccl_json(const std::string& text, const std::string& src);
+
+}  // namespace
+
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& src) {
+  // Every exception of the JSON library (a number out of range, a value of another type than
+  // the reader checked for) becomes an input error naming the file, never a crash.
+  try {
+    return read_msccl_json(text, src);
+  } catch (const json::exception& e) {
+    throw UsageError(src + ": unexpected JSON: " + json_what(e));
+  }
+}
+
+namespace {
+
+ImportedSchedule read_msccl_json(const std::string& text, const std::string& src) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw UsageError(src + ": not valid JSON: " + e.what());
+  } catch (const json::exception& e) {
+    throw UsageError(src + ": not valid JSON: " + json_what(e));
   }
+  if (!j.is_object()) throw UsageError(src + ": expected a JSON object");
   const json& coll = need(j, "collective", src, "");
   int p = static_cast<int>(
       need_int(need(coll, "nodes", src, "collective."), src, "collective.nodes", 1, 4096));
@@ -255,5 +281,7 @@ ImportedSchedule import_msccl_json(const std::string& text, const std::string& s
   out.checks = {attributes, link_check};
   return out;
 }
+
+}  // namespace
 
 }  // namespace collv

@@ -72,7 +72,8 @@ enum class Op {
 };
 const char* op_spelling(Op op);
 
-enum class Type : std::uint8_t { Unknown, Int, Data };
+// IntArray: an integer array local to each node (`array a[n]`), read and written as a[i].
+enum class Type : std::uint8_t { Unknown, Int, Data, IntArray };
 
 struct Expr {
   ExprKind kind;
@@ -90,18 +91,19 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
-enum class StmtKind { Assign, If, For, While, Send, Receive, Break };
+enum class StmtKind { Assign, If, For, While, Send, Receive, Break, Array };
 
 struct Stmt {
   StmtKind kind;
   SourceLoc loc;
   // Assign: target (Name, Index or Slice) := value.  Receive: target from/along peer.
   // Send: value to/along peer.  If/While: cond.  For: var := value to/downto limit.
+  // Array: `array var[value]` (value: the number of elements, all 0).
   ExprPtr target, value, peer, cond, limit;
   bool along_link = false;  // Send/Receive: peer is a link number, not a node id
   bool downto = false;      // For
-  std::string var;          // For
-  int var_slot = -1;        // For
+  std::string var;          // For, Array
+  int var_slot = -1;        // For, Array
   std::vector<std::unique_ptr<Stmt>> body, else_body;
 };
 using StmtPtr = std::unique_ptr<Stmt>;

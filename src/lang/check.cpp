@@ -85,6 +85,15 @@ class Checker {
       data_.insert(n);
       declare(n);
     };
+    // Integer arrays are known before anything else: indexing one is a number, not a buffer.
+    walk_stmts(m_.body, [&](Stmt& s) {
+      if (s.kind == StmtKind::Array) arrays_.insert(s.var);
+    });
+    for (const auto& a : arrays_)
+      if (a == m_.header.input || a == m_.header.output)
+        throw ModelError(m_.header.loc, "'" + a +
+                                            "' is the model's input or output, a buffer; "
+                                            "it cannot be an integer array");
     add_data(m_.header.input);
     add_data(m_.header.output);
     for (auto& s : m_.body) collect(*s);
@@ -111,8 +120,10 @@ class Checker {
         if (data_.insert(x).second) work.push_back(x);
     }
     m_.var_types.assign(m_.var_names.size(), Type::Int);
-    for (std::size_t i = 0; i < m_.var_names.size(); ++i)
+    for (std::size_t i = 0; i < m_.var_names.size(); ++i) {
       if (data_.count(m_.var_names[i])) m_.var_types[i] = Type::Data;
+      if (arrays_.count(m_.var_names[i])) m_.var_types[i] = Type::IntArray;
+    }
     for (auto& s : m_.body) check_stmt(*s);
   }
 
@@ -142,7 +153,24 @@ class Checker {
       if (env_names().count(b.name) && !shadowable(b.name))
         throw ModelError(b.loc, "'" + b.name + "' is a built-in name and cannot be assigned");
       declare(b.name);
-      if (s.kind == StmtKind::Receive || s.target->kind != ExprKind::Name) data_.insert(b.name);
+      if (arrays_.count(b.name)) {
+        if (s.kind == StmtKind::Receive)
+          throw ModelError(s.target->loc, "'" + b.name +
+                                              "' is an integer array; data is received into "
+                                              "buffers");
+        if (s.target->kind != ExprKind::Index)
+          throw ModelError(s.target->loc, "'" + b.name +
+                                              "' is an integer array: assign its elements, "
+                                              "'" +
+                                              b.name + "[i] := ...'");
+      } else if (s.kind == StmtKind::Receive || s.target->kind != ExprKind::Name) {
+        data_.insert(b.name);
+      }
+    }
+    if (s.kind == StmtKind::Array) {
+      if (env_names().count(s.var))
+        throw ModelError(s.loc, "'" + s.var + "' is a built-in name and cannot be an array");
+      declare(s.var);
     }
     if (s.kind == StmtKind::For) {
       if (env_names().count(s.var))
@@ -156,8 +184,9 @@ class Checker {
     switch (e.kind) {
       case ExprKind::Name:
         return data_.count(e.name) > 0;
-      case ExprKind::EmptyBuf:
       case ExprKind::Index:
+        return !indexes_array(e);
+      case ExprKind::EmptyBuf:
       case ExprKind::Slice:
         return true;
       case ExprKind::Binary:
@@ -170,13 +199,18 @@ class Checker {
   }
   // Whether e is a buffer expression whatever its variables are (true), else the variables whose
   // being data would make it one (names).
-  static bool data_roots(const Expr& e, std::vector<std::string>& names) {
+  bool indexes_array(const Expr& e) const {
+    return e.kind == ExprKind::Index && e.args[0]->kind == ExprKind::Name &&
+           arrays_.count(e.args[0]->name) > 0;
+  }
+  bool data_roots(const Expr& e, std::vector<std::string>& names) const {
     switch (e.kind) {
       case ExprKind::Name:
         names.push_back(e.name);
         return false;
-      case ExprKind::EmptyBuf:
       case ExprKind::Index:
+        return !indexes_array(e);
+      case ExprKind::EmptyBuf:
       case ExprKind::Slice:
         return true;
       case ExprKind::Binary:
@@ -220,6 +254,9 @@ class Checker {
                                       "' (not assigned anywhere in the procedure and not a "
                                       "built-in name)");
         }
+        if (e.type == Type::IntArray)
+          throw ModelError(
+              e.loc, "'" + e.name + "' is an integer array: use one element, '" + e.name + "[i]'");
         if (e.type != want)
           throw ModelError(e.loc, "'" + e.name + "' is " +
                                       (e.type == Type::Data ? "a buffer" : "a number") + " but " +
@@ -229,6 +266,19 @@ class Checker {
       }
       case ExprKind::Index:
       case ExprKind::Slice:
+        if (e.args[0]->kind == ExprKind::Name && arrays_.count(e.args[0]->name)) {
+          Expr& a = *e.args[0];
+          if (e.kind == ExprKind::Slice)
+            throw ModelError(e.loc, "'" + a.name + "' is an integer array: slices are for buffers");
+          if (want == Type::Data)
+            throw ModelError(e.loc,
+                             "'" + a.name + "[...]' is a number, but a buffer is needed here");
+          a.slot = slots_.at(a.name);
+          a.type = Type::IntArray;
+          expr(*e.args[1], Type::Int);
+          e.type = Type::Int;
+          return;
+        }
         if (want != Type::Data)
           throw ModelError(e.loc,
                            "indexing gives a buffer, but a number is needed here (use "
@@ -326,6 +376,10 @@ class Checker {
         break;
       case StmtKind::Break:
         break;
+      case StmtKind::Array:
+        s.var_slot = slots_.at(s.var);
+        expr(*s.value, Type::Int);
+        break;
     }
     for (auto& c : s.body) check_stmt(*c);
     for (auto& c : s.else_body) check_stmt(*c);
@@ -333,6 +387,7 @@ class Checker {
 
   Model& m_;
   std::set<std::string> data_;
+  std::set<std::string> arrays_;  // names declared by `array NAME[SIZE]`
 
  public:
   // Header formulas: numbers only, the names of header_names() (and ts, tw, m in `cost`), the

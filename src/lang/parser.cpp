@@ -491,6 +491,16 @@ class Parser {
     if (t.text == "while") return while_stmt();
     if (t.text == "send") return send_stmt();
     if (t.text == "receive") return receive_stmt();
+    if (t.text == "array" && peek(1).kind == Tok::Ident && is_punct("[", 2)) {
+      auto s = std::make_unique<Stmt>();
+      s->kind = StmtKind::Array;
+      s->loc = loc(next());
+      s->var = ident("the array's name after 'array'");
+      expect("[", "'[' and the number of elements after the array's name");
+      s->value = expr();
+      expect("]", "']' after the number of elements of '" + s->var + "'");
+      return s;
+    }
     if (t.text == "break") {
       if (loop_depth_ == 0)
         error(t, "'break' outside a loop (it leaves the innermost for or while)");

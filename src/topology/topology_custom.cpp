@@ -189,6 +189,9 @@ std::shared_ptr<Impl> from_file(const std::string& spec, const std::string& path
 
 }  // namespace
 
+std::shared_ptr<Impl> listed_from_json(const json& j, const std::string& spec,
+                                       const std::string& path);
+
 std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::string& spec,
                                        const std::string& path) {
   if (text.size() > kMaxFileBytes)
@@ -203,6 +206,19 @@ std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::strin
     fail(fmt::format("{}: not valid JSON: {}", shown(path),
                      shown(k == std::string::npos ? what : what.substr(k + 2))));
   }
+  // A value of another type than the reader checked for is an input error, never a crash.
+  try {
+    return listed_from_json(j, spec, path);
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    auto k = what.find("] ");
+    fail(fmt::format("{}: unexpected JSON: {}", shown(path),
+                     shown(k == std::string::npos ? what : what.substr(k + 2))));
+  }
+}
+
+std::shared_ptr<Impl> listed_from_json(const json& j, const std::string& spec,
+                                       const std::string& path) {
   const std::string file = shown(path);
   if (!j.is_object()) fail(fmt::format("{}: expected a JSON object", file));
   // An SCCL/msccl algorithm file carries its topology under "topology".
