@@ -3,9 +3,11 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
+#include "exec/trace.hpp"
 #include "lang/ast.hpp"
 #include "lang/check.hpp"
 
@@ -247,4 +249,47 @@ TEST_CASE("integer arrays: local to a node, zero-filled, bounds-checked", "[lang
         "m.coll:10:11: error: 'a[...]' is a number, but a buffer is needed here");
   CHECK(error_of(array_model("    array a[2];\n    k := a[0 .. 1];\n")) ==
         "m.coll:10:11: error: 'a' is an integer array: slices are for buffers");
+}
+
+TEST_CASE("steps at most and cost at most are bounds that can fail", "[lang][claims]") {
+  auto with_claims = [](const std::string& claims) {
+    return R"(model b
+  collective allreduce
+  topology hypercube
+  operator commutative
+  input x
+  output x
+)" + claims +
+           R"(procedure P(my_id, x)
+begin
+    for i := 0 to d - 1 do
+        send x to my_id XOR 2^i;
+        receive y from my_id XOR 2^i;
+        x := x + y;
+    endfor;
+end P
+)";
+  };
+  auto verdict_of = [&](const std::string& claims, const std::string& check) {
+    return verdict(run_text(with_claims(claims), "hypercube:3"), check);
+  };
+  // 3 steps, each moving one item: 3 ts + 3 tw*m.
+  CHECK(verdict_of("  steps at most d\n", "steps") == Verdict::Pass);
+  CHECK(verdict_of("  steps at most d + 4\n", "steps") == Verdict::Pass);
+  CHECK(verdict_of("  steps at most d - 1\n", "steps") == Verdict::Fail);
+  CHECK(verdict_of("  steps d + 1\n", "steps") == Verdict::Fail);  // an exact claim stays exact
+  CHECK(verdict_of("  cost at most d * (ts + tw*m)\n", "cost") == Verdict::Pass);
+  CHECK(verdict_of("  cost at most d * ts + (d - 1) * tw*m\n", "cost") == Verdict::Fail);
+  CHECK(verdict_of("  cost at most (d - 1) * ts + 9 * tw*m\n", "cost") == Verdict::Fail);
+  Trace t = run_text(with_claims("  steps at most d - 1\n"), "hypercube:3");
+  for (const auto& c : check_trace(t, CheckOptions{}))
+    if (c.name == "steps") {
+      REQUIRE(!c.violations.empty());
+      CHECK(c.violations[0].message == "the run takes 3 steps; the model claims at most 2");
+    }
+  // The bound travels with a schedule file, and a file's bound is checked against the replay.
+  CHECK(trace_to_json(t)["claimed"]["steps_at_most"] == true);
+  Trace back = trace_from_json(trace_to_json(t), "t.json", std::uint64_t{1} << 30);
+  CHECK(back.steps_at_most);
+  CHECK(verdict(back, "steps") == Verdict::Fail);
 }

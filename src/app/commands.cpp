@@ -164,14 +164,15 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     }
     out << fmt::format("steps      {}", tr.steps);
     if (tr.claimed_steps)
-      out << fmt::format("   (claimed {}{})", *tr.claimed_steps,
-                         differs(steps_claim) ? ": DIFFERS from the claim" : "");
+      out << fmt::format("   (claimed {}{}{})", tr.steps_at_most ? "at most " : "",
+                         *tr.claimed_steps, differs(steps_claim) ? ": DIFFERS from the claim" : "");
     if (tr.claimed_steps_real)
       out << fmt::format("   (claimed {:.6g}: not a whole number)", *tr.claimed_steps_real);
     out << "\n";
     out << fmt::format("cost       {}", fmt_cost(tr.cost_ts, tr.cost_tw));
     if (tr.claimed_ts)
-      out << fmt::format("   (claimed {}{})", fmt_cost(*tr.claimed_ts, *tr.claimed_tw),
+      out << fmt::format("   (claimed {}{}{})", tr.cost_at_most ? "at most " : "",
+                         fmt_cost(*tr.claimed_ts, *tr.claimed_tw),
                          differs(cost_claim) ? ": DIFFERS from the claim" : "");
     out << "\n";
   }

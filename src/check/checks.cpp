@@ -564,12 +564,15 @@ CheckResult check_steps(const Trace& t, const CheckOptions& o) {
     c.message = fmt::format("the run takes {} steps; the model claims {:.6g} steps{}", t.steps, v,
                             v == std::floor(v) ? "" : ", not a whole number");
     add_violation(r, o, std::move(c));
-  } else if (static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
+  } else if (t.steps_at_most ? static_cast<std::int64_t>(t.steps) > *t.claimed_steps
+                             : static_cast<std::int64_t>(t.steps) != *t.claimed_steps) {
     Counterexample c;
-    c.message =
-        fmt::format("the run takes {} steps; the model claims {}", t.steps, *t.claimed_steps);
+    c.message = fmt::format("the run takes {} steps; the model claims {}{}", t.steps,
+                            t.steps_at_most ? "at most " : "", *t.claimed_steps);
     add_violation(r, o, std::move(c));
   }
+  if (t.steps_at_most)
+    r.note = fmt::format("a bound: {} steps, at most {} claimed", t.steps, *t.claimed_steps);
   return r;
 }
 
@@ -581,14 +584,20 @@ CheckResult check_cost(const Trace& t, const CheckOptions& o) {
   auto near = [](double a, double b) {
     return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
   };
-  if (!near(t.cost_ts, *t.claimed_ts) || !near(t.cost_tw, *t.claimed_tw)) {
+  auto within = [&](double got, double bound) {
+    return got <= bound + 1e-6 * std::max(1.0, bound);
+  };
+  bool holds = t.cost_at_most ? within(t.cost_ts, *t.claimed_ts) && within(t.cost_tw, *t.claimed_tw)
+                              : near(t.cost_ts, *t.claimed_ts) && near(t.cost_tw, *t.claimed_tw);
+  if (!holds) {
     Counterexample c;
     auto f = [](double x) {
       return x == std::floor(x) ? fmt::format("{}", static_cast<long long>(x))
                                 : fmt::format("{:.4g}", x);
     };
-    c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {} ts + {} tw*m",
-                            f(t.cost_ts), f(t.cost_tw), f(*t.claimed_ts), f(*t.claimed_tw));
+    c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {}{} ts + {} tw*m",
+                            f(t.cost_ts), f(t.cost_tw), t.cost_at_most ? "at most " : "",
+                            f(*t.claimed_ts), f(*t.claimed_tw));
     add_violation(r, o, std::move(c));
   }
   return r;

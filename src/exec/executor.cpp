@@ -1153,6 +1153,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   // number is kept as it is, and check_steps fails it: it is never rounded.
   if (m.header.steps) {
     double s = eval_header_expr(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    tr.steps_at_most = m.header.steps_at_most;
     if (s == std::floor(s) && std::fabs(s) <= 9007199254740992.0)  // 2^53: exact in a double
       tr.claimed_steps = static_cast<std::int64_t>(s);
     else
@@ -1166,6 +1167,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
     e1["ts"] = 1, e1["tw"] = 0, e1["m"] = msize;
     e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
     std::string what = "'cost' on " + t.spec();
+    tr.cost_at_most = m.header.cost_at_most;
     tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
     tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);
   }

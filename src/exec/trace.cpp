@@ -210,6 +210,8 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   j["cost"] = {{"ts", t.cost_ts}, {"tw", t.cost_tw}};
   if (t.claimed_steps) j["claimed"]["steps"] = *t.claimed_steps;
   if (t.claimed_ts) j["claimed"]["cost"] = {{"ts", *t.claimed_ts}, {"tw", *t.claimed_tw}};
+  if (t.claimed_steps && t.steps_at_most) j["claimed"]["steps_at_most"] = true;
+  if (t.claimed_ts && t.cost_at_most) j["claimed"]["cost_at_most"] = true;
   json steps = json::array();
   for (std::size_t s = 0; s < t.per_step.size(); ++s) {
     const auto& st = t.per_step[s];

@@ -90,6 +90,9 @@ struct Trace {
   // empty): check_steps fails it, "the model claims 4.4 steps".
   std::optional<double> claimed_steps_real;
   std::optional<double> claimed_ts, claimed_tw;
+  // The claims are bounds (`steps at most`, `cost at most`): the run may take fewer steps, or
+  // cost at most the claimed ts and tw coefficients.
+  bool steps_at_most = false, cost_at_most = false;
 
   std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }
   // Transfer indices sorted by (step, src, dst, issue order): the order people read schedules in.

@@ -267,6 +267,11 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       t.claimed_ts = coef("ts");
       t.claimed_tw = coef("tw");
     }
+    for (const char* key : {"steps_at_most", "cost_at_most"}) {
+      if (!c.contains(key)) continue;
+      if (!c[key].is_boolean()) r.fail(std::string("claimed.") + key, "expected true or false");
+      (std::string(key) == "steps_at_most" ? t.steps_at_most : t.cost_at_most) = c[key].get<bool>();
+    }
   }
   if (!j.contains("transfers"))
     r.fail("top level", "no \"transfers\" (the trace was written without them: too many to list?)");

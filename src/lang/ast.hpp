@@ -120,6 +120,9 @@ struct ModelHeader {
   bool layout_any = false;
   std::string input, output;
   ExprPtr requires_, steps, cost;
+  // `steps at most EXPR`, `cost at most EXPR`: the claim is a bound (the run may take fewer
+  // steps, or cost less in ts and in tw), for algorithms whose exact count has no closed form.
+  bool steps_at_most = false, cost_at_most = false;
   ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts
   std::vector<std::string> notes;
   SourceLoc loc;

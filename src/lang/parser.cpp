@@ -436,8 +436,18 @@ class Parser {
       } else if (k == "elements") {
         h.elements = expr();
       } else if (k == "steps") {
+        if (is_word("at") && peek(1).kind == Tok::Ident && peek(1).text == "most") {
+          next();
+          next();
+          h.steps_at_most = true;
+        }
         h.steps = expr();
       } else if (k == "cost") {
+        if (is_word("at") && peek(1).kind == Tok::Ident && peek(1).text == "most") {
+          next();
+          next();
+          h.cost_at_most = true;
+        }
         h.cost = expr();
       } else {
         error(key, "unknown header key '" + k +
