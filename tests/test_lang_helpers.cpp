@@ -293,3 +293,34 @@ end P
   CHECK(back.steps_at_most);
   CHECK(verdict(back, "steps") == Verdict::Fail);
 }
+
+TEST_CASE("sum in header formulas: bounded, its variable bound in its body only",
+          "[lang][claims]") {
+  const std::string head = R"(model s
+  collective allreduce
+  topology complete
+  input x
+  output x
+)";
+  const std::string tail = "procedure P(my_id, x)\nbegin\n    x := x;\nend P\n";
+  auto value = [&](const std::string& f, double p) {
+    Model m = parse_model(head + "  steps " + f + "\n" + tail, "m.coll");
+    return eval_header_expr(*m.header.steps, {{"p", p}}, "steps", nullptr);
+  };
+  CHECK(value("sum(k, 1, p, k)", 10) == 55);
+  CHECK(value("sum(k, 0, p - 1, 2 ^ k)", 5) == 31);
+  CHECK(value("sum(k, 3, 2, k)", 5) == 0);  // empty range
+  CHECK(
+      error_of(head + "  steps sum(k, 0, p, k) + k\n" + tail).find("unknown name 'k' in 'steps'") !=
+      std::string::npos);
+  CHECK(error_of(head + "  steps sum(p, 0, 3, p)\n" + tail)
+            .find("'p' is a header name; the variable of 'sum' needs another") !=
+        std::string::npos);
+  CHECK(error_of(head + "  steps sum(i, 0, 3, sum(j, 0, i, j))\n" + tail)
+            .find("a 'sum' inside a 'sum' is not supported") != std::string::npos);
+  CHECK(error_of(head + "  steps sum(0, 1, 2)\n" + tail)
+            .find("'sum' takes a variable and three formulas") != std::string::npos);
+  Model big = parse_model(head + "  steps sum(k, 0, p, 1)\n" + tail, "m.coll");
+  CHECK_THROWS_WITH(eval_header_expr(*big.header.steps, {{"p", 5e6}}, "steps", nullptr),
+                    Catch::Contains("more than 1000000 terms"));
+}

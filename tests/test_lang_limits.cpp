@@ -138,7 +138,7 @@ TEST_CASE("a step claim that is not a whole number fails; it is never rounded", 
 TEST_CASE("unknown names and functions in header formulas are load errors", "[lang][claims]") {
   CHECK(load_error(header_only("  steps flor(p)\n")) ==
         "m.coll:6:9: error: unknown function 'flor' in 'steps' (did you mean 'floor'?); header "
-        "formulas may use ceil, clog2, floor, ilog2, log2, max, min, popcount, sqrt");
+        "formulas may use ceil, clog2, floor, ilog2, log2, max, min, popcount, sqrt, sum");
   // requires with an unknown function: today it skipped every run; now the model does not load.
   CHECK(load_error(header_only("  requires is_pow2(p)\n"))
             .rfind("m.coll:6:12: error: unknown function 'is_pow2' in 'requires'", 0) == 0);

@@ -30,7 +30,7 @@ const std::set<std::string>& functions() {
 }
 const std::set<std::string>& header_functions() {
   static const std::set<std::string> s = {"log2",  "sqrt",     "floor", "ceil", "ilog2",
-                                          "clog2", "popcount", "min",   "max"};
+                                          "clog2", "popcount", "min",   "max",  "sum"};
   return s;
 }
 // Names a header formula may use; `cost` may also use ts, tw and m.
@@ -393,13 +393,16 @@ class Checker {
   // Header formulas: numbers only, the names of header_names() (and ts, tw, m in `cost`), the
   // functions of header_functions(). Checked when the model is loaded, so a misspelt name can
   // never switch a claim off.
-  static void header_expr(Expr& e, const std::string& key) {
+  // bound: the variables of enclosing sum(...)s.
+  static void header_expr(Expr& e, const std::string& key,
+                          const std::vector<std::string>& bound = {}) {
     e.type = Type::Int;
     switch (e.kind) {
       case ExprKind::Number:
         return;
       case ExprKind::Name: {
         bool cost_name = e.name == "ts" || e.name == "tw" || e.name == "m";
+        if (std::find(bound.begin(), bound.end(), e.name) != bound.end()) return;
         if (header_names().count(e.name) || (key == "cost" && cost_name)) return;
         std::set<std::string> allowed = header_names();
         if (key == "cost") allowed.insert({"ts", "tw", "m"});
@@ -413,6 +416,27 @@ class Checker {
           throw ModelError(e.loc, "unknown function '" + e.name + "' in '" + key + "'" +
                                       suggestion(e.name, header_functions()) +
                                       "; header formulas may use " + join(header_functions()));
+        if (e.name == "sum") {
+          // sum(i, a, b, f): f summed over the whole numbers i = a .. b; i is bound in f only.
+          if (e.args.size() != 4 || e.args[0]->kind != ExprKind::Name)
+            throw ModelError(e.loc,
+                             "'sum' takes a variable and three formulas: sum(i, from, to, f)");
+          if (!bound.empty())
+            throw ModelError(e.loc,
+                             "a 'sum' inside a 'sum' is not supported (it could take "
+                             "10^12 terms); write the inner sum in closed form");
+          const std::string& v = e.args[0]->name;
+          if (header_names().count(v) || v == "ts" || v == "tw" || v == "m")
+            throw ModelError(e.args[0]->loc, "'" + v +
+                                                 "' is a header name; the variable of 'sum' "
+                                                 "needs another");
+          header_expr(*e.args[1], key, bound);
+          header_expr(*e.args[2], key, bound);
+          std::vector<std::string> inner = bound;
+          inner.push_back(v);
+          header_expr(*e.args[3], key, inner);
+          return;
+        }
         std::size_t want_args = (e.name == "min" || e.name == "max") ? 2 : 1;
         if (e.args.size() != want_args)
           throw ModelError(e.loc, "'" + e.name + "' takes " + std::to_string(want_args) +
@@ -431,7 +455,7 @@ class Checker {
       case ExprKind::EmptyBuf:
         throw ModelError(e.loc, "a buffer in '" + key + "'; a header formula is a number");
     }
-    for (auto& a : e.args) header_expr(*a, key);
+    for (auto& a : e.args) header_expr(*a, key, bound);
   }
 
  private:
@@ -508,6 +532,8 @@ void check_names_on(const Model& m, const Topology& t) {
 namespace {
 
 class HeaderEval {
+  static constexpr std::int64_t kMaxSumTerms = 1000000;
+
  public:
   HeaderEval(const std::map<std::string, double>& env, const std::string& what, const Topology* t)
       : env_(env), what_(what), t_(t) {}
@@ -609,6 +635,20 @@ class HeaderEval {
   }
 
   double call(const Expr& e) const {
+    if (e.name == "sum") {
+      double lo = eval(*e.args[1]), hi = eval(*e.args[2]);
+      std::int64_t a = whole(e, lo, "sum"), b = whole(e, hi, "sum");
+      if (b >= a && b - a >= kMaxSumTerms)
+        fail(e, "sum over " + std::to_string(a) + " .. " + std::to_string(b) + ": more than " +
+                    std::to_string(kMaxSumTerms) + " terms");
+      std::map<std::string, double> inner = env_;
+      double total = 0;
+      for (std::int64_t i = a; i <= b; ++i) {
+        inner[e.args[0]->name] = static_cast<double>(i);
+        total += HeaderEval(inner, what_, t_).eval(*e.args[3]);
+      }
+      return total;
+    }
     std::vector<double> v;
     for (const auto& a : e.args) v.push_back(eval(*a));
     const std::string& f = e.name;
