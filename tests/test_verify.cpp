@@ -574,6 +574,7 @@ TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
   CHECK(fs::exists(dir / "s3.svg"));
   CHECK(fs::exists(dir / "r.json"));
   CHECK(fs::exists(dir / "r.xml"));
+  CHECK(fs::exists(dir / "ag.xml"));
   CHECK_FALSE(fs::is_empty(dir / "cex"));
   CHECK_FALSE(fs::is_empty(dir / "certs"));
   fs::remove_all(dir);
