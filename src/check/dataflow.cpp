@@ -14,6 +14,7 @@
 #include "check/dataflow.hpp"
 
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -147,7 +148,6 @@ class Analyzer {
     held_.clear();
     indexed_ = 0;
     by_first_.clear();
-    terms_.clear();
     ++gen_;
     if (v < t_.initial_input.size())
       for (std::uint32_t k = 0; k < t_.initial_input[v].size(); ++k)
@@ -201,11 +201,8 @@ class Analyzer {
   }
 
   // ---- terms of held items, cached while their node is replayed ----
-  const std::vector<std::uint32_t>& terms(Item it) {
-    auto f = terms_.find(it);
-    if (f != terms_.end()) return f->second;
-    return terms_.emplace(it, d_.terms(it)).first->second;
-  }
+  // A view of the domain's own storage: no copy (the domain does not change while checking).
+  std::span<const std::uint32_t> terms(Item it) const { return d_.terms_view(it); }
 
   // Index the held items not yet indexed by their first contribution (smallest for exact, first
   // in order for ordered). Lists are kept largest item first.
@@ -213,7 +210,7 @@ class Analyzer {
     for (; indexed_ < held_.size(); ++indexed_) {
       Item it = held_[indexed_].item;
       if (it == 0) continue;
-      const auto& ts = terms(it);
+      const auto ts = terms(it);
       if (ts.empty()) continue;
       auto& lst = by_first_[ts.front()];
       lst.push_back(indexed_);
@@ -258,8 +255,7 @@ class Analyzer {
 
   // ---- exact: an exact cover of the multiset ----
   Outcome cover_exact(Item target) {
-    target_terms_ = d_.terms(target);
-    const auto& ts = target_terms_;
+    const auto ts = d_.terms_view(target);
     distinct_.clear();
     count_.clear();
     for (auto c : ts) {
@@ -281,10 +277,13 @@ class Analyzer {
       }
     }
     full_ = count_;
-    used_.assign(held_.size(), 0);
+    // used_ is all zero between searches: a search that fails gives every item back, and one
+    // that succeeds or runs out of budget leaves exactly parts_ marked, cleared here after.
+    if (used_.size() < held_.size()) used_.resize(held_.size(), 0);
     remaining_ = ts.size();
     exhausted_ = false;
     bool ok = dfs_exact(0);
+    for (auto h : parts_) used_[h] = 0;
     if (ok) return Outcome::Derived;
     return exhausted_ ? Outcome::OutOfBudget : Outcome::NotDerivable;
   }
@@ -300,7 +299,7 @@ class Analyzer {
   }
 
   // Takes held terms hs out of what is left of the target, if they fit (else changes nothing).
-  bool take(const std::vector<std::uint32_t>& hs) {
+  bool take(std::span<const std::uint32_t> hs) {
     // A combination counts no contribution twice: the parts are pairwise disjoint, so a part
     // holds all of a contribution's occurrences in the target or none of them (hs is sorted).
     for (std::size_t k = 0; k < hs.size();) {
@@ -321,7 +320,7 @@ class Analyzer {
     remaining_ -= hs.size();
     return true;
   }
-  void give_back(const std::vector<std::uint32_t>& hs) {
+  void give_back(std::span<const std::uint32_t> hs) {
     for (auto c : hs) ++count_[pos_of(c)];
     remaining_ += hs.size();
   }
@@ -341,7 +340,7 @@ class Analyzer {
         exhausted_ = true;
         return false;
       }
-      const auto& hs = terms(it);
+      const auto hs = terms(it);
       if (!take(hs)) continue;
       used_[h] = 1;
       parts_.push_back(h);
@@ -357,7 +356,7 @@ class Analyzer {
 
   // ---- ordered: a concatenation of held sequences ----
   bool matches_at(const std::vector<std::uint32_t>& seq, std::size_t i,
-                  const std::vector<std::uint32_t>& hs) {
+                  std::span<const std::uint32_t> hs) {
     return i + hs.size() <= seq.size() && std::equal(hs.begin(), hs.end(), seq.begin() + i);
   }
 
@@ -370,7 +369,9 @@ class Analyzer {
     if (repeats) {
       // A contribution repeats: search with each held occurrence used at most once.
       used_.assign(held_.size(), 0);
-      if (dfs_ordered(0)) return Outcome::Derived;
+      bool ok = dfs_ordered(0);
+      for (auto h : parts_) used_[h] = 0;
+      if (ok) return Outcome::Derived;
       return exhausted_ ? Outcome::OutOfBudget : Outcome::NotDerivable;
     }
     // No repeats: no held item can be used twice in a concatenation, so a word-break DP decides.
@@ -418,7 +419,7 @@ class Analyzer {
         exhausted_ = true;
         return false;
       }
-      const auto& hs = terms(it);
+      const auto hs = terms(it);
       if (!matches_at(seq_, i, hs)) continue;
       used_[h] = 1;
       parts_.push_back(h);
@@ -449,7 +450,7 @@ class Analyzer {
     std::vector<std::uint32_t> have;
     for (const auto& h : held_) {
       if (h.item == 0) continue;
-      const auto& ts = terms(h.item);
+      const auto ts = terms(h.item);
       have.insert(have.end(), ts.begin(), ts.end());
     }
     std::sort(have.begin(), have.end());
@@ -614,9 +615,8 @@ class Analyzer {
   std::uint32_t gen_ = 0;
   std::size_t indexed_ = 0;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
-  std::unordered_map<Item, std::vector<std::uint32_t>> terms_;
   // search state
-  std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_, target_terms_;
+  std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;

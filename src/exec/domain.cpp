@@ -152,6 +152,8 @@ class InternedDomain : public Domain {
 
   bool inspectable() const override { return true; }
   std::vector<std::uint32_t> terms(Item a) const override { return values_.at(a); }
+  std::span<const std::uint32_t> terms_view(Item a) const override { return values_.at(a); }
+  std::size_t num_items() const override { return values_.size(); }
   std::uint64_t weight(Item a) const override { return values_.at(a).size(); }
   std::size_t memory_bytes() const override { return bytes_ + memo_.size() * 32; }
 
@@ -205,6 +207,8 @@ class FingerprintDomain : public Domain {
   std::string describe(Item a) const override { return a == 0 ? "0" : fmt::format("#{:016x}", a); }
   bool inspectable() const override { return false; }
   std::vector<std::uint32_t> terms(Item) const override { return {}; }
+  std::span<const std::uint32_t> terms_view(Item) const override { return {}; }
+  std::size_t num_items() const override { return 0; }
   std::uint64_t weight(Item) const override { return 0; }
   std::size_t memory_bytes() const override { return 0; }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ class Domain {
   // The contributions of an item as contribution ids (node * elems + elem): sorted with repetition
   // (exact) or in operand order (ordered). Empty for the identity.
   virtual std::vector<std::uint32_t> terms(Item a) const = 0;
+  // The same without a copy (for the checkers' inner loops); empty for fingerprint. Valid until
+  // the next combine or from_terms.
+  virtual std::span<const std::uint32_t> terms_view(Item a) const = 0;
+  // Items interned so far (ids are 0 .. num_items()-1); 0 for fingerprint (items are hashes).
+  virtual std::size_t num_items() const = 0;
   // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
   virtual std::uint64_t weight(Item a) const = 0;
   virtual std::size_t memory_bytes() const = 0;
