@@ -319,8 +319,11 @@ TEST_CASE("dataflow: derivations rebuild every item they explain", "[dataflow]")
 }
 
 TEST_CASE("dataflow: an exhausted search budget is unknown, never pass", "[dataflow]") {
-  // allreduce_star's sends are sums of several held items: each needs a search.
-  Trace t = run("allreduce_star", "star:3", DomainKind::Exact);
+  // allreduce_star's sends are sums of several held items. Read back from a schedule file the
+  // items carry no combine history (a run's do, and are derived from it without a search), so
+  // each needs the search.
+  Trace ran = run("allreduce_star", "star:3", DomainKind::Exact);
+  Trace t = trace_from_json(trace_to_json(ran), "star3.json");
   CheckOptions o;
   o.dataflow_item_budget = 1;
   Dataflow df = analyze_dataflow(t, o);
@@ -329,8 +332,10 @@ TEST_CASE("dataflow: an exhausted search budget is unknown, never pass", "[dataf
   bool some_undecided = false;
   for (const auto& d : df.payload) some_undecided = some_undecided || !d.found;
   CHECK(some_undecided);
-  // With the default budget the same trace passes.
+  // With the default budget the same trace passes; the run itself passes even with budget 1,
+  // its sends derived by following how they were combined.
   CHECK(analyze_dataflow(t, {}).dataflow.verdict == Verdict::Pass);
+  CHECK(analyze_dataflow(ran, o).dataflow.verdict == Verdict::Pass);
 }
 
 TEST_CASE("dataflow: the fingerprint domain decides membership only", "[dataflow]") {
@@ -419,4 +424,18 @@ TEST_CASE("verify's reports list dataflow, match and runtime", "[dataflow][verif
   }
   CHECK(out.find("  dataflow: 1 run; the first: star:3") != std::string::npos);
   CHECK(out.find("    dataflow: step 3: transfer #") != std::string::npos);
+}
+
+TEST_CASE("dataflow: a run's own items (with combine history) still fail when a transfer goes",
+          "[dataflow]") {
+  // The fast path follows how the run combined an item down to held items; with a transfer
+  // removed from the run's Trace itself (not through a file), that path must not find it held.
+  Trace good = run("allreduce_star", "star:3", DomainKind::Exact);
+  REQUIRE(named(check_trace(good, {}), "dataflow").verdict == Verdict::Pass);
+  for (std::size_t k = 0; k < good.transfers.size(); ++k) {
+    Trace t = good;
+    t.transfers.erase(t.transfers.begin() + static_cast<std::ptrdiff_t>(k));
+    INFO("transfer " << k << " removed");
+    CHECK(named(check_trace(t, {}), "dataflow").verdict == Verdict::Fail);
+  }
 }

@@ -234,6 +234,15 @@ class Analyzer {
       return Outcome::Derived;
     }
     if (!d_.inspectable()) return Outcome::Undecidable;
+    parts_.clear();
+    if (d_.kind() == DomainKind::Exact && made_of_held(it)) {
+      if (out) {
+        out->parts.clear();
+        for (auto i : parts_) out->parts.push_back(held_[i].ref);
+        out->found = true;
+      }
+      return Outcome::Derived;
+    }
     index_held();
     parts_.clear();
     item_budget_ = o_.dataflow_item_budget;
@@ -245,6 +254,46 @@ class Analyzer {
     }
     return r;
   }
+
+  // The fast way, for items a run made: follow how the domain combined the item (operands())
+  // down to items the node holds. Sound because an item that counts no contribution twice is the
+  // disjoint union of the leaves it was combined from; incomplete (the node may have combined it
+  // another way, and schedule files carry no combines), so the search below stays the judge.
+  bool made_of_held(Item target) {
+    if (!dup_free(target)) return false;
+    stack_.assign(1, target);
+    std::size_t visits = 0;
+    bool ok = true;
+    while (ok && !stack_.empty()) {
+      Item x = stack_.back();
+      stack_.pop_back();
+      if (x == 0) continue;
+      if (++visits > kMaxDagVisits) {
+        ok = false;
+      } else if (const Held* h = find_held(x)) {
+        parts_.push_back(static_cast<std::uint32_t>(h - held_.data()));
+      } else if (auto ops = d_.operands(x)) {
+        stack_.push_back(ops->second);
+        stack_.push_back(ops->first);
+      } else {
+        ok = false;  // a leaf or a file's item the node does not hold: the search decides
+      }
+    }
+    if (ok) return true;
+    parts_.clear();
+    return false;
+  }
+  bool dup_free(Item it) {
+    if (it >= dup_free_.size()) dup_free_.resize(d_.num_items(), 0);
+    if (it >= dup_free_.size()) return false;
+    if (dup_free_[it] == 0) {
+      const auto ts = d_.terms_view(it);
+      bool ok = std::adjacent_find(ts.begin(), ts.end()) == ts.end();  // exact terms are sorted
+      dup_free_[it] = ok ? 1 : 2;
+    }
+    return dup_free_[it] == 1;
+  }
+  static constexpr std::size_t kMaxDagVisits = 4096;
 
   bool spend() {
     if (item_budget_ == 0 || total_budget_ == 0) return false;
@@ -617,6 +666,8 @@ class Analyzer {
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
   // search state
   std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
+  std::vector<Item> stack_;
+  std::vector<std::uint8_t> dup_free_;  // per item: 0 not looked at, 1 no repeated term, 2 repeats
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;

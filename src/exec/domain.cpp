@@ -51,6 +51,7 @@ class InternedDomain : public Domain {
       : Domain(p, elems), kind_(kind) {
     values_.emplace_back();  // item 0: identity
     hashes_.push_back(0);
+    made_of_.emplace_back(0, 0);
     index_.emplace(0, 0);
   }
   DomainKind kind() const override { return kind_; }
@@ -83,6 +84,8 @@ class InternedDomain : public Domain {
       h = hashes_[a] * pow_base(vb.size()) + hashes_[b];  // polynomial: order matters
     }
     Item r = intern(std::move(out), h);
+    if (r == made_of_.size() - 1 && made_of_.back().first == 0 && made_of_.back().second == 0)
+      made_of_.back() = {a, b};  // r is new: record how it was made
     memo_.emplace(key, r);
     return r;
   }
@@ -154,6 +157,11 @@ class InternedDomain : public Domain {
   std::vector<std::uint32_t> terms(Item a) const override { return values_.at(a); }
   std::span<const std::uint32_t> terms_view(Item a) const override { return values_.at(a); }
   std::size_t num_items() const override { return values_.size(); }
+  std::optional<std::pair<Item, Item>> operands(Item a) const override {
+    const auto& m = made_of_.at(a);
+    if (m.first == 0 && m.second == 0) return std::nullopt;
+    return m;
+  }
   std::uint64_t weight(Item a) const override { return values_.at(a).size(); }
   std::size_t memory_bytes() const override { return bytes_ + memo_.size() * 32; }
 
@@ -173,9 +181,11 @@ class InternedDomain : public Domain {
     for (auto it = lo; it != hi; ++it)
       if (values_[it->second] == v) return it->second;
     Item id = values_.size();
-    bytes_ += v.size() * sizeof(std::uint32_t) + 48;
+    bytes_ += v.size() * sizeof(std::uint32_t) +
+              56;  // the vector, its hash, its operands, its index entry
     values_.push_back(std::move(v));
     hashes_.push_back(h);
+    made_of_.emplace_back(0, 0);
     index_.emplace(h, id);
     return id;
   }
@@ -184,6 +194,7 @@ class InternedDomain : public Domain {
   DomainKind kind_;
   std::vector<std::vector<std::uint32_t>> values_;
   std::vector<std::uint64_t> hashes_;
+  std::vector<std::pair<Item, Item>> made_of_;  // operands of the combine that made an item
   std::unordered_multimap<std::uint64_t, Item> index_;
   std::unordered_map<std::uint64_t, Item> memo_;
   std::size_t bytes_ = 0;
@@ -209,6 +220,7 @@ class FingerprintDomain : public Domain {
   std::vector<std::uint32_t> terms(Item) const override { return {}; }
   std::span<const std::uint32_t> terms_view(Item) const override { return {}; }
   std::size_t num_items() const override { return 0; }
+  std::optional<std::pair<Item, Item>> operands(Item) const override { return std::nullopt; }
   std::uint64_t weight(Item) const override { return 0; }
   std::size_t memory_bytes() const override { return 0; }
 

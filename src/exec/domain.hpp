@@ -51,6 +51,10 @@ class Domain {
   virtual std::span<const std::uint32_t> terms_view(Item a) const = 0;
   // Items interned so far (ids are 0 .. num_items()-1); 0 for fingerprint (items are hashes).
   virtual std::size_t num_items() const = 0;
+  // The operands of the combine that first made item a (exact and ordered), or nullopt for a
+  // leaf, an item made by from_terms, or a fingerprint. a = combine(first, second) holds for
+  // the returned pair whichever way a was made later: items are interned by value.
+  virtual std::optional<std::pair<Item, Item>> operands(Item a) const = 0;
   // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
   virtual std::uint64_t weight(Item a) const = 0;
   virtual std::size_t memory_bytes() const = 0;

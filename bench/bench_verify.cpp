@@ -1,0 +1,92 @@
+// Verify against run: the star all-reduce run alone and run + every check (what `collv verify`
+// does), in one process per size, with the time of each check. The ratio verify/run is the
+// number to watch (issue 12's goal: at most 2); seconds on this shared machine are noise, ratios
+// measured in the same process much less so (docs/benchmarks.md).
+//
+//   build/release/bench_verify                 # star:6, star:7, star:8 (exact)
+//   build/release/bench_verify star:7 ordered  # one size and domain
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "check/checks.hpp"
+#include "check/dataflow.hpp"
+#include "exec/executor.hpp"
+
+using namespace collv;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int one(const std::string& spec, DomainKind domain) {
+  Model m = parse_model_file(std::string(COLLV_SOURCE_DIR) + "/models/allreduce_star.coll");
+  Topology topo = Topology::parse(spec);
+  RunOptions o;
+  o.domain = domain;
+  o.max_memory = 20ULL << 30;
+  auto t0 = Clock::now();
+  Trace tr = run_model(m, topo, o);
+  double run = since(t0);
+  CheckOptions co;
+  struct Timed {
+    const char* name;
+    double secs;
+  };
+  std::vector<Timed> parts;
+  auto time = [&](const char* name, auto&& f) {
+    auto t = Clock::now();
+    CheckResult r = f();
+    parts.push_back({name, since(t)});
+    return r.verdict;
+  };
+  bool ok = true;
+  auto t1 = Clock::now();
+  ok &= time("single-port", [&] { return check_single_port(tr, co); }) != Verdict::Fail;
+  ok &= time("route", [&] { return check_route(tr, co); }) != Verdict::Fail;
+  ok &= time("congestion", [&] { return check_congestion(tr, co); }) != Verdict::Fail;
+  ok &= time("nodup", [&] { return check_nodup(tr, co); }) != Verdict::Fail;
+  ok &= time("dataflow+match", [&] { return check_dataflow_and_match(tr, co).first; }) !=
+        Verdict::Fail;
+  ok &= time("postcondition", [&] { return check_postcondition(tr, co); }) != Verdict::Fail;
+  ok &= time("final-buffers", [&] { return check_final_buffers(tr, co); }) != Verdict::Fail;
+  double checks = since(t1);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("%-8s %-11s transfers=%-9zu run=%.2fs checks=%.2fs verify/run=%.1f peak=%ld MiB %s\n",
+              spec.c_str(), domain_name(domain), tr.transfers.size(), run, checks,
+              (run + checks) / std::max(run, 1e-9), ru.ru_maxrss / 1024, ok ? "ok" : "FAIL");
+  for (const auto& p : parts) std::printf("    %-16s %.2fs\n", p.name, p.secs);
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::pair<std::string, DomainKind>> cases;
+  if (argc >= 2) {
+    cases.emplace_back(argv[1], argc >= 3 && std::string(argv[2]) == "ordered" ? DomainKind::Ordered
+                                                                               : DomainKind::Exact);
+  } else {
+    for (const char* s : {"star:6", "star:7", "star:8"}) cases.emplace_back(s, DomainKind::Exact);
+  }
+  int rc = 0;
+  for (const auto& [spec, dom] : cases) {
+    // A child per case: its peak memory is its own.
+    pid_t pid = fork();
+    if (pid == 0) _exit(one(spec, dom));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  return rc;
+}
