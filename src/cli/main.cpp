@@ -287,6 +287,9 @@ int main(int argc, char** argv) {
   rep->add_option(
       "--max-n", rep_opts.max_n,
       "Table 2: run the all-reduce up to star:N (2..10, default 8; 10 takes about a minute)");
+  rep->add_option("--broadcast-max-n", rep_opts.broadcast_max_n,
+                  "Table 2: prove the least single-port broadcast time on star:n with the SAT "
+                  "backend for n up to this (default 5; star:6 takes minutes)");
   rep->add_option("--models", rep_opts.models_dir, "models directory");
   rep->footer(
       "Exit codes: 0 every number agrees, 1 a disagreement (listed), 2 bad usage.\n"
