@@ -342,6 +342,13 @@ class Parser {
     }
     return false;
   }
+  // `at most` before a claim's formula: the claim is a bound.
+  bool accept_at_most() {
+    if (!is_word("at") || peek(1).kind != Tok::Ident || peek(1).text != "most") return false;
+    next();
+    next();
+    return true;
+  }
   void expect(const char* p, const std::string& what) {
     if (!accept(p)) error(peek(), "expected " + what + ", found " + describe(peek()));
   }
@@ -436,18 +443,10 @@ class Parser {
       } else if (k == "elements") {
         h.elements = expr();
       } else if (k == "steps") {
-        if (is_word("at") && peek(1).kind == Tok::Ident && peek(1).text == "most") {
-          next();
-          next();
-          h.steps_at_most = true;
-        }
+        h.steps_at_most = accept_at_most();
         h.steps = expr();
       } else if (k == "cost") {
-        if (is_word("at") && peek(1).kind == Tok::Ident && peek(1).text == "most") {
-          next();
-          next();
-          h.cost_at_most = true;
-        }
+        h.cost_at_most = accept_at_most();
         h.cost = expr();
       } else {
         error(key, "unknown header key '" + k +

@@ -145,6 +145,31 @@ std::size_t Impl::diameter() const {
   return diameter_value;
 }
 
+// A shortest path from `from` to `to`, lowest ids first, appended to r after `from`; through
+// processors only when `via_processors` (switches always forward). No path: r gets `to` alone.
+void Impl::bfs_route(NodeId from, NodeId to, bool via_processors, std::vector<NodeId>& r) const {
+  std::vector<NodeId> parent(n_nodes, UINT32_MAX);
+  std::vector<NodeId> queue{from};
+  parent[from] = from;
+  for (std::size_t head = 0; head < queue.size() && parent[to] == UINT32_MAX; ++head) {
+    NodeId v = queue[head];
+    if (!via_processors && v != from && v < n_proc) continue;
+    for (const Link& l : links_of(v)) {
+      if (parent[l.to] == UINT32_MAX) {
+        parent[l.to] = v;
+        queue.push_back(l.to);
+      }
+    }
+  }
+  if (parent[to] == UINT32_MAX) {
+    r.push_back(to);
+    return;
+  }
+  std::vector<NodeId> back;
+  for (NodeId v = to; v != from; v = parent[v]) back.push_back(v);
+  r.insert(r.end(), back.rbegin(), back.rend());
+}
+
 std::vector<NodeId> Impl::route(NodeId from, NodeId to) const {
   std::vector<NodeId> r{from};
   if (from == to) return r;
@@ -195,48 +220,12 @@ std::vector<NodeId> Impl::route(NodeId from, NodeId to) const {
     case Family::Complete:
       r.push_back(to);
       break;
-    case Family::DeBruijn: {
-      std::vector<NodeId> parent(n_nodes, UINT32_MAX);
-      std::vector<NodeId> queue{from};
-      parent[from] = from;
-      for (std::size_t head = 0; head < queue.size() && parent[to] == UINT32_MAX; ++head) {
-        NodeId v = queue[head];
-        for (const Link& l : links_of(v)) {  // sorted by id: numbers are neighbour indices
-          if (parent[l.to] == UINT32_MAX) {
-            parent[l.to] = v;
-            queue.push_back(l.to);
-          }
-        }
-      }
-      std::vector<NodeId> back;
-      for (NodeId v = to; v != from; v = parent[v]) back.push_back(v);
-      r.insert(r.end(), back.rbegin(), back.rend());
+    case Family::DeBruijn:  // links are sorted by id: numbers are neighbour indices
+      bfs_route(from, to, true, r);
       break;
-    }
-    case Family::Custom: {
-      // Shortest path through switches only (a processor does not forward), lowest ids first.
-      std::vector<NodeId> parent(n_nodes, UINT32_MAX);
-      std::vector<NodeId> queue{from};
-      parent[from] = from;
-      for (std::size_t head = 0; head < queue.size() && parent[to] == UINT32_MAX; ++head) {
-        NodeId v = queue[head];
-        if (v != from && v < n_proc) continue;
-        for (const Link& l : links_of(v)) {
-          if (parent[l.to] == UINT32_MAX) {
-            parent[l.to] = v;
-            queue.push_back(l.to);
-          }
-        }
-      }
-      if (parent[to] == UINT32_MAX) {
-        r.push_back(to);  // no path: not routed, and route checking reports it
-        break;
-      }
-      std::vector<NodeId> back;
-      for (NodeId v = to; v != from; v = parent[v]) back.push_back(v);
-      r.insert(r.end(), back.rbegin(), back.rend());
+    case Family::Custom:  // processors do not forward; no path: {from, to}, route checking reports it
+      bfs_route(from, to, false, r);
       break;
-    }
     case Family::Product: {
       const std::size_t nb = right->n_nodes;
       NodeId xa = static_cast<NodeId>(from / nb), ya = static_cast<NodeId>(from % nb);

@@ -76,6 +76,7 @@ struct Topology::Impl {
   std::string label(NodeId v) const;
   std::optional<NodeId> node_of_label(std::string_view s) const;
   std::vector<NodeId> route(NodeId a, NodeId b) const;
+  void bfs_route(NodeId from, NodeId to, bool via_processors, std::vector<NodeId>& r) const;
   std::size_t diameter() const;
 };
 
