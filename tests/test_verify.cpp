@@ -703,3 +703,29 @@ TEST_CASE("barrier: every exit depends causally on every entry", "[verify][barri
   u.events.clear();
   CHECK(check_postcondition(u, {}).verdict == Verdict::NotChecked);
 }
+
+TEST_CASE("nodup finds the same violations whatever the number of threads", "[verify][nodup]") {
+  // The split by destination must merge back into the order one thread finds them in.
+  for (const char* spec : {"star:4", "star:5"}) {
+    Model m = parse_model_file(kRoot + "/tests/mutants/nodup_star_forward_twice.coll");
+    RunOptions ro;
+    ro.domain = DomainKind::Exact;
+    Trace t = run_model(m, Topology::parse(spec), ro);
+    CheckOptions one, two, three;
+    one.threads = 1;
+    two.threads = 2;
+    three.threads = 3;
+    one.max_violations = two.max_violations = three.max_violations = 7;
+    CheckResult a = check_nodup(t, one), b = check_nodup(t, two), c = check_nodup(t, three);
+    INFO(spec);
+    REQUIRE(a.verdict == Verdict::Fail);
+    CHECK(a.violation_count > 7);
+    for (const CheckResult* x : {&b, &c}) {
+      CHECK(x->verdict == a.verdict);
+      CHECK(x->violation_count == a.violation_count);
+      REQUIRE(x->violations.size() == a.violations.size());
+      for (std::size_t k = 0; k < a.violations.size(); ++k)
+        CHECK(x->violations[k].message == a.violations[k].message);
+    }
+  }
+}

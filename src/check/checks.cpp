@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -438,53 +439,96 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
       }
     return "an earlier step";
   };
-  std::vector<std::uint32_t> order;
+  // Per step, its transfers grouped by destination (stable: in issue order within a group).
+  std::vector<std::vector<std::uint32_t>> orders(t.steps + 1);
   for (std::uint32_t s = 1; s <= t.steps; ++s) {
-    // Per destination: every item it receives in this step is checked against what it held
-    // before the step, and only then added.
-    order.assign(steps[s].begin(), steps[s].end());
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    orders[s].assign(steps[s].begin(), steps[s].end());
+    std::stable_sort(orders[s].begin(), orders[s].end(), [&](std::uint32_t a, std::uint32_t b) {
       return t.transfers[a].dst < t.transfers[b].dst;
     });
-    for (std::size_t g = 0; g < order.size();) {
-      const NodeId v = t.transfers[order[g]].dst;
-      std::size_t e = g;
-      while (e < order.size() && t.transfers[order[e]].dst == v) ++e;
-      auto& w = held_at(v);
-      for (std::size_t q = g; q < e; ++q) {
-        const std::uint32_t i = order[q];
-        const Transfer& x = t.transfers[i];
-        bool reported = false;
-        for (std::uint32_t k = 0; k < x.payload_len && !reported; ++k) {
-          Item it = t.payload[x.payload_begin + k];
-          for (auto c : d.terms_view(it)) {
-            if (!(w[c / 64] >> (c % 64) & 1)) continue;
-            Counterexample ce;
-            ce.step = s;
-            ce.nodes = {x.dst, x.src};
-            ce.transfers = {i};
-            ce.buffers.push_back({x.dst, "received", d.describe(it)});
-            std::string term = d.elems() == 1 ? fmt::format("x{}", c)
-                                              : fmt::format("x{}.{}", c / d.elems(), c % d.elems());
-            ce.message = fmt::format(
-                "step {}: {} receives {} from {}, but it already holds {} "
-                "(since {})",
-                s, t.topology.label(x.dst), d.describe(it), t.topology.label(x.src), term,
-                r.violations.size() < o.max_violations ? since(v, c, s) : "earlier");
-            add_violation(r, o, std::move(ce));
-            reported = true;
-            break;
+  }
+  // Every item a node receives in a step is checked against what it held before the step, and
+  // only then added. Nodes are independent, so large traces are split between two threads by
+  // destination; each keeps its earliest violations, merged in (step, position) order as one
+  // thread would have found them.
+  struct Found {
+    std::uint32_t step;
+    std::size_t pos;
+    Counterexample ce;
+  };
+  auto scan = [&](unsigned part, unsigned parts, std::vector<Found>& found, std::size_t& count) {
+    for (std::uint32_t s = 1; s <= t.steps; ++s) {
+      const auto& order = orders[s];
+      for (std::size_t g = 0; g < order.size();) {
+        const NodeId v = t.transfers[order[g]].dst;
+        std::size_t e = g;
+        while (e < order.size() && t.transfers[order[e]].dst == v) ++e;
+        if (v % parts != part) {
+          g = e;
+          continue;
+        }
+        auto& w = held_at(v);
+        for (std::size_t q = g; q < e; ++q) {
+          const std::uint32_t i = order[q];
+          const Transfer& x = t.transfers[i];
+          bool reported = false;
+          for (std::uint32_t k = 0; k < x.payload_len && !reported; ++k) {
+            Item it = t.payload[x.payload_begin + k];
+            for (auto c : d.terms_view(it)) {
+              if (!(w[c / 64] >> (c % 64) & 1)) continue;
+              reported = true;
+              if (count++ >= o.max_violations) break;
+              Counterexample ce;
+              ce.invariant = "nodup";
+              ce.step = s;
+              ce.nodes = {x.dst, x.src};
+              ce.transfers = {i};
+              ce.buffers.push_back({x.dst, "received", d.describe(it)});
+              std::string term = d.elems() == 1
+                                     ? fmt::format("x{}", c)
+                                     : fmt::format("x{}.{}", c / d.elems(), c % d.elems());
+              ce.message =
+                  fmt::format("step {}: {} receives {} from {}, but it already holds {} (since {})",
+                              s, t.topology.label(x.dst), d.describe(it), t.topology.label(x.src),
+                              term, since(v, c, s));
+              found.push_back({s, q, std::move(ce)});
+              break;
+            }
           }
         }
+        for (std::size_t q = g; q < e; ++q) {
+          const Transfer& x = t.transfers[order[q]];
+          for (std::uint32_t k = 0; k < x.payload_len; ++k)
+            for (auto c : d.terms_view(t.payload[x.payload_begin + k]))
+              w[c / 64] |= 1ULL << (c % 64);
+        }
+        g = e;
       }
-      for (std::size_t q = g; q < e; ++q) {
-        const Transfer& x = t.transfers[order[q]];
-        for (std::uint32_t k = 0; k < x.payload_len; ++k)
-          for (auto c : d.terms_view(t.payload[x.payload_begin + k])) w[c / 64] |= 1ULL << (c % 64);
-      }
-      g = e;
     }
+  };
+  const unsigned parts = o.threads != 0                 ? std::min(o.threads, 8u)
+                         : t.transfers.size() >= 200000 ? 2
+                                                        : 1;
+  std::vector<std::vector<Found>> found(parts);
+  std::vector<std::size_t> counts(parts, 0);
+  {
+    std::vector<std::thread> workers;
+    for (unsigned k = 1; k < parts; ++k)
+      workers.emplace_back([&, k] { scan(k, parts, found[k], counts[k]); });
+    scan(0, parts, found[0], counts[0]);
+    for (auto& th : workers) th.join();
   }
+  std::vector<Found> all;
+  std::size_t total = 0;
+  for (unsigned k = 0; k < parts; ++k) {
+    total += counts[k];
+    for (auto& f : found[k]) all.push_back(std::move(f));
+  }
+  std::sort(all.begin(), all.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.step, a.pos) < std::tie(b.step, b.pos);
+  });
+  for (auto& f : all) add_violation(r, o, std::move(f.ce));
+  r.violation_count += total - all.size();
   return r;
 }
 

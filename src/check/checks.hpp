@@ -72,6 +72,9 @@ struct CheckOptions {
   // declares bandwidths in chunks: synth's message model, where a transfer carries any set of
   // items it holds.
   bool congestion_in_transfers = false;
+  // Threads for the checks that split their work (nodup): 0 = two for traces of 200,000
+  // transfers or more, one below. The verdict and the counterexamples do not depend on it.
+  unsigned threads = 0;
 };
 
 // Runs every check, in kCheckNames order.
