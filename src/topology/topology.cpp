@@ -223,7 +223,8 @@ std::vector<NodeId> Impl::route(NodeId from, NodeId to) const {
     case Family::DeBruijn:  // links are sorted by id: numbers are neighbour indices
       bfs_route(from, to, true, r);
       break;
-    case Family::Custom:  // processors do not forward; no path: {from, to}, route checking reports it
+    case Family::Custom:  // processors do not forward; no path: {from, to}, route checking reports
+                          // it
       bfs_route(from, to, false, r);
       break;
     case Family::Product: {
