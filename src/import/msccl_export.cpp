@@ -31,13 +31,12 @@ namespace {
 
 struct Dep {
   int tb = -1, step = -1;
-  bool operator<(const Dep& o) const { return std::tie(tb, step) < std::tie(o.tb, o.step); }
 };
 
 struct Instr {
   const char* type;
   int off = 0, cnt = 1;
-  std::vector<Dep> deps;
+  Dep dep;  // a `<step>` waits for at most one step of another threadblock (depid, deps)
   bool hasdep = false;
 };
 
@@ -86,7 +85,7 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
 
   // The chunk an item lives in, and (allreduce) its contributions.
   auto chunk_of = [&](Item it) -> int {
-    auto ts = d.terms(it);
+    auto ts = d.terms_view(it);
     if (ts.empty()) throw UsageError("export --msccl-xml: a transfer carries the identity");
     if (gather) {
       if (ts.size() != 1)
@@ -102,7 +101,7 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
   };
   auto ranks_of = [&](Item it) {
     std::multiset<std::uint32_t> s;
-    for (auto x : d.terms(it)) s.insert(x / static_cast<std::uint32_t>(elems));
+    for (auto x : d.terms_view(it)) s.insert(x / static_cast<std::uint32_t>(elems));
     return s;
   };
 
@@ -116,15 +115,17 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
 
   auto add = [&](int r, int tbi, Instr in, int chunk, bool writes) {
     Gpu& G = g[static_cast<std::size_t>(r)];
-    std::set<Dep> deps;
-    auto w = G.last_write.find(chunk);
-    if (w != G.last_write.end() && w->second.tb != tbi) deps.insert(w->second);
-    if (writes)
-      for (const Dep& rd : G.reads[chunk])
-        if (rd.tb != tbi) deps.insert(rd);
-    // Only the latest step of each threadblock matters.
+    // The steps of other threadblocks this one waits for; of each threadblock only its latest.
     std::map<int, int> latest;
-    for (const Dep& x : deps) latest[x.tb] = std::max(latest[x.tb], x.step);
+    auto wait_for = [&](const Dep& x) {
+      if (x.tb == tbi) return;
+      auto [it, fresh] = latest.emplace(x.tb, x.step);
+      if (!fresh) it->second = std::max(it->second, x.step);
+    };
+    auto w = G.last_write.find(chunk);
+    if (w != G.last_write.end()) wait_for(w->second);
+    if (writes)
+      for (const Dep& rd : G.reads[chunk]) wait_for(rd);
     Tb& tb = G.tbs[static_cast<std::size_t>(tbi)];
     std::vector<Dep> list;
     for (auto [b, s] : latest) {
@@ -135,10 +136,10 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
     for (std::size_t k = 0; k + 1 < list.size(); ++k) {
       Instr nop;
       nop.type = "nop";
-      nop.deps = {list[k]};
+      nop.dep = list[k];
       tb.steps.push_back(nop);
     }
-    if (!list.empty()) in.deps = {list.back()};
+    if (!list.empty()) in.dep = list.back();
     tb.steps.push_back(in);
     Dep me{tbi, static_cast<int>(tb.steps.size()) - 1};
     for (int c = chunk; c < chunk + in.cnt; ++c) {
@@ -219,7 +220,7 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
                        tb.recv);
       for (std::size_t s = 0; s < tb.steps.size(); ++s) {
         const Instr& in = tb.steps[s];
-        Dep dep = in.deps.empty() ? Dep{} : in.deps.front();
+        const Dep& dep = in.dep;
         // In place: allgather's chunks are output chunks, allreduce's input chunks.
         const char* buf = gather ? "o" : "i";
         o += fmt::format(

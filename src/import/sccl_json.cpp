@@ -9,6 +9,7 @@
 
 #include "import/import.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -39,13 +40,6 @@ std::int64_t need_int(const json& j, const std::string& src, const std::string& 
 
 namespace {
 
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_what(const json::exception& e) {
-  std::string w = e.what();
-  auto k = w.find("] ");
-  return k == std::string::npos ? w : w.substr(k + 2);
-}
-
 ImportedSchedule read_msccl_json(const std::string& text, const std::string& src);
 
 }  // namespace
@@ -56,7 +50,7 @@ ImportedSchedule import_msccl_json(const std::string& text, const std::string& s
   try {
     return read_msccl_json(text, src);
   } catch (const json::exception& e) {
-    throw UsageError(src + ": unexpected JSON: " + json_what(e));
+    throw UsageError(src + ": unexpected JSON: " + json_error_text(e.what()));
   }
 }
 
@@ -67,7 +61,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw UsageError(src + ": not valid JSON: " + json_what(e));
+    throw UsageError(src + ": not valid JSON: " + json_error_text(e.what()));
   }
   if (!j.is_object()) throw UsageError(src + ": expected a JSON object");
   const json& coll = need(j, "collective", src, "");

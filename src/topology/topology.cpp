@@ -499,8 +499,7 @@ std::string Topology::to_dot() const {
     for (const Link& l : t.links_of(v)) {
       if (l.to <= v) continue;
       if (!t.bw.empty()) {  // listed: the bandwidth each way is what a reader needs
-        Topology self(impl_);
-        std::uint32_t f = self.bandwidth(v, l.to), b = self.bandwidth(l.to, v);
+        std::uint32_t f = bandwidth(v, l.to), b = bandwidth(l.to, v);
         out += f == b ? fmt::format("  {} -- {} [label=\"bw {}\"];\n", v, l.to, f)
                       : fmt::format("  {} -- {} [label=\"bw {}/{}\"];\n", v, l.to, f, b);
         continue;

@@ -22,6 +22,7 @@
 
 #include "topology/topology.hpp"
 #include "topology/topology_impl.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 namespace {
@@ -37,19 +38,8 @@ constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{16} << 20;
 
 [[noreturn]] void fail(const std::string& msg) { throw SpecError(msg); }
 
-// A path echoed in a message: printable, one line.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    auto u = static_cast<unsigned char>(ch);
-    if (out.size() >= 120) return out + "...";
-    if (u < 0x20 || u >= 0x7f)
-      out += fmt::format("\\x{:02x}", u);
-    else
-      out += ch;
-  }
-  return out;
-}
+// A path or key echoed in a message: printable, one line (util/text.hpp).
+std::string shown(std::string_view s) { return printable(s, 120); }
 
 // The DGX-1 (V100) NVLink matrix: entry [a][b] is the number of NVLinks between GPUs a and b.
 // GPUs 0-3 and 4-7 are the two quads of the hybrid cube-mesh; i and i+4 are linked across.
@@ -201,19 +191,13 @@ std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::strin
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    std::string what = e.what();
-    auto k = what.find("] ");
-    fail(fmt::format("{}: not valid JSON: {}", shown(path),
-                     shown(k == std::string::npos ? what : what.substr(k + 2))));
+    fail(fmt::format("{}: not valid JSON: {}", shown(path), json_error_text(e.what())));
   }
   // A value of another type than the reader checked for is an input error, never a crash.
   try {
     return listed_from_json(j, spec, path);
   } catch (const json::exception& e) {
-    std::string what = e.what();
-    auto k = what.find("] ");
-    fail(fmt::format("{}: unexpected JSON: {}", shown(path),
-                     shown(k == std::string::npos ? what : what.substr(k + 2))));
+    fail(fmt::format("{}: unexpected JSON: {}", shown(path), json_error_text(e.what())));
   }
 }
 
