@@ -18,6 +18,7 @@
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
 #include "smt/lemmas.hpp"
+#include "smt/star_induction.hpp"
 #include "util/exit_codes.hpp"
 
 namespace collv {
@@ -189,6 +190,131 @@ Outcome run_steps_obligation(const ProofObligation& po, const ProveCommandOption
   return out;
 }
 
+// Theorems 1-3 for every n from the model's own program (smt/star_induction.hpp), beside the
+// executor's runs on star:2..check-up-to (their counterexamples are concrete) and a cross-check of
+// the symbolic step count against the steps the executor measured.
+Outcome run_induction_obligation(const ProofObligation& po, const ProveCommandOptions& o) {
+  std::string where = po.path;
+  std::string models = o.models_dir.empty() ? default_models_dir() : o.models_dir;
+  std::string arg = po.get("model");
+  // A model given as a .coll path is relative to the proof file (mutants live beside theirs).
+  if (fs::path(arg).extension() == ".coll" && fs::path(arg).is_relative())
+    arg = (fs::path(po.path).parent_path() / arg).string();
+  Model m = parse_model_file(resolve_model_path(arg, models));
+  int up_to = parse_int(po.get("check-up-to", "5"), where);
+  if (up_to < 2 || up_to > 7) throw UsageError(where + ": check-up-to must be in 2..7");
+  std::string expect = po.get("expect", "proved");
+  if (expect != "proved" && expect != "disproved")
+    throw UsageError(where + ": expect must be proved or disproved for kind induction");
+  std::string executor = po.get("executor", "yes");
+  if (executor != "yes" && executor != "no")
+    throw UsageError(where + ": executor must be yes or no");
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> exec_failures, failures, unknowns;
+
+  // 1. The executor on star:2..up_to, every check (exact domain). `executor no` leaves the
+  //    verdict to the induction alone (tests show its obligations failing on their own).
+  std::vector<std::pair<int, std::uint32_t>> measured;
+  for (int n = 2; executor == "yes" && n <= up_to; ++n) {
+    Topology topo = Topology::parse(fmt::format("star:{}", n));
+    RunOptions ro;
+    if (auto ok = model_applies(m, topo, ro); ok && !*ok) continue;
+    Trace t = run_model(m, topo, ro);
+    if (t.failure.kind != RunFailure::Kind::None) {
+      exec_failures.push_back(fmt::format("executor, star:{}: {}", n, t.failure.message));
+      continue;
+    }
+    measured.emplace_back(n, t.steps);
+    for (const auto& r : check_trace(t, CheckOptions{})) {
+      if (r.verdict != Verdict::Fail) continue;
+      exec_failures.push_back(fmt::format("executor, star:{}: {}: {}", n, r.name,
+                                          r.violations.empty() ? r.note : r.violations[0].message));
+      break;
+    }
+  }
+
+  // 2. The symbolic induction.
+  StarInduction a = analyze_star_induction(m);
+  std::vector<InductionObligation> obs = a.obligations;
+  if (!a.exchanges_per_level.empty() && !measured.empty()) {
+    InductionObligation x;
+    x.name = "steps-executor";
+    x.description =
+        "cross-check: c(2) + ... + c(n) equals the steps the executor measured on star:2..";
+    x.script = "; " + x.description + "\n(declare-const a Bool)\n" + a.exchanges_fun();
+    std::string any = "false";
+    for (auto [n, steps] : measured) {
+      std::string sum = "0";
+      for (int k = 2; k <= n; ++k) sum = fmt::format("(+ {} (c {}))", sum, k);
+      any = fmt::format("(or {} (not (= {} {})))", any, steps, sum);
+    }
+    x.script += fmt::format("(assert (=> a {}))\n", any);
+    obs.push_back(std::move(x));
+  }
+  std::size_t proved = 0;
+  for (const auto& ob : obs) {
+    smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms});
+    s.reserve(ob.script.size() / 8 + 16);
+    s.add(ob.script);
+    smt::Result r = s.check({"a"}, ob.witnesses);
+    if (!o.emit_dir.empty()) {
+      fs::create_directories(o.emit_dir);
+      s.emit_smt2((fs::path(o.emit_dir) / (m.header.name + "-" + ob.name + ".smt2")).string(),
+                  smt::Answer::Unsat, {"a"}, "unsat = the statement holds (proof by negation)");
+    }
+    if (r.answer == smt::Answer::Unsat) {
+      ++proved;
+    } else if (r.answer == smt::Answer::Sat) {
+      std::string vals;
+      for (const auto& [k, v] : r.values) {
+        if (k.find('!') != std::string::npos && k.find("!a") == std::string::npos &&
+            k.find("!b") == std::string::npos)
+          continue;
+        vals += fmt::format("{}{} = {}", vals.empty() ? "" : ", ", k, v);
+      }
+      failures.push_back(fmt::format("{} (line {}) is violated{}", ob.name, ob.loc.line,
+                                     vals.empty() ? "" : " at " + vals));
+    } else {
+      unknowns.push_back(ob.name + ": " + r.reason);
+    }
+  }
+
+  Outcome out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!failures.empty() || !exec_failures.empty()) {
+    out.answer = "disproved";
+    out.status = expect == "disproved" ? Status::Ok : Status::Contradicted;
+    auto first = [](const std::vector<std::string>& v) {
+      return v.size() > 1 ? fmt::format("{} (and {} more)", v[0], v.size() - 1) : v[0];
+    };
+    if (!exec_failures.empty()) out.note = first(exec_failures);
+    if (!failures.empty())
+      out.note += (out.note.empty() ? "induction: " : "; induction: ") + first(failures);
+    if (!a.refusal.empty())
+      out.note +=
+          fmt::format("; the induction refuses at line {}: {}", a.refusal_loc.line, a.refusal);
+  } else if (!a.refusal.empty() || !unknowns.empty()) {
+    out.answer = "not proved";
+    out.status = Status::Inconclusive;
+    out.note = !a.refusal.empty()
+                   ? fmt::format("outside the method at line {}: {}", a.refusal_loc.line, a.refusal)
+                   : unknowns[0];
+  } else {
+    out.answer = "proved for every n >= 2";
+    out.status = expect == "proved" ? Status::Ok : Status::Contradicted;
+    std::string vars;
+    for (const auto& v : a.invariant_vars) vars += (vars.empty() ? "" : ", ") + v;
+    out.note = fmt::format(
+        "{} obligations unsat: every node's output holds every contribution once (level "
+        "invariant: {} = G_(k-1)), {}{}",
+        proved, vars,
+        a.steps_proved_obligations ? "the `steps` claim is the level-by-level sum"
+                                   : "steps not proved (" + a.steps_note + ")",
+        executor == "yes" ? fmt::format("; executor agrees on star:2..{}", up_to) : "");
+  }
+  return out;
+}
+
 Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
                        std::string& kind) {
   if (fs::path(path).extension() == ".smt2") {
@@ -211,6 +337,7 @@ Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
   }
   if (kind == "model") return run_model_obligation(po, o);
   if (kind == "steps") return run_steps_obligation(po, o);
+  if (kind == "induction") return run_induction_obligation(po, o);
   if (kind == "claim") {
     std::string ns = po.get("n");
     int n = ns == "symbolic" ? 0 : parse_int(ns, path);
@@ -250,7 +377,7 @@ Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
     return out;
   }
   throw UsageError(path + ": unknown kind '" + kind +
-                   "' (model, steps, claim, recurrence, synth, smt2)");
+                   "' (model, induction, steps, claim, recurrence, synth, smt2)");
 }
 
 std::vector<std::string> expand(const std::vector<std::string>& paths) {
