@@ -182,6 +182,9 @@ class Analyzer {
   std::set<int> head_;       // data variables that are G_(k-1) at the level's head
   std::set<int> inductive_;  // ... and read before written: the induction's variables
   int fresh_ = 0;
+  std::size_t executed_ = 0;
+  static constexpr std::size_t kMaxExecuted = 100000, kMaxObligations = 1000,
+                               kMaxScript = std::size_t{8} << 20;
 
   int slot_of(const std::string& name) const {
     for (std::size_t s = 0; s < m_.var_names.size(); ++s)
@@ -191,7 +194,15 @@ class Analyzer {
   std::string name_of(int slot) const { return m_.var_names[static_cast<std::size_t>(slot)]; }
 
   // ---- integer terms ----
+  // Terms, values and words are bounded, so a hostile program (`x := x + x` forty times) is
+  // refused instead of growing exponentially.
+  static constexpr std::size_t kMaxTerm = 1 << 16, kMaxFamilies = 256, kMaxWord = 1024;
   std::string term(const Expr& e) {
+    std::string t = term_of(e);
+    if (t.size() > kMaxTerm) throw Refused{"an integer term past the method's size limit", e.loc};
+    return t;
+  }
+  std::string term_of(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Number:
         return e.value < 0 ? fmt::format("(- {})", -e.value) : std::to_string(e.value);
@@ -261,6 +272,8 @@ class Analyzer {
       if (a.tokens.empty() && b.tokens.empty()) disjoint(a.fams, b.fams, loc, "nodup");
     }
     a.fams.insert(a.fams.end(), b.fams.begin(), b.fams.end());
+    if (a.fams.size() > kMaxFamilies)
+      throw Refused{"a value of more than 256 coset families: past the method's size limit", loc};
     a.tokens.insert(a.tokens.end(), b.tokens.begin(), b.tokens.end());
     std::sort(a.tokens.begin(), a.tokens.end());
     return a;
@@ -269,6 +282,8 @@ class Analyzer {
   // ---- obligations ----
   void obligation(std::string name, std::string description, std::vector<std::string> extra,
                   const std::string& violation, const SourceLoc& loc) {
+    if (out_->obligations.size() >= kMaxObligations)
+      throw Refused{"more than 1000 obligations: past the method's size limit", loc};
     InductionObligation ob;
     // Unique names (the first iteration of a loop and its summary may share a line).
     std::string unique = name;
@@ -298,6 +313,19 @@ class Analyzer {
   // members of one multiset).
   void disjoint(const std::vector<Family>& a, const std::vector<Family>& b, const SourceLoc& loc,
                 const std::string& what, bool self = false) {
+    // The query's size, bounded before it is built: pairs times their terms.
+    auto size_of = [](const std::vector<Family>& v) {
+      std::size_t m = 0;
+      for (const auto& f : v) {
+        std::size_t z = 64;
+        for (const auto& w : f.word) z += w.size() + 8;
+        for (const auto& bd : f.binders) z += 2 * (bd.lo.size() + bd.hi.size()) + 32;
+        m = std::max(m, z);
+      }
+      return m;
+    };
+    if (a.size() * b.size() * (size_of(a) + size_of(b)) > kMaxScript)
+      throw Refused{"a NODUP query past the method's size limit", loc};
     std::vector<std::string> decls;
     std::string any = "false";
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -329,6 +357,10 @@ class Analyzer {
   }
 
   void exec(const Stmt& s, int depth) {
+    // Every loop runs its body twice (first iteration, summary): nested loops would double the
+    // work per level of nesting, so the statements executed are counted.
+    if (++executed_ > kMaxExecuted)
+      throw Refused{"the program is past the method's size limit (statements executed)", s.loc};
     switch (s.kind) {
       case StmtKind::Assign: {
         if (s.target->kind != ExprKind::Name)
@@ -382,10 +414,16 @@ class Analyzer {
               s.loc};
         Value v = std::move(pending_->second);
         pending_.reset();
-        for (auto& f : v.fams) f.word.insert(f.word.begin(), link);
+        for (auto& f : v.fams) {
+          if (f.word.size() >= kMaxWord)
+            throw Refused{"a coset word past the method's size limit", s.loc};
+          f.word.insert(f.word.begin(), link);
+        }
         data_[s.target->slot] = std::move(v);
         written_.insert(s.target->slot);
         count_ = fmt::format("(+ {} 1)", count_);
+        if (count_.size() > kMaxTerm)
+          throw Refused{"more exchanges per level than the method's size limit", s.loc};
         return;
       }
       case StmtKind::For:
@@ -567,6 +605,8 @@ class Analyzer {
     if (mentions(body_count, b))
       throw Refused{"the number of exchanges per iteration depends on the counter", s.loc};
     count_ = fmt::format("(+ {} (* {} {}))", outer_count, body_count, range_size(lo, hi));
+    if (count_.size() > kMaxTerm)
+      throw Refused{"more exchanges per level than the method's size limit", s.loc};
     for (int slot : wd) {
       Value end = std::move(data_[slot]);
       written_.insert(slot);
