@@ -237,7 +237,12 @@ int main(int argc, char** argv) {
   prv->footer(
       "Exit codes: 0 every obligation has its expected answer, 1 one was contradicted, 2 bad "
       "input, 3 inconclusive.\n"
+      "A .proof file is `key value` lines; kind model | induction | steps | claim | recurrence |\n"
+      "synth | smt2 (docs/smt.md, section 3). kind induction proves a star program's theorems for\n"
+      "every n from its own statements (section 3a), e.g.\n"
+      "  kind induction\n  model allreduce_star\n  expect proved\n"
       "Example:\n  collv prove proofs/ --emit-smt2 certs/\n"
+      "  collv prove proofs/mutants/   # broken variants of allreduce_star, each disproved\n"
       "  bash scripts/recheck-certificates.sh certs/   # z3 alone re-checks every certificate");
 
   SynthCommandOptions syn_opts;
