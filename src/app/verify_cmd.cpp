@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "exec/symmetric.hpp"
 #include "import/import.hpp"
 #include "render/render.hpp"
 #include "util/exit_codes.hpp"
@@ -74,10 +75,12 @@ std::vector<std::string> family_sizes(const std::string& fam, const VerifyOption
 }
 
 std::vector<DomainKind> domains_of(const std::string& d) {
+  if (d == "symmetry") return {};  // verify_by_symmetry: no executor domain
   if (d == "default") return {DomainKind::Exact, DomainKind::Ordered};
   if (d == "all") return {DomainKind::Exact, DomainKind::Ordered, DomainKind::Fingerprint};
   if (auto k = domain_from_name(d)) return {*k};
-  throw UsageError("--domain must be exact, ordered, fingerprint or all, not '" + d + "'");
+  throw UsageError("--domain must be exact, ordered, fingerprint, all or symmetry, not '" + d +
+                   "'");
 }
 
 // The model files to run, sorted, each with whether it was named on the command line (a file or
@@ -193,6 +196,111 @@ void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace
 
 }  // namespace
 
+void set_exit_code(VerifyReport& rep) {
+  Tally all = rep.tally();
+  rep.exit_code = all.failed > 0 ? kExitViolation
+                  : all.errors > 0 || rep.runs.empty() || !rep.nothing_checked().empty()
+                      ? kExitUsage
+                  : all.inconclusive > 0 ? kExitInconclusive
+                                         : kExitOk;
+}
+
+// `--domain symmetry`: every model on star:N by symmetry (exec/symmetric.hpp), one representative
+// node; the star itself is never built, so N may pass the executor's node cap (up to 13).
+VerifyReport verify_by_symmetry(const VerifyOptions& o,
+                                const std::vector<std::pair<std::string, bool>>& files,
+                                std::ostream& err) {
+  if (o.engine != "exec")
+    throw UsageError("--domain symmetry is the executor's symmetric engine; --engine " + o.engine +
+                     " does not apply");
+  if (!o.trace_files.empty() ||
+      std::any_of(o.targets.begin(), o.targets.end(), looks_like_schedule_path))
+    throw UsageError("--domain symmetry verifies models; schedule files are judged as they are");
+  std::vector<int> ns;
+  for (const auto& spec : o.topologies) {
+    int n = 0;
+    auto colon = spec.find(':');
+    bool ok =
+        spec.rfind("star:", 0) == 0 && colon + 1 < spec.size() && spec.size() <= 7 &&
+        std::all_of(spec.begin() + static_cast<std::ptrdiff_t>(colon) + 1, spec.end(), ::isdigit);
+    if (ok) n = std::stoi(spec.substr(colon + 1));
+    if (!ok || n < 2 || n > 13)
+      throw UsageError(
+          "--domain symmetry runs on the star graph: -t star:N with N in 2..13, not '" + spec +
+          "'");
+    ns.push_back(n);
+  }
+  if (ns.empty()) {
+    auto lo = o.sizes ? std::max<std::int64_t>(o.sizes->first, 2) : 2;
+    auto hi = o.sizes ? std::min<std::int64_t>(o.sizes->second, 13) : o.max_star;
+    for (auto n = lo; n <= hi; ++n) ns.push_back(static_cast<int>(n));
+  }
+  VerifyReport rep;
+  for (const auto& [file, named] : files) {
+    Model m = parse_model_file(file);
+    if (o.topologies.empty() && std::find(m.header.topologies.begin(), m.header.topologies.end(),
+                                          "star") == m.header.topologies.end())
+      continue;  // a directory or --all: only the star models
+    VerifyGroup grp;
+    grp.model = m.header.name;
+    grp.file = file;
+    grp.family = "star";
+    grp.named = named;
+    std::size_t g = rep.groups.size();
+    rep.groups.push_back(grp);
+    for (int n : ns) {
+      auto t0 = std::chrono::steady_clock::now();
+      VerifyRun run;
+      run.model = m.header.name;
+      run.file = file;
+      run.topology = fmt::format("star:{}", n);
+      run.domain = "symmetry";
+      run.p = 1;
+      for (int i = 2; i <= n; ++i) run.p *= static_cast<std::uint64_t>(i);
+      run.group = g;
+      rep.groups[g].specs.push_back(run.topology);
+      RunOptions ro = o.run;
+      if (o.progress && !o.quiet)
+        ro.progress = [&](std::uint64_t, std::uint32_t step) {
+          err << fmt::format("\r\033[K{} on {} by symmetry: step {}", m.header.name, run.topology,
+                             step)
+              << std::flush;
+        };
+      try {
+        SymmetricResult r = verify_symmetric(m, n, ro);
+        if (!r.refusal.empty()) {
+          run.status = "error";
+          run.error =
+              fmt::format("{}: not verified by symmetry: {}", r.refusal_loc.str(), r.refusal);
+        } else {
+          run.steps = r.steps;
+          run.cost_ts = r.cost_ts;
+          run.cost_tw = r.cost_tw;
+          run.checks = std::move(r.checks);
+          bool fail = false, unknown = false;
+          for (const auto& c : run.checks) {
+            fail = fail || c.verdict == Verdict::Fail;
+            unknown = unknown || c.verdict == Verdict::Unknown;
+          }
+          run.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
+        }
+      } catch (const ModelError& e) {
+        run.status = "error";
+        run.error = e.what();
+      } catch (const UsageError& e) {
+        run.status = "error";
+        run.error = e.what();
+      }
+      run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      rep.groups[g].seconds += run.seconds;
+      rep.runs.push_back(std::move(run));
+    }
+  }
+  if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
+  set_exit_code(rep);
+  return rep;
+}
+
 VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& err) {
   if (o.engine != "exec" && o.engine != "smt" && o.engine != "both")
     throw UsageError("--engine must be exec, smt or both, not '" + o.engine + "'");
@@ -223,6 +331,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       throw UsageError("--source: no model selected has a root (" + unrooted +
                        "); --source is for broadcast, reduce, scatter and gather");
   }
+  if (o.domain == "symmetry") return verify_by_symmetry(o, files, err);
   VerifyReport rep;
   std::map<std::string, Topology> topo_cache;
   auto topo_of = [&](const std::string& spec) -> const Topology& {
@@ -456,12 +565,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
-  Tally all = rep.tally();
-  rep.exit_code = all.failed > 0 ? kExitViolation
-                  : all.errors > 0 || rep.runs.empty() || !rep.nothing_checked().empty()
-                      ? kExitUsage
-                  : all.inconclusive > 0 ? kExitInconclusive
-                                         : kExitOk;
+  set_exit_code(rep);
   return rep;
 }
 

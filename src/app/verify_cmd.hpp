@@ -44,7 +44,7 @@ std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s,
 // One run of the matrix with its verdicts.
 struct VerifyRun {
   std::string model, file, topology, domain;
-  std::uint32_t p = 0;
+  std::uint64_t p = 0;  // processors (n! on star:n, also past the executor's node cap)
   std::optional<std::uint32_t> source;  // rooted collectives
   std::optional<std::int64_t> shift;    // shift collectives
   std::uint32_t count = 1;              // --count: elements per input (or per block)
