@@ -9,7 +9,7 @@ namespace collv {
 
 struct ReproduceOptions {
   std::string what = "all";  // table1 | table2 | all
-  int max_n = 8;             // Table 2: run the all-reduce on star:n for n up to this
+  int max_n = 10;            // Table 2: run the all-reduce on star:n for n up to this
   // Table 2: prove the least single-port broadcast time on star:n with the SAT backend for n up
   // to this (a reduce-then-broadcast all-reduce takes at least twice it); beyond, the counting
   // bound ceil(log2 n!) stands in.

@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
   ver->add_option("-s,--source", ver_opts.source,
                   "root of rooted collectives: all (default) or a node id");
   ver->add_option("-d,--domain", ver_opts.domain,
-                  "exact | ordered | fingerprint | all (default: exact and ordered)");
+                  "exact | ordered | fingerprint | all (default: exact and ordered) | symmetry "
+                  "(star programs on star:2..13, one node for all: docs/symmetry.md)");
   ver->add_option("--engine", ver_opts.engine, "exec (default) | smt | both")
       ->check(CLI::IsMember({"exec", "smt", "both"}));
   ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");
@@ -291,7 +292,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table1", "table2", "all"}));
   rep->add_option(
       "--max-n", rep_opts.max_n,
-      "Table 2: run the all-reduce up to star:N (2..10, default 8; 10 takes about a minute)");
+      "Table 2: run the all-reduce up to star:N (2..10, default 10; beyond 7 by symmetry)");
   rep->add_option("--broadcast-max-n", rep_opts.broadcast_max_n,
                   "Table 2: prove the least single-port broadcast time on star:n with the SAT "
                   "backend for n up to this (default 5; star:6 takes minutes)");
