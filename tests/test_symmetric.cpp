@@ -36,11 +36,11 @@ const CheckResult& named(const std::vector<CheckResult>& rs, const std::string& 
 
 // The symmetric engine and a full exact run agree on star:n: every verdict the engine decides,
 // the steps, the cost, and which contributions node 0 ends with.
-void cross_check(const Model& m, int n) {
-  INFO(m.header.name << " on star:" << n);
-  SymmetricResult s = verify_symmetric(m, n, RunOptions{});
+void cross_check(const Model& m, int n, const std::string& family = "star") {
+  INFO(m.header.name << " on " << family << ":" << n);
+  SymmetricResult s = verify_symmetric(m, family, n, RunOptions{});
   REQUIRE(s.refusal.empty());
-  Topology t = Topology::parse("star:" + std::to_string(n));
+  Topology t = Topology::parse(family + ":" + std::to_string(n));
   Trace full = run_model(m, t, RunOptions{});
   auto rs = check_trace(full, CheckOptions{});
   for (const char* name :
@@ -91,7 +91,8 @@ TEST_CASE("symmetry: the index of a permutation and the swap of positions 1 and 
   CHECK(seen.size() == 120);
 }
 
-TEST_CASE("symmetry: verdicts and outputs agree with full runs (star:3..7)", "[symmetry]") {
+namespace {
+std::vector<Model> star_models() {
   std::vector<Model> models;
   for (const char* f :
        {"/models/allreduce_star.coll", "/models/allgather_star.coll",
@@ -102,8 +103,34 @@ TEST_CASE("symmetry: verdicts and outputs agree with full runs (star:3..7)", "[s
   models.push_back(
       mutant({{"send local along link k;", "send local along link k - 1;"},
               {"receive outgoing along link k;", "receive outgoing along link k - 1;"}}));
-  for (const auto& m : models)
-    for (int n = 3; n <= 7; ++n) cross_check(m, n);
+  return models;
+}
+}  // namespace
+
+TEST_CASE("symmetry: verdicts and outputs agree with full runs (star:3..6)", "[symmetry]") {
+  for (const auto& m : star_models())
+    for (int n = 3; n <= 6; ++n) cross_check(m, n);
+}
+
+TEST_CASE("symmetry: verdicts and outputs agree with full runs (star:7)", "[symmetry][slow]") {
+  for (const auto& m : star_models()) cross_check(m, 7);
+}
+
+TEST_CASE("symmetry: every hypercube model it runs agrees with full runs (hypercube:1..12)",
+          "[symmetry]") {
+  int checked = 0;
+  for (const auto& f : list_model_files(kRoot + "/models")) {
+    Model m = parse_model_file(f);
+    if (std::find(m.header.topologies.begin(), m.header.topologies.end(), "hypercube") ==
+        m.header.topologies.end())
+      continue;
+    if (!verify_symmetric(m, "hypercube", 3, {}).refusal.empty()) continue;
+    INFO(f);
+    for (int d = 1; d <= (m.header.collective == Collective::Allgather ? 10 : 12); ++d)
+      cross_check(m, d, "hypercube");
+    ++checked;
+  }
+  CHECK(checked >= 2);  // allreduce_hypercube, allgather_hypercube
 }
 
 TEST_CASE("symmetry: the star all-reduce on star:8 agrees with the full run", "[symmetry][slow]") {
@@ -114,14 +141,17 @@ TEST_CASE("symmetry: each mutant fails the checks it breaks", "[symmetry]") {
   auto fails = [](const SymmetricResult& r, const char* name) {
     return named(r.checks, name).verdict == Verdict::Fail;
   };
-  auto fwd = verify_symmetric(parse_model_file(kRoot + "/proofs/mutants/forward_sum.coll"), 9, {});
+  auto fwd =
+      verify_symmetric(parse_model_file(kRoot + "/proofs/mutants/forward_sum.coll"), "star", 9, {});
   CHECK(fails(fwd, "nodup"));
   CHECK(fails(fwd, "postcondition"));
-  auto skip = verify_symmetric(parse_model_file(kRoot + "/proofs/mutants/skip_link2.coll"), 9, {});
+  auto skip =
+      verify_symmetric(parse_model_file(kRoot + "/proofs/mutants/skip_link2.coll"), "star", 9, {});
   CHECK(fails(skip, "postcondition"));
   CHECK(fails(skip, "steps"));
   CHECK_FALSE(fails(skip, "nodup"));
-  auto ok = verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), 9, {});
+  auto ok =
+      verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), "star", 9, {});
   for (const auto& c : ok.checks) {
     INFO(c.name);
     CHECK(c.verdict != Verdict::Fail);
@@ -131,18 +161,35 @@ TEST_CASE("symmetry: each mutant fails the checks it breaks", "[symmetry]") {
 
 TEST_CASE("symmetry: node-dependent programs are refused, not verified", "[symmetry]") {
   auto by_id = verify_symmetric(
-      mutant("send local along link k;", "send local along link 2 + my_id mod 2;"), 4, {});
+      mutant("send local along link k;", "send local along link 2 + my_id mod 2;"), "star", 4, {});
   CHECK(by_id.refusal.find("my_id") != std::string::npos);
   CHECK(by_id.checks.empty());
-  auto hyper =
-      verify_symmetric(parse_model_file(kRoot + "/models/allreduce_hypercube.coll"), 4, {});
-  CHECK_FALSE(hyper.refusal.empty());
+  // On the hypercube my_id may be a peer (my_id XOR 2^i), nothing else: a branch on it is refused.
+  std::string text = slurp(kRoot + "/models/allreduce_hypercube.coll");
+  auto at = text.find("send result to partner;");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 23,
+               "if my_id < 2 then send result to partner; else send result to partner; endif;");
+  auto branch = verify_symmetric(parse_model(text, "branch.coll"), "hypercube", 3, {});
+  CHECK(branch.refusal.find("my_id") != std::string::npos);
+  // Every model of the library either runs by symmetry or is refused; none throws.
+  int ran = 0;
+  for (const auto& f : list_model_files(kRoot + "/models")) {
+    Model m = parse_model_file(f);
+    for (const auto& fam : m.header.topologies) {
+      if (fam != "star" && fam != "hypercube") continue;
+      INFO(f);
+      auto r = verify_symmetric(m, fam, 3, {});
+      ran += r.refusal.empty();
+    }
+  }
+  CHECK(ran >= 4);
   // Up front: star:12 needs hundreds of MB for its sets; a 64 MiB limit refuses it.
   RunOptions small;
   small.max_memory = 64ull << 20;
-  CHECK(symmetric_bytes(parse_model_file(kRoot + "/models/allreduce_star.coll"), 12) >
+  CHECK(symmetric_bytes(parse_model_file(kRoot + "/models/allreduce_star.coll"), "star", 12) >
         (400ull << 20));
   CHECK_THROWS_AS(
-      verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), 12, small),
+      verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), "star", 12, small),
       LimitError);
 }

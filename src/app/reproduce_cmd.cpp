@@ -153,7 +153,7 @@ int run_reproduce_command(const ReproduceOptions& o, std::ostream& out, std::ost
         // Beyond star:7 by symmetry (exec/symmetric.hpp): one representative node, exact.
         RunOptions ro;
         ro.max_memory = 16ULL << 30;
-        SymmetricResult sr = verify_symmetric(m, r.n, ro);
+        SymmetricResult sr = verify_symmetric(m, "star", r.n, ro);
         bool all_sum = sr.refusal.empty();
         for (const auto& c : sr.checks)
           if (c.name == "postcondition" || c.name == "nodup")

@@ -2,6 +2,7 @@
 #include "app/verify_cmd.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -216,47 +217,64 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
   if (!o.trace_files.empty() ||
       std::any_of(o.targets.begin(), o.targets.end(), looks_like_schedule_path))
     throw UsageError("--domain symmetry verifies models; schedule files are judged as they are");
-  std::vector<int> ns;
+  // (family, size) pairs: the explicit specs, or each star/hypercube family of each model.
+  std::vector<std::pair<std::string, int>> explicit_specs;
   for (const auto& spec : o.topologies) {
-    int n = 0;
     auto colon = spec.find(':');
-    bool ok =
-        spec.rfind("star:", 0) == 0 && colon + 1 < spec.size() && spec.size() <= 7 &&
-        std::all_of(spec.begin() + static_cast<std::ptrdiff_t>(colon) + 1, spec.end(), ::isdigit);
-    if (ok) n = std::stoi(spec.substr(colon + 1));
-    if (!ok || n < 2 || n > 13)
+    std::string fam = colon == std::string::npos ? spec : spec.substr(0, colon);
+    std::string num = colon == std::string::npos ? "" : spec.substr(colon + 1);
+    bool ok = (fam == "star" || fam == "hypercube") && !num.empty() && num.size() <= 2 &&
+              std::all_of(num.begin(), num.end(), ::isdigit);
+    int k = ok ? std::stoi(num) : 0;
+    if (!ok || (fam == "star" && (k < 2 || k > 13)) || (fam == "hypercube" && (k < 1 || k > 32)))
       throw UsageError(
-          "--domain symmetry runs on the star graph: -t star:N with N in 2..13, not '" + spec +
-          "'");
-    ns.push_back(n);
+          "--domain symmetry runs star:N (N in 2..13) and hypercube:D (D in 1..32), "
+          "not '" +
+          spec + "'");
+    explicit_specs.emplace_back(fam, k);
   }
-  if (ns.empty()) {
-    auto lo = o.sizes ? std::max<std::int64_t>(o.sizes->first, 2) : 2;
-    auto hi = o.sizes ? std::min<std::int64_t>(o.sizes->second, 13) : o.max_star;
-    for (auto n = lo; n <= hi; ++n) ns.push_back(static_cast<int>(n));
-  }
+  auto sizes_of = [&](const std::string& fam) {
+    std::vector<std::pair<std::string, int>> v;
+    std::int64_t lo = fam == "star" ? 2 : 1;
+    std::int64_t hi = fam == "star" ? o.max_star : std::bit_width(o.max_p) - 1;
+    if (o.sizes) {
+      lo = std::max(lo, o.sizes->first);
+      hi = std::min<std::int64_t>(o.sizes->second, fam == "star" ? 13 : 32);
+    }
+    for (auto k = lo; k <= hi; ++k) v.emplace_back(fam, static_cast<int>(k));
+    return v;
+  };
   VerifyReport rep;
   for (const auto& [file, named] : files) {
     Model m = parse_model_file(file);
-    if (o.topologies.empty() && std::find(m.header.topologies.begin(), m.header.topologies.end(),
-                                          "star") == m.header.topologies.end())
-      continue;  // a directory or --all: only the star models
-    VerifyGroup grp;
-    grp.model = m.header.name;
-    grp.file = file;
-    grp.family = "star";
-    grp.named = named;
-    std::size_t g = rep.groups.size();
-    rep.groups.push_back(grp);
-    for (int n : ns) {
+    std::vector<std::pair<std::string, int>> specs = explicit_specs;
+    if (specs.empty())
+      for (const auto& fam : m.header.topologies)
+        if (fam == "star" || fam == "hypercube")
+          for (auto& sp : sizes_of(fam)) specs.push_back(sp);
+    std::map<std::string, std::size_t> group_of;
+    for (const auto& [fam, k] : specs) {
+      if (!group_of.count(fam)) {
+        VerifyGroup grp;
+        grp.model = m.header.name;
+        grp.file = file;
+        grp.family = fam;
+        grp.named = named;
+        group_of[fam] = rep.groups.size();
+        rep.groups.push_back(grp);
+      }
+      std::size_t g = group_of[fam];
       auto t0 = std::chrono::steady_clock::now();
       VerifyRun run;
       run.model = m.header.name;
       run.file = file;
-      run.topology = fmt::format("star:{}", n);
+      run.topology = fmt::format("{}:{}", fam, k);
       run.domain = "symmetry";
       run.p = 1;
-      for (int i = 2; i <= n; ++i) run.p *= static_cast<std::uint64_t>(i);
+      if (fam == "hypercube")
+        run.p = std::uint64_t{1} << k;
+      else
+        for (int i = 2; i <= k; ++i) run.p *= static_cast<std::uint64_t>(i);
       run.group = g;
       rep.groups[g].specs.push_back(run.topology);
       RunOptions ro = o.run;
@@ -267,7 +285,7 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
               << std::flush;
         };
       try {
-        SymmetricResult r = verify_symmetric(m, n, ro);
+        SymmetricResult r = verify_symmetric(m, fam, k, ro);
         if (!r.refusal.empty()) {
           run.status = "error";
           run.error =

@@ -18,7 +18,8 @@ namespace collv {
 
 namespace {
 
-constexpr int kMaxN = 13;
+constexpr int kMaxN = 13;      // star:13, 6.2e9 processors
+constexpr int kMaxD = 32;      // hypercube:32, 4.3e9 processors
 constexpr int kTableMax = 10;  // sigma_j tables for j <= 10 (10! entries of 4 bytes)
 
 std::uint64_t fact(int n) {
@@ -72,6 +73,13 @@ struct Stop {};  // a violation that ends the run (a link that does not exist)
 
 using Words = std::vector<std::uint64_t>;
 
+// An integer is node-independent, or (hypercube) my_id XOR v: the only node-dependent value the
+// engine admits, and only as the peer of a send or receive.
+struct IntV {
+  std::int64_t v = 0;
+  bool xor_id = false;
+};
+
 struct Set {
   std::shared_ptr<const Words> bits;  // nullptr: empty
   bool tainted = false;               // built from a `+` that counted a contribution twice
@@ -99,8 +107,13 @@ void violate(CheckResult& r, std::string message) {
 
 class Engine {
  public:
-  Engine(const Model& m, int n, const RunOptions& o)
-      : m_(m), n_(n), o_(o), N_(fact(n)), words_((N_ + 63) / 64) {}
+  Engine(const Model& m, bool hyper, int size, const RunOptions& o)
+      : m_(m),
+        hyper_(hyper),
+        n_(size),
+        o_(o),
+        N_(hyper ? std::uint64_t{1} << size : fact(size)),
+        words_((N_ + 63) / 64) {}
 
   SymmetricResult run() {
     SymmetricResult out;
@@ -110,6 +123,19 @@ class Engine {
           "by symmetry collv verifies all-reduce and all-to-all broadcast with `layout "
           "any` (the sets say which contributions a buffer holds, not their order)",
           m_.header.loc};
+    if (hyper_ && m_.header.requires_) {
+      std::map<std::string, double> env{{"d", n_}, {"p", static_cast<double>(N_)}, {"count", 1}};
+      double holds = 0;
+      try {
+        holds = eval_header_expr(*m_.header.requires_, env, "'requires' on " + topology_spec());
+      } catch (const ModelError& e) {
+        throw Refused{std::string("its `requires` cannot be evaluated here: ") + e.what(),
+                      m_.header.requires_->loc};
+      }
+      if (holds == 0)
+        throw Refused{"the model's `requires` is false on " + topology_spec(),
+                      m_.header.requires_->loc};
+    }
     if (o_.count != 1)
       throw Refused{"by symmetry collv runs one element per input (--count 1)", m_.header.loc};
     runtime_ = result("runtime", Verdict::Pass);
@@ -135,11 +161,12 @@ class Engine {
 
  private:
   const Model& m_;
+  bool hyper_;  // hypercube:n_ (node x holds x XOR R) instead of star:n_ (pi holds pi R)
   int n_;
   const RunOptions& o_;
   std::uint64_t N_, words_;
   std::uint64_t live_ = 0, peak_ = 0;  // before every set: the sets' deleters update them
-  std::map<int, std::int64_t> ints_;
+  std::map<int, IntV> ints_;
   std::map<int, Set> data_;
   bool pending_ = false;
   std::int64_t pending_link_ = 0;
@@ -168,6 +195,7 @@ class Engine {
     return Set{w, false};
   }
   std::uint64_t identity_index() const {
+    if (hyper_) return 0;
     std::vector<int> h(static_cast<std::size_t>(n_));
     for (int i = 0; i < n_; ++i) h[static_cast<std::size_t>(i)] = i + 1;
     return symmetric_index(h);
@@ -189,8 +217,23 @@ class Engine {
     return t;
   }
   // t_j R: every contribution g becomes t_j g (positions 1 and j of g^-1 swapped).
-  Set transform(const Set& s, int j) {
+  Set transform(const Set& s, std::int64_t key) {
     if (s.empty()) return s;
+    if (hyper_) {  // c XOR R: every contribution r becomes r XOR c
+      auto out = alloc();
+      auto c = static_cast<std::uint64_t>(key);
+      const Words& in = *s.bits;
+      for (std::uint64_t wi = 0; wi < words_; ++wi) {
+        std::uint64_t w = in[wi];
+        while (w) {
+          std::uint64_t t = (wi * 64 + static_cast<std::uint64_t>(std::countr_zero(w))) ^ c;
+          w &= w - 1;
+          (*out)[t / 64] |= std::uint64_t{1} << (t % 64);
+        }
+      }
+      return Set{out, s.tainted};
+    }
+    int j = static_cast<int>(key);
     auto out = alloc();
     const Words& in = *s.bits;
     const std::uint64_t block = fact(j);
@@ -215,7 +258,23 @@ class Engine {
       if (m_.var_names[s] == name) return static_cast<int>(s);
     throw Refused{"no variable '" + name + "'", m_.header.loc};
   }
+  // The node whose contribution index stands for (the representative's view), and its label.
+  std::uint64_t origin_id(std::uint64_t index) const {
+    if (hyper_) return index;
+    auto h = symmetric_unindex(index, n_);
+    std::vector<int> g(h.size());
+    for (std::size_t q = 0; q < h.size(); ++q)
+      g[static_cast<std::size_t>(h[q] - 1)] = static_cast<int>(q) + 1;
+    return star_rank(g);
+  }
+  std::string hyper_label(std::uint64_t x) const {
+    std::string s(static_cast<std::size_t>(n_), '0');
+    for (int i = 0; i < n_; ++i)
+      if ((x >> i) & 1) s[static_cast<std::size_t>(n_ - 1 - i)] = '1';
+    return s;
+  }
   std::string origin_label(std::uint64_t index) const {
+    if (hyper_) return hyper_label(index);
     auto h = symmetric_unindex(index, n_);
     std::vector<int> g(h.size());
     for (std::size_t i = 0; i < h.size(); ++i)
@@ -227,7 +286,11 @@ class Engine {
     }
     return s;
   }
+  std::string topology_spec() const {
+    return fmt::format("{}:{}", hyper_ ? "hypercube" : "star", n_);
+  }
   std::string rep_label() const {
+    if (hyper_) return hyper_label(0);
     std::string s;
     for (int i = 1; i <= n_; ++i) {
       if (n_ >= 10 && i > 1) s += ',';
@@ -236,20 +299,29 @@ class Engine {
     return s;
   }
 
-  // ---- integers (never node-dependent) ----
+  // ---- integers ----
   std::int64_t ival(const Expr& e) {
+    IntV x = iv(e);
+    if (x.xor_id)
+      throw Refused{
+          "'" + expr_to_string(e) + "' depends on my_id: by symmetry only a peer may (my_id XOR c)",
+          e.loc};
+    return x.v;
+  }
+  IntV iv(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Number:
-        return e.value;
+        return {e.value};
       case ExprKind::Name: {
         if (e.slot >= 0) {
           if (m_.var_types[static_cast<std::size_t>(e.slot)] != Type::Int)
             throw Refused{"'" + e.name + "' is not an integer", e.loc};
           auto f = ints_.find(e.slot);
-          return f == ints_.end() ? 0 : f->second;
+          return f == ints_.end() ? IntV{} : f->second;
         }
-        if (e.name == "n") return n_;
-        if (e.name == "p") return static_cast<std::int64_t>(N_);
+        if (e.name == (hyper_ ? "d" : "n")) return {n_};
+        if (e.name == "p") return {static_cast<std::int64_t>(N_)};
+        if (e.name == "my_id" && hyper_) return {0, true};
         throw Refused{"'" + e.name +
                           "' makes the program node-dependent: by symmetry every node must run "
                           "the same communications",
@@ -257,38 +329,50 @@ class Engine {
       }
       case ExprKind::Unary: {
         std::int64_t a = ival(*e.args[0]);
-        if (e.op == Op::Neg) return -a;
-        if (e.op == Op::Not) return a == 0;
+        if (e.op == Op::Neg) return {-a};
+        if (e.op == Op::Not) return {a == 0};
         break;
       }
       case ExprKind::Binary: {
-        if (e.op == Op::And) return ival(*e.args[0]) != 0 && ival(*e.args[1]) != 0;
-        if (e.op == Op::Or) return ival(*e.args[0]) != 0 || ival(*e.args[1]) != 0;
+        if (e.op == Op::BitXor) {
+          IntV a = iv(*e.args[0]), b = iv(*e.args[1]);
+          return {a.v ^ b.v, a.xor_id != b.xor_id};
+        }
+        if (e.op == Op::And) return {ival(*e.args[0]) != 0 && ival(*e.args[1]) != 0};
+        if (e.op == Op::Or) return {ival(*e.args[0]) != 0 || ival(*e.args[1]) != 0};
         std::int64_t a = ival(*e.args[0]), b = ival(*e.args[1]);
         switch (e.op) {
           case Op::Add:
-            return a + b;
+            return {a + b};
           case Op::Sub:
-            return a - b;
+            return {a - b};
           case Op::Mul:
-            return a * b;
+            return {a * b};
+          case Op::Pow:
+            if (b < 0 || b > 62 || (a != 2 && b > 0 && (a < 0 || a > 2)))
+              throw Refused{"powers are run here as 2^k, 0 <= k <= 62", e.loc};
+            return {b == 0 ? 1 : (a == 2 ? std::int64_t{1} << b : a)};
+          case Op::BitAnd:
+            return {a & b};
+          case Op::BitOr:
+            return {a | b};
           case Op::IntDiv:
           case Op::Mod:
             if (a < 0 || b <= 0)
               throw Refused{"div and mod are run here on non-negative operands only", e.loc};
-            return e.op == Op::IntDiv ? a / b : a % b;
+            return {e.op == Op::IntDiv ? a / b : a % b};
           case Op::Eq:
-            return a == b;
+            return {a == b};
           case Op::Ne:
-            return a != b;
+            return {a != b};
           case Op::Lt:
-            return a < b;
+            return {a < b};
           case Op::Le:
-            return a <= b;
+            return {a <= b};
           case Op::Gt:
-            return a > b;
+            return {a > b};
           case Op::Ge:
-            return a >= b;
+            return {a >= b};
           default:
             break;
         }
@@ -299,6 +383,35 @@ class Engine {
     }
     throw Refused{"the expression '" + expr_to_string(e) + "' is outside the symmetric engine",
                   e.loc};
+  }
+
+  // The generator a send or receive goes through: a star link j (2..n), or a hypercube mask 2^i
+  // (`along link i` or `to my_id XOR 2^i`). nullopt: a link the topology does not have.
+  std::optional<std::int64_t> generator(const Stmt& s) {
+    if (s.along_link) {
+      std::int64_t link = ival(*s.peer);
+      if (hyper_) {
+        if (link < 0 || link >= n_) return std::nullopt;
+        return std::int64_t{1} << link;
+      }
+      if (link < 2 || link > n_) return std::nullopt;
+      return link;
+    }
+    if (!hyper_)
+      throw Refused{"a peer given as a node id: on the star, by symmetry, sends go `along link`",
+                    s.loc};
+    IntV x = iv(*s.peer);
+    if (!x.xor_id)
+      throw Refused{
+          "a fixed node id as the peer: every node would talk to the same node, which "
+          "is not symmetric",
+          s.loc};
+    if (x.v <= 0 || x.v >= static_cast<std::int64_t>(N_) || (x.v & (x.v - 1)) != 0)
+      throw Refused{
+          "a peer my_id XOR c that is not a neighbour (c is not a power of two below "
+          "p): outside the engine",
+          s.loc};
+    return x.v;
   }
 
   // ---- data ----
@@ -360,47 +473,45 @@ class Engine {
           throw Refused{"assignments to parts of a buffer are outside the symmetric engine", s.loc};
         int slot = s.target->slot;
         if (m_.var_types[static_cast<std::size_t>(slot)] == Type::Int)
-          ints_[slot] = ival(*s.value);
+          ints_[slot] = iv(*s.value);
         else
           data_[slot] = dval(*s.value);
         return;
       }
       case StmtKind::Send: {
-        if (!s.along_link)
-          throw Refused{"a send to a node id: by symmetry sends go `along link`", s.loc};
-        std::int64_t link = ival(*s.peer);
+        auto key = generator(s);
         Set v = dval(*s.value);
         if (pending_)
           throw Refused{"two sends without a receive between them: the engine needs exchanges",
                         s.loc};
-        if (link < 2 || link > n_) {
-          violate(runtime_, fmt::format("{}: every node sends along link {}, which star:{} does "
-                                        "not have (links 2..{})",
-                                        s.loc.str(), link, n_, n_));
+        if (!key) {
+          violate(runtime_,
+                  fmt::format("{}: every node sends along link {}, which {} does not "
+                              "have (links {})",
+                              s.loc.str(), ival(*s.peer), topology_spec(),
+                              hyper_ ? fmt::format("0..{}", n_ - 1) : fmt::format("2..{}", n_)));
           throw Stop{};
         }
         pending_ = true;
-        pending_link_ = link;
+        pending_link_ = *key;
         pending_value_ = std::move(v);
         pending_loc_ = s.loc;
         return;
       }
       case StmtKind::Receive: {
-        if (!s.along_link)
-          throw Refused{"a receive from a node id: by symmetry receives go `along link`", s.loc};
         if (s.target->kind != ExprKind::Name)
           throw Refused{"receiving into part of a buffer is outside the symmetric engine", s.loc};
-        std::int64_t link = ival(*s.peer);
-        if (!pending_ || pending_link_ != link)
+        auto key = generator(s);
+        if (!pending_ || !key || pending_link_ != *key)
           throw Refused{
-              "this receive is not the second half of an exchange (`send ... along link "
-              "L` then `receive ... along link L`)",
+              "this receive is not the second half of an exchange (a send to the same "
+              "neighbour, then this receive)",
               s.loc};
         pending_ = false;
         std::uint64_t items = m_.header.collective == Collective::Allgather
                                   ? popcount(pending_value_)
                                   : (pending_value_.empty() ? 0 : 1);
-        Set got = transform(pending_value_, static_cast<int>(link));
+        Set got = transform(pending_value_, *key);
         pending_value_ = Set{};
         data_[s.target->slot] = std::move(got);
         ++steps_;
@@ -411,7 +522,7 @@ class Engine {
       case StmtKind::For: {
         std::int64_t from = ival(*s.value), to = ival(*s.limit);
         for (std::int64_t i = from; s.downto ? i >= to : i <= to; s.downto ? --i : ++i) {
-          ints_[s.var_slot] = i;
+          ints_[s.var_slot] = IntV{i};
           exec_block(s.body);
           if (breaking_) {
             breaking_ = false;
@@ -441,7 +552,7 @@ class Engine {
   }
 
   void finish(SymmetricResult& out, bool stopped) {
-    std::map<std::string, double> env{{"n", n_}, {"p", static_cast<double>(N_)}};
+    std::map<std::string, double> env{{hyper_ ? "d" : "n", n_}, {"p", static_cast<double>(N_)}};
     const Set& o = data_[slot_of(m_.header.output)];
     std::uint64_t held = popcount(o);
     CheckResult post = result("postcondition", Verdict::Pass);
@@ -473,21 +584,15 @@ class Engine {
       else if (o.tainted)
         fin = result("final-buffers", Verdict::Unknown,
                      "multiplicities are not kept after a NODUP violation");
-      if (n_ <= 8) {
+      if (N_ <= 40320) {
         out.output_origins.assign(N_, false);
         for (std::uint64_t i = 0; i < N_ && !o.empty(); ++i)
-          if (((*o.bits)[i / 64] >> (i % 64)) & 1) {
-            auto h = symmetric_unindex(i, n_);
-            std::vector<int> g(h.size());
-            for (std::size_t q = 0; q < h.size(); ++q)
-              g[static_cast<std::size_t>(h[q] - 1)] = static_cast<int>(q) + 1;
-            out.output_origins[star_rank(g)] = true;
-          }
+          if (((*o.bits)[i / 64] >> (i % 64)) & 1) out.output_origins[origin_id(i)] = true;
       }
     }
     CheckResult steps = result("steps", Verdict::NotChecked, "the model claims no step count");
     if (m_.header.steps && !stopped) {
-      double s = eval_header_expr(*m_.header.steps, env, fmt::format("'steps' on star:{}", n_));
+      double s = eval_header_expr(*m_.header.steps, env, "'steps' on " + topology_spec());
       steps = result("steps", Verdict::Pass);
       bool bad = m_.header.steps_at_most ? steps_ > s : std::fabs(steps_ - s) > 1e-9;
       if (bad)
@@ -499,7 +604,7 @@ class Engine {
       auto e1 = env, e2 = env;
       e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
       e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
-      std::string what = fmt::format("'cost' on star:{}", n_);
+      std::string what = "'cost' on " + topology_spec();
       double cts = eval_header_expr(*m_.header.cost, e1, what);
       double ctw = eval_header_expr(*m_.header.cost, e2, what);
       auto near = [](double a, double b) {
@@ -558,29 +663,36 @@ std::vector<int> symmetric_unindex(std::uint64_t index, int n) {
   return h;
 }
 
-std::uint64_t symmetric_bytes(const Model& m, int n) {
+std::uint64_t symmetric_bytes(const Model& m, const std::string& family, int size) {
+  bool hyper = family == "hypercube";
   std::uint64_t data_vars = 0;
   for (auto t : m.var_types) data_vars += t == Type::Data;
-  std::uint64_t set = (fact(n) + 63) / 64 * 8;
+  std::uint64_t set = ((hyper ? std::uint64_t{1} << size : fact(size)) + 63) / 64 * 8;
   std::uint64_t tables = 0;
-  for (int j = 2; j <= std::min(n, kTableMax); ++j) tables += fact(j) * 4;
+  for (int j = 2; !hyper && j <= std::min(size, kTableMax); ++j) tables += fact(j) * 4;
   // every variable, the value in flight, and two temporaries of an expression
   return (data_vars + 3) * set + tables;
 }
 
-SymmetricResult verify_symmetric(const Model& m, int n, const RunOptions& o) {
-  if (n < 2 || n > kMaxN)
-    throw UsageError(
-        fmt::format("by symmetry collv runs star:2 .. star:{}, not star:{}", kMaxN, n));
-  std::uint64_t need = symmetric_bytes(m, n);
+SymmetricResult verify_symmetric(const Model& m, const std::string& family, int n,
+                                 const RunOptions& o) {
+  bool hyper = family == "hypercube";
+  if (!hyper && family != "star")
+    throw UsageError("by symmetry collv runs the star and the hypercube, not " + family);
+  if (hyper ? (n < 1 || n > kMaxD) : (n < 2 || n > kMaxN))
+    throw UsageError(fmt::format("by symmetry collv runs {}, not {}:{}",
+                                 hyper ? fmt::format("hypercube:1 .. hypercube:{}", kMaxD)
+                                       : fmt::format("star:2 .. star:{}", kMaxN),
+                                 family, n));
+  std::uint64_t need = symmetric_bytes(m, family, n);
   if (need > o.max_memory)
     throw LimitError(fmt::format(
-        "verifying {} on star:{} by symmetry needs about {:.1f} GiB for its sets, more than the "
+        "verifying {} on {}:{} by symmetry needs about {:.1f} GiB for its sets, more than the "
         "memory limit of {:.1f} GiB; raise --max-memory",
-        m.header.name, n, static_cast<double>(need) / (1 << 30),
+        m.header.name, family, n, static_cast<double>(need) / (1 << 30),
         static_cast<double>(o.max_memory) / (1 << 30)));
   try {
-    return Engine(m, n, o).run();
+    return Engine(m, hyper, n, o).run();
   } catch (const Refused& r) {
     SymmetricResult out;
     out.refusal = r.why;

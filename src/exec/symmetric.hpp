@@ -1,7 +1,7 @@
 // Verification by symmetry on the star graph (`collv verify MODEL -t star:N -d symmetry`,
 // docs/symmetry.md): one representative node instead of n!.
 //
-//   collv::SymmetricResult r = collv::verify_symmetric(model, 12, {});   // star:12, one node
+//   collv::SymmetricResult r = collv::verify_symmetric(model, "star", 12, {});   // one node
 //   if (!r.refusal.empty()) ...;           // the program is not provably equivariant: no verdict
 //   for (const auto& c : r.checks) ...;    // kCheckNames order, as check_trace gives them
 //
@@ -14,6 +14,10 @@
 // (an intersection of two sets), the postcondition (the output is all n! contributions), the
 // steps (one exchange per step) and the cost. The analysis refuses any program it cannot show to
 // be of that shape (the refusal names the line); it never guesses.
+//
+// The hypercube likewise: x -> x XOR a preserves dimensions, node x holds x XOR R, and a message
+// from my_id XOR 2^i (or `along link i`) turns R' into 2^i XOR R'. There the peer may be
+// my_id XOR c (c a node-independent power of two); my_id may appear nowhere else.
 //
 // Sets are bitsets over S_n (n!/8 bytes each: 60 MB at n = 12), so a value's multiplicity beyond
 // one is not kept: a `+` of overlapping sets is a NODUP violation, and every value built from it
@@ -38,16 +42,19 @@ struct SymmetricResult {
   std::vector<CheckResult> checks;  // every name of kCheckNames, in order
   std::uint64_t peak_bytes = 0;     // the largest total of live sets
   // The representative's output: for each contribution (by origin node id), whether it is held.
-  // Filled only for n <= 8 (tests compare it with a full run).
+  // Filled only up to 40320 processors (tests compare it with a full run).
   std::vector<bool> output_origins;
 };
 
-// The bytes verify_symmetric needs on star:n (its sets), estimated before anything is allocated.
-std::uint64_t symmetric_bytes(const Model& m, int n);
+// The bytes verify_symmetric needs on family:size (its sets), estimated before anything is
+// allocated.
+std::uint64_t symmetric_bytes(const Model& m, const std::string& family, int size);
 
-// Runs m on star:n (2 <= n <= 13; the star is never built) by symmetry. Throws LimitError when the
-// sets would pass o.max_memory (checked up front). o.progress is called after every exchange.
-SymmetricResult verify_symmetric(const Model& m, int n, const RunOptions& o);
+// Runs m on star:size (2..13) or hypercube:size (1..32) by symmetry; the topology is never built.
+// Throws UsageError for another family or size, LimitError when the sets would pass o.max_memory
+// (checked up front). o.progress is called after every exchange.
+SymmetricResult verify_symmetric(const Model& m, const std::string& family, int size,
+                                 const RunOptions& o);
 
 // The engine's index of a permutation h of 1..n (the one-line notation of g^-1 for the
 // contribution of node g): sum over positions i of c_i (i-1)!, c_i = #{l < i : h[l] < h[i]}.
