@@ -304,7 +304,7 @@ class Engine {
     IntV x = iv(e);
     if (x.xor_id)
       throw Refused{
-          "'" + expr_to_string(e) + "' depends on my_id: by symmetry only a peer may (my_id XOR c)",
+          "'" + expr_to_string(e) + "' depends on my_id: by symmetry my_id may only name a peer (my_id XOR c)",
           e.loc};
     return x.v;
   }
