@@ -303,9 +303,9 @@ class Engine {
   std::int64_t ival(const Expr& e) {
     IntV x = iv(e);
     if (x.xor_id)
-      throw Refused{
-          "'" + expr_to_string(e) + "' depends on my_id: by symmetry my_id may only name a peer (my_id XOR c)",
-          e.loc};
+      throw Refused{"'" + expr_to_string(e) +
+                        "' depends on my_id: by symmetry my_id may only name a peer (my_id XOR c)",
+                    e.loc};
     return x.v;
   }
   IntV iv(const Expr& e) {
