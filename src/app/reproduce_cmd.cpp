@@ -106,7 +106,16 @@ int run_reproduce_command(const ReproduceOptions& o, std::ostream& out, std::ost
                          degree, diam, disagreements == before ? "agrees" : "DISAGREES");
     }
     out << "  MCT (mesh-connected trees) is not a collv topology family: its rows are not "
-           "checked.\n\n";
+           "checked.\n"
+           "  Why: the public abstracts of Efe and Fernandez (ICPP 1994, IEEE TPDS 7(12) 1996) "
+           "say\n"
+           "  only that MCTs combine complete binary trees by the cross product, and the rows'\n"
+           "  sizes 81 = 3^4 and 729 = 3^6 with degrees 12 and 18 do not fit a product of "
+           "complete\n"
+           "  binary trees (2^h - 1 nodes, degree at most 3 each) as that sentence reads; the "
+           "full\n"
+           "  definition is not available here, and collv does not guess one to match the "
+           "table.\n\n";
   }
 
   if (o.what != "table1") {

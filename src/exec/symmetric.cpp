@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -329,7 +330,10 @@ class Engine {
       }
       case ExprKind::Unary: {
         std::int64_t a = ival(*e.args[0]);
-        if (e.op == Op::Neg) return {-a};
+        if (e.op == Op::Neg) {
+          if (a == INT64_MIN) throw Refused{"integer overflow", e.loc};
+          return {-a};
+        }
         if (e.op == Op::Not) return {a == 0};
         break;
       }
@@ -343,11 +347,15 @@ class Engine {
         std::int64_t a = ival(*e.args[0]), b = ival(*e.args[1]);
         switch (e.op) {
           case Op::Add:
-            return {a + b};
           case Op::Sub:
-            return {a - b};
-          case Op::Mul:
-            return {a * b};
+          case Op::Mul: {
+            std::int64_t r = 0;
+            bool over = e.op == Op::Add   ? __builtin_add_overflow(a, b, &r)
+                        : e.op == Op::Sub ? __builtin_sub_overflow(a, b, &r)
+                                          : __builtin_mul_overflow(a, b, &r);
+            if (over) throw Refused{"integer overflow", e.loc};
+            return {r};
+          }
           case Op::Pow:
             if (b < 0 || b > 62 || (a != 2 && b > 0 && (a < 0 || a > 2)))
               throw Refused{"powers are run here as 2^k, 0 <= k <= 62", e.loc};
@@ -522,6 +530,9 @@ class Engine {
       case StmtKind::For: {
         std::int64_t from = ival(*s.value), to = ival(*s.limit);
         for (std::int64_t i = from; s.downto ? i >= to : i <= to; s.downto ? --i : ++i) {
+          if (++ops_ > o_.max_ops_per_node)
+            throw Refused{fmt::format("more than {} statements (--max-ops)", o_.max_ops_per_node),
+                          s.loc};
           ints_[s.var_slot] = IntV{i};
           exec_block(s.body);
           if (breaking_) {

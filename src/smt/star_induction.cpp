@@ -125,6 +125,12 @@ std::string count_of(const std::vector<Family>& fams) {
   return sum;
 }
 
+// An integer literal of SMT-LIB2 (negative ones as (- k); INT64_MIN too, without overflow).
+std::string smt_int(std::int64_t v) {
+  return v < 0 ? fmt::format("(- {})", std::uint64_t{0} - static_cast<std::uint64_t>(v))
+               : std::to_string(v);
+}
+
 const char* kTr = "(define-fun tr ((t Int) (x Int)) Int (ite (= x 1) t (ite (= x t) 1 x)))\n";
 
 class Analyzer {
@@ -205,7 +211,7 @@ class Analyzer {
   std::string term_of(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Number:
-        return e.value < 0 ? fmt::format("(- {})", -e.value) : std::to_string(e.value);
+        return smt_int(e.value);
       case ExprKind::Name: {
         if (e.slot >= 0 && m_.var_types[static_cast<std::size_t>(e.slot)] == Type::Int) {
           auto f = ints_.find(e.slot);
@@ -646,7 +652,7 @@ class Analyzer {
 std::optional<std::string> steps_term(const Expr& e, std::string* why) {
   switch (e.kind) {
     case ExprKind::Number:
-      return e.value < 0 ? fmt::format("(- {})", -e.value) : std::to_string(e.value);
+      return smt_int(e.value);
     case ExprKind::Name:
       if (e.name == "n" && e.slot < 0) return std::string("n");
       *why = "'" + e.name + "' (only n can be symbolic)";
@@ -667,6 +673,10 @@ std::optional<std::string> steps_term(const Expr& e, std::string* why) {
       if (e.op == Op::Mul) return fmt::format("(* {} {})", *a, *b);
       if (e.op == Op::IntDiv && pos_const) return fmt::format("(div {} {})", *a, *b);
       if (e.op == Op::Mod && pos_const) return fmt::format("(mod {} {})", *a, *b);
+      if (a->size() + b->size() > (1u << 16)) {
+        *why = "a formula past the method's size limit";
+        return std::nullopt;
+      }
       if (e.op == Op::Pow && e.args[1]->kind == ExprKind::Number && e.args[1]->value >= 0 &&
           e.args[1]->value <= 8) {
         std::string r = "1";
