@@ -5,6 +5,8 @@
 //
 //   build/release/bench_verify                 # star:6, star:7, star:8 (exact)
 //   build/release/bench_verify star:7 ordered  # one size and domain
+//   build/release/bench_verify symmetry        # star:7..11 verified by symmetry (every check),
+//                                              # against the full run alone where it fits (7, 8)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include "check/checks.hpp"
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
+#include "exec/symmetric.hpp"
 
 using namespace collv;
 using Clock = std::chrono::steady_clock;
@@ -69,10 +72,50 @@ int one(const std::string& spec, DomainKind domain) {
   return ok ? 0 : 1;
 }
 
+// Verification by symmetry (one representative node, every check) on star:n, and in the same
+// process the full run alone (no checks) where it fits: the ratio is what verify costs against
+// what a user's run costs.
+int symmetric(int n) {
+  Model m = parse_model_file(std::string(COLLV_SOURCE_DIR) + "/models/allreduce_star.coll");
+  RunOptions o;
+  o.max_memory = 20ULL << 30;
+  auto t0 = Clock::now();
+  SymmetricResult r = verify_symmetric(m, "star", n, o);
+  double sym = since(t0);
+  bool ok = r.refusal.empty();
+  for (const auto& c : r.checks) ok = ok && c.verdict != Verdict::Fail;
+  std::string ratio = "full exact run: not made (past the memory limit or the node cap)";
+  if (n <= 8) {
+    auto t1 = Clock::now();
+    Trace tr = run_model(m, Topology::parse("star:" + std::to_string(n)), o);
+    double run = since(t1);
+    ratio = "full run alone=" + std::to_string(run).substr(0, 5) + "s  symmetric-verify/full-run=" +
+            std::to_string(sym / std::max(run, 1e-9)).substr(0, 6);
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("star:%-3d symmetry   verify=%.2fs steps=%u sets=%llu MiB  %s  peak=%ld MiB %s\n", n,
+              sym, r.steps, static_cast<unsigned long long>(r.peak_bytes >> 20), ratio.c_str(),
+              ru.ru_maxrss / 1024, ok ? "ok" : "FAIL");
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::pair<std::string, DomainKind>> cases;
+  if (argc >= 2 && std::string(argv[1]) == "symmetry") {
+    int rc = 0;
+    for (int n = 7; n <= 11; ++n) {
+      pid_t pid = fork();
+      if (pid == 0) _exit(symmetric(n));
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+    }
+    return rc;
+  }
   if (argc >= 2) {
     cases.emplace_back(argv[1], argc >= 3 && std::string(argv[2]) == "ordered" ? DomainKind::Ordered
                                                                                : DomainKind::Exact);
