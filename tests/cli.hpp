@@ -15,6 +15,14 @@
 
 namespace collv::test {
 
+// The whole text of a file ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 // A path in the temporary directory that no other test process uses: name + pid + counter.
 inline std::string unique_temp(const std::string& name) {
   static std::atomic<int> counter{0};

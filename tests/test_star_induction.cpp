@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
+#include "cli.hpp"
 #include "smt/solver.hpp"
 #include "smt/star_induction.hpp"
 
@@ -19,12 +20,7 @@ namespace {
 
 const std::string kRoot = COLLV_SOURCE_DIR;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using collv::test::slurp;
 
 // allreduce_star's text with each `from` replaced by its `to` (once; the test fails if one is
 // not there).

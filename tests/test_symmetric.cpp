@@ -9,6 +9,7 @@
 
 #include "app/commands.hpp"
 #include "check/checks.hpp"
+#include "cli.hpp"
 #include "exec/executor.hpp"
 #include "exec/symmetric.hpp"
 #include "topology/topology.hpp"
@@ -20,12 +21,7 @@ namespace {
 
 const std::string kRoot = COLLV_SOURCE_DIR;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using collv::test::slurp;
 
 const CheckResult& named(const std::vector<CheckResult>& rs, const std::string& n) {
   for (const auto& r : rs)

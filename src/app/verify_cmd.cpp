@@ -197,6 +197,20 @@ void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace
 
 }  // namespace
 
+// Runs f (a run and its checks); a model or usage error (limits included) becomes the run's error.
+template <class F>
+void guarded(VerifyRun& run, F&& f) {
+  try {
+    f();
+  } catch (const ModelError& e) {
+    run.status = "error";
+    run.error = e.what();
+  } catch (const UsageError& e) {
+    run.status = "error";
+    run.error = e.what();
+  }
+}
+
 void set_exit_code(VerifyReport& rep) {
   Tally all = rep.tally();
   rep.exit_code = all.failed > 0 ? kExitViolation
@@ -284,7 +298,7 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
                              step)
               << std::flush;
         };
-      try {
+      guarded(run, [&] {
         SymmetricResult r = verify_symmetric(m, fam, k, ro);
         if (!r.refusal.empty()) {
           run.status = "error";
@@ -302,13 +316,7 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
           }
           run.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
         }
-      } catch (const ModelError& e) {
-        run.status = "error";
-        run.error = e.what();
-      } catch (const UsageError& e) {
-        run.status = "error";
-        run.error = e.what();
-      }
+      });
       run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       rep.groups[g].seconds += run.seconds;
       rep.runs.push_back(std::move(run));
@@ -444,7 +452,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
                 err << fmt::format("\r\033[K[{}] {} on {}{} ({})", ++done, m.header.name, spec,
                                    src ? fmt::format(" from {}", *src) : "", run.domain)
                     << std::flush;
-              try {
+              guarded(run, [&] {
                 Trace t = run_model(m, topo, ro);
                 run.steps = t.steps;
                 run.cost_ts = t.cost_ts;
@@ -454,13 +462,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
                 run.status = run_status(run.checks, t, dom);
                 if (!o.cex_dir.empty() && (run.status == "fail"))
                   write_cex_picture(o.cex_dir, run, t, err);
-              } catch (const ModelError& e) {
-                run.status = "error";
-                run.error = e.what();
-              } catch (const UsageError& e) {
-                run.status = "error";
-                run.error = e.what();
-              }
+              });
               run.seconds = seconds_since(t0);
               rep.groups[g].seconds += run.seconds;
               rep.runs.push_back(std::move(run));
