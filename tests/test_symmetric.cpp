@@ -180,6 +180,11 @@ TEST_CASE("symmetry: node-dependent programs are refused, not verified", "[symme
     }
   }
   CHECK(ran >= 4);
+  // More than one element per input is refused, not run as one.
+  RunOptions two;
+  two.count = 2;
+  CHECK(verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), "star", 3, two)
+            .refusal.find("one element") != std::string::npos);
   // Up front: star:12 needs hundreds of MB for its sets; a 64 MiB limit refuses it.
   RunOptions small;
   small.max_memory = 64ull << 20;

@@ -137,8 +137,9 @@ class Engine {
         throw Refused{"the model's `requires` is false on " + topology_spec(),
                       m_.header.requires_->loc};
     }
-    if (o_.count != 1)
-      throw Refused{"by symmetry collv runs one element per input (--count 1)", m_.header.loc};
+    if (o_.count != 1 || m_.header.elements)
+      throw Refused{"by symmetry collv runs one element per input (--count 1, no `elements`)",
+                    m_.header.loc};
     runtime_ = result("runtime", Verdict::Pass);
     nodup_ = result("nodup", m_.header.nodup ? Verdict::Pass : Verdict::NotChecked,
                     m_.header.nodup ? "" : "the model does not claim NODUP (header: nodup no)");
