@@ -149,6 +149,10 @@ TEST_CASE("induction: an extra send to a wrong link fails the links obligation",
 }
 
 TEST_CASE("induction: programs outside the method are refused, never proved", "[smt][induction]") {
+  // A loop that assigns its own counter does not run its range once each.
+  Model steps_counter = parse_model(
+      mutant("result := result + number;", "result := result + number; j := j - 1;"), "c.coll");
+  CHECK(analyze_star_induction(steps_counter).refusal.find("own counter") != std::string::npos);
   // Node-dependent links, a hypercube program, a program without exchanges.
   Model by_id = parse_model(mutant("send local along link k;", "send local along link my_id + 2;"),
                             "by_id.coll");

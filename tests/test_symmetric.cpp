@@ -95,6 +95,9 @@ std::vector<Model> star_models() {
         "/proofs/mutants/forward_sum.coll", "/proofs/mutants/skip_link2.coll",
         "/proofs/mutants/levels_downward.coll", "/proofs/mutants/links_upward.coll"})
     models.push_back(parse_model_file(kRoot + f));
+  // A body that steps its own counter too: every other link is skipped (the executor's loop
+  // semantics, followed by the engine).
+  models.push_back(mutant("result := result + number;", "result := result + number; j := j - 1;"));
   // A link the level's sub-star does not have (k - 1 at k = 2 is link 1: no such link).
   models.push_back(
       mutant({{"send local along link k;", "send local along link k - 1;"},

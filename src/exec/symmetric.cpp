@@ -529,17 +529,26 @@ class Engine {
         return;
       }
       case StmtKind::For: {
+        // As the executor: bounds evaluated once, the counter stepped after each iteration (a body
+        // that assigns it changes the iterations), and kept after the loop.
         std::int64_t from = ival(*s.value), to = ival(*s.limit);
-        for (std::int64_t i = from; s.downto ? i >= to : i <= to; s.downto ? --i : ++i) {
+        ints_[s.var_slot] = IntV{from};
+        while (true) {
+          IntV& v = ints_[s.var_slot];
+          if (v.xor_id) throw Refused{"the loop counter '" + s.var + "' depends on my_id", s.loc};
+          if (s.downto ? v.v < to : v.v > to) break;
           if (++ops_ > o_.max_ops_per_node)
             throw Refused{fmt::format("more than {} statements (--max-ops)", o_.max_ops_per_node),
                           s.loc};
-          ints_[s.var_slot] = IntV{i};
           exec_block(s.body);
           if (breaking_) {
             breaking_ = false;
             break;
           }
+          IntV& w = ints_[s.var_slot];
+          if (w.xor_id) throw Refused{"the loop counter '" + s.var + "' depends on my_id", s.loc};
+          if (__builtin_add_overflow(w.v, s.downto ? -1 : 1, &w.v))
+            throw Refused{"integer overflow", s.loc};
         }
         return;
       }

@@ -229,12 +229,11 @@ class Analyzer {
         if (e.op == Op::Neg) return fmt::format("(- {})", term(*e.args[0]));
         break;
       case ExprKind::Binary: {
-        const char* op = e.op == Op::Add      ? "+"
-                         : e.op == Op::Sub    ? "-"
-                         : e.op == Op::Mul    ? "*"
-                         : e.op == Op::IntDiv ? "div"
-                         : e.op == Op::Mod    ? "mod"
-                                              : nullptr;
+        // (div and mod are left out: SMT-LIB's and collv's differ on negative operands.)
+        const char* op = e.op == Op::Add   ? "+"
+                         : e.op == Op::Sub ? "-"
+                         : e.op == Op::Mul ? "*"
+                                           : nullptr;
         if (op) return fmt::format("({} {} {})", op, term(*e.args[0]), term(*e.args[1]));
         break;
       }
@@ -455,6 +454,7 @@ class Analyzer {
           s.loc};
     if (s.downto || !limit_n || s.value->kind != ExprKind::Number || s.value->value != 2)
       throw Refused{"the level loop must be `for k := 2 to n` (one sub-star level per k)", s.loc};
+    own_counter(s);
     saw_level_ = true;
     in_level_ = true;
     out_->level_var = s.var;
@@ -557,7 +557,16 @@ class Analyzer {
     }
   }
 
+  // A loop whose body assigns its own counter does not run lo..hi once each.
+  void own_counter(const Stmt& s) {
+    std::set<int> ints;
+    collect_writes(s.body, nullptr, &ints);
+    if (ints.count(s.var_slot))
+      throw Refused{"the loop assigns its own counter '" + s.var + "'", s.loc};
+  }
+
   void inner_loop(const Stmt& s, int depth) {
+    own_counter(s);
     std::string first = term(*s.value), last = term(*s.limit);
     std::string lo = s.downto ? last : first, hi = s.downto ? first : last;
     if (pending_) throw Refused{"a loop starts between a send and its receive", s.loc};
