@@ -7,6 +7,9 @@
 //   build/release/bench_verify star:7 ordered  # one size and domain
 //   build/release/bench_verify symmetry        # star:7..11 verified by symmetry (every check),
 //                                              # against the full run alone where it fits (7, 8)
+//   build/release/bench_verify stream          # star:7..10, fingerprint: verify streamed (run +
+//                                              # every check, no trace) against the stored run
+//                                              # alone, each in a child of its own
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,9 +104,62 @@ int symmetric(int n) {
   return ok ? 0 : 1;
 }
 
+// One child: the star all-reduce on star:n in the fingerprint domain, either verified streamed
+// (the run and every check, no trace kept) or run alone with its trace kept (no checks). Writes
+// its seconds and peak MiB to `fd`.
+int stream_child(int n, bool streamed, int fd) {
+  Model m = parse_model_file(std::string(COLLV_SOURCE_DIR) + "/models/allreduce_star.coll");
+  RunOptions o;
+  o.domain = DomainKind::Fingerprint;
+  o.max_memory = 20ULL << 30;
+  o.stream = streamed ? RunOptions::Stream::On : RunOptions::Stream::Off;
+  auto t0 = Clock::now();
+  Trace tr = run_model(m, Topology::parse("star:" + std::to_string(n)), o);
+  bool ok = tr.failure.kind == RunFailure::Kind::None;
+  if (streamed)
+    for (const auto& c : check_trace(tr, CheckOptions{})) ok = ok && c.verdict != Verdict::Fail;
+  double secs = since(t0);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  double out[2] = {secs, static_cast<double>(ru.ru_maxrss) / 1024};
+  if (write(fd, out, sizeof out) != sizeof out) return 2;
+  return ok ? 0 : 1;
+}
+
+int streamed(int n) {
+  double r[2][2] = {{0, 0}, {0, 0}};
+  int rc = 0;
+  for (int k = 0; k < 2; ++k) {
+    int fds[2];
+    if (pipe(fds) != 0) return 2;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      _exit(stream_child(n, k == 0, fds[1]));
+    }
+    close(fds[1]);
+    if (read(fds[0], r[k], sizeof r[k]) != sizeof r[k]) rc = 2;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  std::printf("star:%-3d fingerprint  verify streamed=%.2fs peak=%.0f MiB  run alone (trace "
+              "kept)=%.2fs peak=%.0f MiB  verify/run=%.2f  %s\n",
+              n, r[0][0], r[0][1], r[1][0], r[1][1], r[0][0] / std::max(r[1][0], 1e-9),
+              rc == 0 ? "ok" : "FAIL");
+  std::fflush(stdout);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "stream") {
+    int rc = 0;
+    for (int n = 7; n <= 10; ++n) rc |= streamed(n);
+    return rc;
+  }
   std::vector<std::pair<std::string, DomainKind>> cases;
   if (argc >= 2 && std::string(argv[1]) == "symmetry") {
     int rc = 0;

@@ -427,6 +427,10 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
           for (std::int64_t cnt = o.counts.first; cnt <= o.counts.second; ++cnt)
             for (DomainKind dom : doms) {
               RunOptions ro = o.run;
+              // The SMT engine and the pictures read the trace.
+              if (ro.stream == RunOptions::Stream::Auto &&
+                  (o.engine != "exec" || !o.cex_dir.empty()))
+                ro.stream = RunOptions::Stream::Off;
               ro.count = static_cast<std::uint32_t>(cnt);
               ro.domain = dom;
               ro.root = src.value_or(0);
@@ -457,6 +461,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
                 run.steps = t.steps;
                 run.cost_ts = t.cost_ts;
                 run.cost_tw = t.cost_tw;
+                run.streamed = t.streamed;
                 run.checks = check_trace(t, CheckOptions{});
                 if (o.engine != "exec") merge_engine(run.checks, smt(m, topo, ro, t), o.engine);
                 run.status = run_status(run.checks, t, dom);
@@ -719,6 +724,7 @@ std::string report_to_json(const VerifyReport& rep) {
     x["count"] = r.count;
     x["steps"] = r.steps;
     x["cost"] = {{"ts", r.cost_ts}, {"tw", r.cost_tw}};
+    if (r.streamed) x["streamed"] = true;
     x["status"] = r.status;
     auto& checks = x["checks"] = nlohmann::json::object();
     auto& viol = x["violations"] = nlohmann::json::array();

@@ -50,6 +50,7 @@ struct VerifyRun {
   std::uint32_t count = 1;              // --count: elements per input (or per block)
   std::uint32_t steps = 0;
   double cost_ts = 0, cost_tw = 0;
+  bool streamed = false;  // judged as it ran, no trace kept (RunOptions::stream)
   std::vector<CheckResult> checks;
   std::string status;     // pass | fail | inconclusive | commutative-only | error
   std::string error;      // status "error": the message (model or limit error)

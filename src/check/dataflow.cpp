@@ -604,6 +604,7 @@ class Analyzer {
     for (const auto& n : notes) r.note += (r.note.empty() ? "" : "; ") + n;
   }
 
+ public:
   CheckResult check_match() {
     CheckResult r;
     r.name = "match";
@@ -654,6 +655,7 @@ class Analyzer {
     return r;
   }
 
+ private:
   const Trace& t_;
   const CheckOptions& o_;
   Domain& d_;
@@ -687,6 +689,10 @@ std::pair<CheckResult, CheckResult> check_dataflow_and_match(const Trace& t,
                                                              const CheckOptions& o) {
   Dataflow df = Analyzer(t, o, false).run();
   return {std::move(df.dataflow), std::move(df.match)};
+}
+
+CheckResult check_match(const Trace& t, const CheckOptions& o) {
+  return Analyzer(t, o, false).check_match();
 }
 
 }  // namespace collv

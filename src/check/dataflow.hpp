@@ -51,5 +51,7 @@ Dataflow analyze_dataflow(const Trace& t, const CheckOptions& o);
 // The two verdicts of analyze_dataflow without recording the derivations (what check_trace runs:
 // it keeps memory flat on traces with millions of items).
 std::pair<CheckResult, CheckResult> check_dataflow_and_match(const Trace& t, const CheckOptions& o);
+// match alone: the transfers in Trace::unreceived, and the receives a deadlock leaves waiting.
+CheckResult check_match(const Trace& t, const CheckOptions& o);
 
 }  // namespace collv

@@ -175,6 +175,13 @@ int main(int argc, char** argv) {
                   "checked; congestion judges each directed link); for a schedule file it "
                   "replaces the file's own (MSCCL/SCCL all, GOAL single)")
       ->check(CLI::IsMember({"single", "all"}));
+  std::string ver_stream = "auto";
+  ver->add_option("--stream", ver_stream,
+                  "auto (default): a run whose trace would take over a quarter of --max-memory is "
+                  "judged as it runs, keeping no trace (single-port, neighbour transfers; nodup "
+                  "and dataflow are then not checked) | on: every run streamed | off: every trace "
+                  "kept")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
   ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
@@ -316,6 +323,9 @@ int main(int argc, char** argv) {
       if (!counts.empty()) ver_opts.counts = parse_size_range(counts, "--count");
       ver_opts.run.max_memory = mib(ver_mem);
       ver_opts.run.port = ver_port == "all" ? PortModel::All : PortModel::Single;
+      ver_opts.run.stream = ver_stream == "on"    ? RunOptions::Stream::On
+                            : ver_stream == "off" ? RunOptions::Stream::Off
+                                                  : RunOptions::Stream::Auto;
       if (ver->get_option("--port")->count() > 0) ver_opts.file_port = ver_opts.run.port;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
       ver_opts.progress = isatty(2) != 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <queue>
 
 #include <fmt/format.h>
@@ -201,6 +202,7 @@ class Machine {
   }
   const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
   const TimingRecord& timing_record() const { return timing_; }
+  void start_stream() { stream_ = std::make_unique<StreamTiming>(p_, &deps_); }
   void reserve_timing(std::size_t n) {
     timing_.dep.reserve(n);
     timing_.prev_recv.reserve(n);
@@ -822,10 +824,26 @@ class Machine {
                 "{}: node {} sends a message of {} items; collv records at most 65535 items per "
                 "message (a limit of collv, not a fault of the model)",
                 s.loc.str(), topo_.label(v), val[i].size()));
+          std::uint32_t tid;
+          if (stream_) {
+            if (!topo_.adjacent(v, dst))
+              throw StreamRefused(fmt::format(
+                  "{}: node {} sends to {}, which is not its neighbour; the link loads of routed "
+                  "transfers need the stored trace (a streamed run follows neighbour transfers "
+                  "only)",
+                  s.loc.str(), topo_.label(v), topo_.label(dst)));
+            stream_->make_room();
+            tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
+                                   static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
+                                   deps_of(pc, v), std::move(val[i]));
+            inbox_[dst].push_back(tid);
+            wake(v, dst);
+            continue;
+          }
           if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
               tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
             throw LimitError("the run records more than 2^32 transfers or items; it is too large");
-          auto tid = static_cast<std::uint32_t>(tr_.transfers.size());
+          tid = static_cast<std::uint32_t>(tr_.transfers.size());
           tr_.transfers.push_back(
               Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
                        static_cast<std::uint16_t>(val[i].size()),
@@ -834,15 +852,12 @@ class Machine {
           timing_.on_send(dep_transfer(deps_of(pc, v)));
           if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
           inbox_[dst].push_back(tid);
-          if (waiting_on_[dst] == v) {
-            waiting_on_[dst] = kNone;
-            ready_[blocked_pc_[dst]].push_back(dst);
-            mark_ready(blocked_pc_[dst]);
-          }
+          wake(v, dst);
         }
-        if ((tr_.transfers.size() & 0xFFFF) < cnt) {
+        const std::uint64_t issued = stream_ ? stream_->issued() : tr_.transfers.size();
+        if ((issued & 0xFFFF) < cnt) {
           check_memory();
-          if (opts_.progress) opts_.progress(tr_.transfers.size(), max_step_);
+          if (opts_.progress) opts_.progress(issued, max_step_);
         }
         advance_all(pc + 1);
         return;
@@ -860,7 +875,7 @@ class Machine {
           NodeId src = peer_of(s, v, peer[i]);
           auto& box = inbox_[v];
           std::uint32_t k = 0;
-          while (k < box.size() && tr_.transfers[box[k]].src != src) ++k;
+          while (k < box.size() && src_of(box[k]) != src) ++k;
           if (k == box.size()) {
             waiting_on_[v] = src;
             blocked_pc_[v] = pc;
@@ -868,6 +883,11 @@ class Machine {
           }
           std::uint32_t tid = box[k];
           box.erase_at(k);
+          if (stream_) {
+            got.push_back(v);
+            tids.push_back(tid);
+            continue;
+          }
           timing_.prev_recv[tid] = last_recv_[v];
           last_recv_[v] = tid;
           if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
@@ -877,17 +897,33 @@ class Machine {
         if (got.empty()) return;
         auto& val = dscratch(0);
         for (std::size_t i = 0; i < got.size(); ++i) {
+          if (stream_) {
+            val[i] = stream_->on_receive(tids[i], got[i]);
+            continue;
+          }
           const Transfer& t = tr_.transfers[tids[i]];
           val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
         }
         store(*s.target, got.data(), got.size(), val.data(), 1);
         track_receive(*s.target, got.data(), got.size(), tids.data());
+        if (stream_) stream_->resolve(false);
         auto& r = ready_[pc + 1];
         r.insert(r.end(), got.begin(), got.end());
         mark_ready(pc + 1);
         return;
       }
     }
+  }
+
+  NodeId src_of(std::uint32_t tid) const {
+    return stream_ ? stream_->src(tid) : tr_.transfers[tid].src;
+  }
+  // dst was waiting for a message from v, which has just been sent.
+  void wake(NodeId v, NodeId dst) {
+    if (waiting_on_[dst] != v) return;
+    waiting_on_[dst] = kNone;
+    ready_[blocked_pc_[dst]].push_back(dst);
+    mark_ready(blocked_pc_[dst]);
   }
 
   // Timing dependencies (exec/timing.hpp). A value depends on the newest receive among the
@@ -909,7 +945,13 @@ class Machine {
   void track_receive(const Expr& target, const NodeId* nodes, std::size_t cnt,
                      const std::uint32_t* tids) {
     auto& col = deps_[target.kind == ExprKind::Name ? target.slot : target.args[0]->slot];
-    for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
+    for (std::size_t i = 0; i < cnt; ++i) {
+      if (recv_count_[nodes[i]] == kMaxDepSeq)
+        throw LimitError(fmt::format("node {} receives more than {} messages; collv's timing "
+                                     "counts at most that many per node",
+                                     topo_.label(nodes[i]), kMaxDepSeq));
+      col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
+    }
   }
 
   // Buffers are about to grow by `items` items (beyond the two held inline).
@@ -921,7 +963,8 @@ class Machine {
     watch_.check();
     std::uint64_t bytes = tr_.transfers.capacity() * sizeof(Transfer) +
                           tr_.transfers.capacity() * timing_.bytes_per_transfer() +
-                          tr_.payload.capacity() * sizeof(Item) + dom_->memory_bytes();
+                          tr_.payload.capacity() * sizeof(Item) + dom_->memory_bytes() +
+                          (stream_ ? stream_->bytes() : 0);
     if (bytes > opts_.max_memory)
       throw LimitError(fmt::format(
           "the run needs more than {} MiB (trace and values so far: {} MiB); raise --max-memory "
@@ -963,6 +1006,11 @@ class Machine {
   StepBound bound_{opts_.port, p_};
   TimingRecord timing_;
   std::vector<std::vector<DepTag>> deps_;
+
+ public:
+  std::unique_ptr<StreamTiming> stream_;  // streamed runs only
+
+ private:
   std::vector<std::uint32_t> recv_count_, last_recv_;
   std::vector<std::vector<int>> reads_;
 };
@@ -1061,6 +1109,45 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
   }
 }
 
+// The end of a streamed run: the last transfers timed, the statistics and the cost as
+// Trace::compute_stats gives them, and what the transfer checks cannot judge without the stored
+// trace.
+void finish_stream(Trace& tr, StreamTiming& st, const RunOptions& opts) {
+  st.finish();
+  tr.streamed = true;
+  tr.port = opts.port;
+  tr.streamed_transfers = st.issued();
+  tr.steps = st.steps();
+  tr.per_step = st.per_step();
+  tr.cost_ts = tr.steps;
+  tr.cost_tw = 0;
+  for (const auto& s : tr.per_step) tr.cost_tw += s.max_link_items;
+  std::vector<std::string> why;
+  if (st.unreceived() > 0)
+    why.push_back(fmt::format("{} transfer(s) are never received", st.unreceived()));
+  if (st.unresolved() > 0)
+    why.push_back(fmt::format(
+        "{} transfer(s) wait on a cycle of port orders (no single-port schedule exists)",
+        st.unresolved()));
+  if (!why.empty()) {
+    tr.stream_incomplete = why[0] + (why.size() > 1 ? "; " + why[1] : "");
+    if (tr.failure.kind == RunFailure::Kind::None && st.unresolved() > 0) {
+      tr.failure.kind = RunFailure::Kind::Deadlock;
+      tr.failure.message = fmt::format(
+          "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
+          "receives in program order ({}; the stored run names the cycle)",
+          tr.model_file, tr.stream_incomplete);
+    }
+  }
+  if (tr.failure.kind == RunFailure::Kind::None && tr.steps > opts.max_steps) {
+    tr.failure.kind = RunFailure::Kind::StepLimit;
+    tr.failure.message = fmt::format(
+        "{}: the schedule takes {} steps, past the step limit {} (raise --max-steps to allow "
+        "more)",
+        tr.model_file, tr.steps, opts.max_steps);
+  }
+}
+
 std::map<std::string, double> header_env(const Topology& t, const RunOptions& o) {
   std::map<std::string, double> env;
   for (const auto& [k, v] : topology_env(t)) env[k] = static_cast<double>(v);
@@ -1107,7 +1194,7 @@ std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOp
   }
 }
 
-Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
+Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) {
   if (t.num_processors() == 0) throw UsageError("the topology has no processors");
   check_names_on(m, t);
   auto p = static_cast<std::uint32_t>(t.num_processors());
@@ -1182,13 +1269,29 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
                    coll == Collective::Scan || coll == Collective::ReduceScatter;
   std::uint64_t est = sat_mul(p, sat_mul(m.var_names.size() + 8, 40));
   est = sat_add(est, sat_mul(sat_mul(p, elems), 48));
+  std::uint64_t stored = 0;  // the trace, if it is kept
   if (tr.claimed_steps && *tr.claimed_steps > 0) {
     std::uint64_t per_transfer =
         sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
     if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
-    est = sat_add(est,
-                  sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer));
+    stored = sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer);
   }
+  std::string unstreamable;
+  if (opts.port != PortModel::Single)
+    unstreamable = "a streamed run times single-port runs only (--port all keeps the trace)";
+  else if (t.declares_bandwidth())
+    unstreamable = fmt::format(
+        "{} declares link bandwidths; judging chunks against them needs the stored trace",
+        t.spec());
+  else if (m.header.collective == Collective::Barrier)
+    unstreamable = "the barrier's postcondition replays every send and receive; it needs the "
+                   "stored trace";
+  bool stream = opts.stream == RunOptions::Stream::On ||
+                (opts.stream == RunOptions::Stream::Auto && unstreamable.empty() &&
+                 stored > opts.max_memory / 4);
+  if (stream && !unstreamable.empty()) throw StreamRefused(unstreamable);
+  // Streamed: the window of waiting transfers, about two per processor (64 bytes each).
+  est = sat_add(est, stream ? sat_mul(p, 2 * 64) : stored);
   if (opts.domain != DomainKind::Fingerprint && elems > 1)
     est = sat_add(est, sat_mul(sat_mul(p, elems), 64));
   est = sat_add(est, collective_bytes(coll, opts.domain, p, elems));
@@ -1201,7 +1304,8 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
         domain_name(opts.domain), mib_text(est), mib_text(opts.max_memory)));
   // Single-port: at most p transfers per step. Reserving both arrays avoids copying gigabytes
   // as they grow on large runs (star:10 records 163 million transfers).
-  if (tr.claimed_steps && *tr.claimed_steps > 0 && *tr.claimed_steps < (1LL << 30)) {
+  if (!stream && tr.claimed_steps && *tr.claimed_steps > 0 &&
+      *tr.claimed_steps < (1LL << 30)) {
     auto n = static_cast<std::size_t>(p) * static_cast<std::size_t>(*tr.claimed_steps);
     tr.transfers.reserve(n);
     if (elems == 1) tr.payload.reserve(n);
@@ -1216,6 +1320,7 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   } unwatch{tr.domain.get()};
   Machine mach(m, t, opts, tr, watch);
   mach.dom_ = tr.domain.get();
+  if (stream) mach.start_stream();
   mach.reserve_timing(tr.transfers.capacity());
   int in_slot = -1, out_slot = -1;
   for (std::size_t i = 0; i < m.var_names.size(); ++i) {
@@ -1227,10 +1332,34 @@ Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
   tr.final_output = mach.column(out_slot);
+  if (mach.stream_) {
+    finish_stream(tr, *mach.stream_, opts);
+    return tr;
+  }
   apply_timing(tr, mach.timing_record(), opts);
   tr.unreceived = mach.unreceived();
   tr.compute_stats();
   return tr;
+}
+
+Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {
+  if (opts.stream != RunOptions::Stream::Auto) return run_model_once(m, t, opts);
+  // Auto: a streamed run that cannot follow the model, or whose transfer checks need the stored
+  // trace, is run again with the trace kept when that fits in memory.
+  RunOptions stored = opts;
+  stored.stream = RunOptions::Stream::Off;
+  Trace tr;
+  try {
+    tr = run_model_once(m, t, opts);
+  } catch (const StreamRefused&) {
+    return run_model_once(m, t, stored);
+  }
+  if (!tr.streamed || tr.stream_incomplete.empty()) return tr;
+  try {
+    return run_model_once(m, t, stored);
+  } catch (const LimitError&) {
+    return tr;  // too large to keep: the streamed verdicts, with the transfer checks unknown
+  }
 }
 
 }  // namespace collv

@@ -32,7 +32,14 @@ struct RunOptions {
   PortModel port = PortModel::Single;
   std::uint32_t max_steps = 100000;
   std::uint64_t max_ops_per_node = 1000000;
-  std::uint64_t max_memory = 8ULL << 30;  // bytes; estimated up front and watched while running
+  std::uint64_t max_memory = 8ULL << 30;
+  // Streamed run (exec/timing.hpp, StreamTiming): the transfers are timed while the run goes on
+  // and not kept; the Trace has the steps, per-step statistics, cost, buffers and failure only
+  // (Trace::streamed). Single-port only, on topologies without bandwidths, every transfer between
+  // neighbours, no barrier: run_model throws StreamRefused otherwise (On), or before the run
+  // starts keeps the trace (Auto). Auto streams when the stored trace would take more than a
+  // quarter of max_memory.
+  enum class Stream { Off, On, Auto } stream = Stream::Off;  // bytes; estimated up front and watched while running
   // Called now and then on long runs (about every 64K transfers) with the transfers recorded so
   // far and the largest step reached; the CLI shows it as a progress line. May be empty.
   std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;
@@ -43,6 +50,12 @@ struct RunOptions {
 // LimitError (too large). Deadlocks, step limits and runtime errors of the model are not thrown:
 // they are reported in Trace::failure with the partial trace.
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts);
+
+// A streamed run cannot follow this model (what() says why); the stored run can.
+class StreamRefused : public LimitError {
+ public:
+  using LimitError::LimitError;
+};
 
 // Every processor's input buffer as the collective defines it (docs/language.md, "Initial
 // buffers"), with dom.elems() elements per input.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "util/error.hpp"
+
 namespace collv {
 
 const char* port_model_name(PortModel m) { return m == PortModel::All ? "all" : "single"; }
@@ -97,6 +99,155 @@ TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
     }
   }
   return out;
+}
+
+}  // namespace collv
+
+namespace collv {
+
+StreamTiming::StreamTiming(std::uint32_t p, std::vector<std::vector<DepTag>>* deps)
+    : p_(p), deps_(deps), last_send_(p, 0), last_recv_(p, 0) {
+  ring_.resize(1024);
+  payload_.resize(1024);
+  mask_ = 1023;
+}
+
+std::uint64_t StreamTiming::bytes() const {
+  return ring_.capacity() * (sizeof(Entry) + sizeof(Buffer)) +
+         (pending_.capacity() + keep_.capacity()) * sizeof(std::uint32_t) +
+         per_step_.capacity() * sizeof(StepStats) + 2 * std::uint64_t{p_} * sizeof(Ref);
+}
+
+void StreamTiming::grow() {
+  std::size_t cap = ring_.size() * 2;
+  std::vector<Entry> ring(cap);
+  std::vector<Buffer> payload(cap);
+  for (std::uint32_t t = lo_; t != next_; ++t) {
+    ring[t & (cap - 1)] = ring_[t & mask_];
+    payload[t & (cap - 1)] = std::move(payload_[t & mask_]);
+  }
+  ring_.swap(ring);
+  payload_.swap(payload);
+  mask_ = cap - 1;
+}
+
+std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
+                                    DepTag dep, Buffer&& payload) {
+  if (next_ == kNoTransfer - 1)
+    throw LimitError("the run sends more than 2^32 transfers; it is too large");
+  COLLV_ASSERT(next_ - lo_ < ring_.size());  // make_room() first
+  const std::uint32_t tid = next_++;
+  Entry& e = at(tid);
+  e = Entry{};
+  e.src = u;
+  e.dst = v;
+  e.len = len;
+  e.line = line;
+  set_pred(e, 0, last_send_[u]);
+  if (dep != 0)
+    set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
+  payload_[tid & mask_] = std::move(payload);
+  last_send_[u] = Ref{tid} + 1;
+  pending_.push_back(tid);
+  ++unreceived_;
+  return tid;
+}
+
+void StreamTiming::make_room() {
+  if (next_ - lo_ < ring_.size()) return;
+  resolve(true);  // full: settle what can be settled before growing
+  if (next_ - lo_ >= ring_.size()) grow();
+}
+
+Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
+  Entry& e = at(tid);
+  set_pred(e, 2, last_recv_[v]);
+  e.received = true;
+  last_recv_[v] = Ref{tid} + 1;
+  --unreceived_;
+  ++since_;
+  return std::move(payload_[tid & mask_]);
+}
+
+// Copies known predecessor steps into the entry; resolves it if all are known and it has been
+// received (or the run is over).
+bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
+  Entry& e = at(tid);
+  std::uint32_t latest = 0;
+  bool known = true;
+  for (int k = 0; k < 3; ++k) {
+    if (e.kind[k] == 0) continue;
+    if (e.kind[k] == 1) {
+      const std::uint32_t q = e.pred[k];
+      COLLV_ASSERT(q - lo_ < next_ - lo_);  // waiting transfers refer only into the window
+      if (at(q).step == 0) {
+        known = false;
+        continue;
+      }
+      e.kind[k] = 2;
+      e.pred[k] = at(q).step;
+    }
+    latest = std::max(latest, e.pred[k]);
+  }
+  if (!known || (!e.received && !at_end)) return false;
+  const std::uint32_t s = latest + 1;
+  e.step = s;
+  payload_[tid & mask_] = Buffer{};
+  if (s > per_step_.size()) per_step_.resize(s);
+  StepStats& st = per_step_[s - 1];
+  ++st.transfers;
+  st.max_link_items = std::max<std::uint32_t>(st.max_link_items, e.len);
+  st.max_link_transfers = 1;  // single-port, neighbours only: one transfer per link and step
+  steps_ = std::max(steps_, s);
+  // Whatever still refers to tid by id now holds its step.
+  const Ref self = Ref{tid} + 1;
+  if (last_send_[e.src] == self) last_send_[e.src] = kStep | s;
+  if (last_recv_[e.dst] == self) last_recv_[e.dst] = kStep | s;
+  if (e.received)
+    for (auto& col : *deps_) {
+      if (col.empty()) continue;
+      DepTag& d = col[e.dst];
+      if (d != 0 && !(d & kDepResolved) && (d & 0xFFFFFFFFu) == tid)
+        d = (d & ~DepTag{0xFFFFFFFFu}) | kDepResolved | s;
+    }
+  return true;
+}
+
+void StreamTiming::resolve(bool force) {
+  if (!force && since_ < std::max<std::uint64_t>(65536, pending_.size())) return;
+  since_ = 0;
+  // Ascending ids: a predecessor issued earlier is settled before the transfers that wait on it.
+  // A receive predecessor may be issued later; it is picked up on the next pass.
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    keep_.clear();
+    for (std::uint32_t tid : pending_) {
+      if (try_resolve(tid, false))
+        progress = true;
+      else
+        keep_.push_back(tid);
+    }
+    pending_.swap(keep_);
+    if (!force) break;
+  }
+  lo_ = pending_.empty() ? next_ : pending_.front();
+}
+
+void StreamTiming::finish() {
+  bool progress = true;
+  while (progress && !pending_.empty()) {
+    progress = false;
+    keep_.clear();
+    for (std::uint32_t tid : pending_) {
+      if (try_resolve(tid, true))
+        progress = true;
+      else
+        keep_.push_back(tid);
+    }
+    pending_.swap(keep_);
+  }
+  lo_ = pending_.empty() ? next_ : pending_.front();
 }
 
 }  // namespace collv

@@ -28,12 +28,16 @@ namespace collv {
 
 inline constexpr std::uint32_t kNoTransfer = std::numeric_limits<std::uint32_t>::max();
 
-// A value's dependency on received data: (receive sequence number at its node << 32) | transfer
+// A value's dependency on received data: (receive sequence number at its node << 33) | transfer
 // id of that receive, for the newest receive (in the node's program order) the value depends on;
-// 0 = none. Combining values takes the max, which keeps the newest receive.
+// 0 = none. Combining values takes the max, which keeps the newest receive. A streamed run
+// (StreamTiming) replaces the transfer id by the receive's step once that is known, and marks it
+// with kDepResolved. Sequence numbers stay below kMaxDepSeq.
 using DepTag = std::uint64_t;
+inline constexpr DepTag kDepResolved = DepTag{1} << 32;
+inline constexpr std::uint32_t kMaxDepSeq = 0x7FFFFFFFu;
 inline DepTag dep_tag(std::uint32_t seq, std::uint32_t tid) {
-  return (static_cast<DepTag>(seq) << 32) | tid;
+  return (static_cast<DepTag>(seq) << 33) | tid;
 }
 inline std::uint32_t dep_transfer(DepTag d) {
   return d == 0 ? kNoTransfer : static_cast<std::uint32_t>(d & 0xFFFFFFFFu);
@@ -73,6 +77,81 @@ struct TimingOutcome {
   // transfers that close the cycle, in cycle order. Steps are still assigned (ignoring the
   // order edge that closes the cycle) so that the trace can be drawn.
   std::vector<std::uint32_t> cycle;
+};
+
+// Timing while the run goes on, for streamed runs (RunOptions::stream, single-port only): the
+// transfers are not kept. Each transfer waits in a window until it is received and its three
+// predecessors (as in assign_steps: the sender's previous send, the receive its payload depends
+// on, the receiver's previous receive) have steps; it then gets the same step as assign_steps
+// would give it, is counted into the per-step statistics and leaves the window. A predecessor's
+// step is copied into whatever refers to it (waiting transfers, each node's last send and
+// receive, the dependency tags of the receiver's variables) when it is known, so a transfer that
+// left the window is never looked up again.
+//
+//   collv::StreamTiming st(p, &deps);
+//   st.make_room();  auto id = st.on_send(u, v, 1, 12, dep, std::move(payload));
+//   Buffer got = st.on_receive(id, v);  st.resolve(false);
+//   st.finish();  st.steps();  st.per_step();
+class StreamTiming {
+ public:
+  StreamTiming(std::uint32_t p, std::vector<std::vector<DepTag>>* deps);
+  // Before each send, and before the dependency tag it passes is read: settles waiting transfers
+  // or grows the window so that one more fits (settling rewrites the tags).
+  void make_room();
+  // Records a send (u to v) and returns its transfer id (ids count up from 0, in issue order, as
+  // the stored Trace numbers its transfers).
+  std::uint32_t on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line, DepTag dep,
+                        Buffer&& payload);
+  NodeId src(std::uint32_t tid) const { return at(tid).src; }
+  // v receives transfer tid: returns its payload.
+  Buffer on_receive(std::uint32_t tid, NodeId v);
+  // Gives steps to the waiting transfers that can have them; cheap unless enough has been
+  // received since the last pass (always a full pass if `force`).
+  void resolve(bool force);
+  // The run is over: transfers never received take no receive predecessor, and everything that
+  // can be resolved is. What is left waits on a cycle of port orders (assign_steps' "cycle").
+  void finish();
+  std::uint64_t issued() const { return next_; }
+  std::uint64_t unresolved() const { return pending_.size(); }
+  std::uint64_t unreceived() const { return unreceived_; }
+  std::uint32_t steps() const { return steps_; }
+  const std::vector<StepStats>& per_step() const { return per_step_; }
+  std::uint64_t bytes() const;
+
+ private:
+  // A reference to a transfer's step: 0 none, kStep | step once known, else tid + 1.
+  using Ref = std::uint64_t;
+  static constexpr Ref kStep = Ref{1} << 63;
+  struct Entry {
+    NodeId src = 0, dst = 0;
+    std::uint32_t step = 0;  // 0 until resolved
+    std::uint16_t len = 0, line = 0;
+    // Previous send of src, the payload's receive, previous receive of dst: a transfer id, or its
+    // step once known (kind[k] says which).
+    std::uint32_t pred[3] = {0, 0, 0};
+    std::uint8_t kind[3] = {0, 0, 0};  // 0 none, 1 transfer id, 2 step
+    bool received = false;
+  };
+  static void set_pred(Entry& e, int k, Ref r) {
+    e.kind[k] = r == 0 ? 0 : (r & kStep) ? 2 : 1;
+    e.pred[k] = r == 0 ? 0 : (r & kStep) ? static_cast<std::uint32_t>(r) : static_cast<std::uint32_t>(r - 1);
+  }
+  Entry& at(std::uint32_t tid) { return ring_[tid & mask_]; }
+  const Entry& at(std::uint32_t tid) const { return ring_[tid & mask_]; }
+  bool try_resolve(std::uint32_t tid, bool at_end);
+  void grow();
+
+  std::uint32_t p_;
+  std::vector<std::vector<DepTag>>* deps_;
+  std::vector<Entry> ring_;
+  std::vector<Buffer> payload_;
+  std::uint64_t mask_ = 0;
+  std::uint32_t next_ = 0, lo_ = 0;  // the window: ids lo_ .. next_-1
+  std::vector<std::uint32_t> pending_, keep_;  // unresolved ids, ascending
+  std::vector<Ref> last_send_, last_recv_;     // per node
+  std::uint64_t since_ = 0, unreceived_ = 0;
+  std::uint32_t steps_ = 0;
+  std::vector<StepStats> per_step_;
 };
 
 // Sets Transfer::step of every transfer of tr (and tr.port); tr.compute_stats() is left to the

@@ -69,6 +69,15 @@ struct Trace {
   std::int64_t shift = 1;              // q of a shift
   PortModel port = PortModel::Single;  // the port model the steps were assigned under
 
+  // A streamed run (RunOptions::stream) keeps no transfers: `transfers`, `payload`, `events` and
+  // `unreceived` are empty, and steps, per_step and the cost come from the run itself. The
+  // transfer checks read what the run established as it went (check_trace).
+  bool streamed = false;
+  std::uint64_t streamed_transfers = 0;
+  // Streamed runs: why the transfer checks cannot be judged without the stored trace (transfers
+  // never received, a cycle of port orders); empty if they can.
+  std::string stream_incomplete;
+
   std::vector<Transfer> transfers;  // in the order they were issued
   // Barrier runs only: every send (transfer id << 1) and receive ((id << 1) | 1) in the order the
   // executor performed them, a causal order; the barrier postcondition replays it.
