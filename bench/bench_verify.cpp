@@ -144,10 +144,11 @@ int streamed(int n) {
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
   }
-  std::printf("star:%-3d fingerprint  verify streamed=%.2fs peak=%.0f MiB  run alone (trace "
-              "kept)=%.2fs peak=%.0f MiB  verify/run=%.2f  %s\n",
-              n, r[0][0], r[0][1], r[1][0], r[1][1], r[0][0] / std::max(r[1][0], 1e-9),
-              rc == 0 ? "ok" : "FAIL");
+  std::printf(
+      "star:%-3d fingerprint  verify streamed=%.2fs peak=%.0f MiB  run alone (trace "
+      "kept)=%.2fs peak=%.0f MiB  verify/run=%.2f  %s\n",
+      n, r[0][0], r[0][1], r[1][0], r[1][1], r[0][0] / std::max(r[1][0], 1e-9),
+      rc == 0 ? "ok" : "FAIL");
   std::fflush(stdout);
   return rc;
 }

@@ -57,8 +57,8 @@ void compare(const VerifyReport& on, const VerifyReport& off, Agreement& a) {
   for (std::size_t i = 0; i < on.runs.size(); ++i) {
     const VerifyRun& s = on.runs[i];
     const VerifyRun& k = off.runs[i];
-    INFO(s.model << " on " << s.topology << " source " << s.source.value_or(0) << ": "
-                 << s.status << " / " << k.status << " " << s.error);
+    INFO(s.model << " on " << s.topology << " source " << s.source.value_or(0) << ": " << s.status
+                 << " / " << k.status << " " << s.error);
     REQUIRE(s.model == k.model);
     REQUIRE(s.topology == k.topology);
     if (s.status == "error" && k.status != "error") {
@@ -72,8 +72,8 @@ void compare(const VerifyReport& on, const VerifyReport& off, Agreement& a) {
     }
     bool incomplete = false;
     for (const auto& x : s.checks)
-      incomplete = incomplete ||
-                   (x.verdict == Verdict::Unknown && x.note.find("streamed run:") == 0);
+      incomplete =
+          incomplete || (x.verdict == Verdict::Unknown && x.note.find("streamed run:") == 0);
     // A streamed run that cannot judge its transfers is never a pass.
     if (incomplete)
       CHECK((s.status == k.status || s.status == "inconclusive"));
@@ -123,8 +123,8 @@ TEST_CASE("streamed and stored runs agree on every model and every mutant", "[st
     compare(verify_streamed(t, RunOptions::Stream::On, {2, 4}),
             verify_streamed(t, RunOptions::Stream::Off, {2, 4}), a);
   }
-  INFO(a.compared << " compared, " << a.refused << " refused, " << a.incomplete
-                  << " incomplete, " << a.failing << " failing");
+  INFO(a.compared << " compared, " << a.refused << " refused, " << a.incomplete << " incomplete, "
+                  << a.failing << " failing");
   // Routed algorithms (rings and meshes running hypercube schedules, the route mutants) are
   // refused; every model whose transfers go to neighbours is compared.
   CHECK(a.compared > 400);

@@ -813,11 +813,11 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
     all = streamed_transfer_checks(t, o);
   } else {
     auto [dataflow, match] = check_dataflow_and_match(t, o);
-    all = {check_single_port(t, o), check_route(t, o), check_congestion(t, o),
+    all = {check_single_port(t, o), check_route(t, o),   check_congestion(t, o),
            check_nodup(t, o),       std::move(dataflow), std::move(match)};
   }
-  for (auto* f : {check_postcondition, check_final_buffers, check_steps, check_cost,
-                  check_deadlock, check_runtime})
+  for (auto* f : {check_postcondition, check_final_buffers, check_steps, check_cost, check_deadlock,
+                  check_runtime})
     all.push_back(f(t, o));
   // A run stopped at a limit is unfinished: a violation found in its prefix is real, but a
   // pass is not, and its final buffers mean nothing.

@@ -947,9 +947,10 @@ class Machine {
     auto& col = deps_[target.kind == ExprKind::Name ? target.slot : target.args[0]->slot];
     for (std::size_t i = 0; i < cnt; ++i) {
       if (recv_count_[nodes[i]] == kMaxDepSeq)
-        throw LimitError(fmt::format("node {} receives more than {} messages; collv's timing "
-                                     "counts at most that many per node",
-                                     topo_.label(nodes[i]), kMaxDepSeq));
+        throw LimitError(
+            fmt::format("node {} receives more than {} messages; collv's timing "
+                        "counts at most that many per node",
+                        topo_.label(nodes[i]), kMaxDepSeq));
       col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
     }
   }
@@ -1284,8 +1285,9 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
         "{} declares link bandwidths; judging chunks against them needs the stored trace",
         t.spec());
   else if (m.header.collective == Collective::Barrier)
-    unstreamable = "the barrier's postcondition replays every send and receive; it needs the "
-                   "stored trace";
+    unstreamable =
+        "the barrier's postcondition replays every send and receive; it needs the "
+        "stored trace";
   bool stream = opts.stream == RunOptions::Stream::On ||
                 (opts.stream == RunOptions::Stream::Auto && unstreamable.empty() &&
                  stored > opts.max_memory / 4);
@@ -1304,8 +1306,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
         domain_name(opts.domain), mib_text(est), mib_text(opts.max_memory)));
   // Single-port: at most p transfers per step. Reserving both arrays avoids copying gigabytes
   // as they grow on large runs (star:10 records 163 million transfers).
-  if (!stream && tr.claimed_steps && *tr.claimed_steps > 0 &&
-      *tr.claimed_steps < (1LL << 30)) {
+  if (!stream && tr.claimed_steps && *tr.claimed_steps > 0 && *tr.claimed_steps < (1LL << 30)) {
     auto n = static_cast<std::size_t>(p) * static_cast<std::size_t>(*tr.claimed_steps);
     tr.transfers.reserve(n);
     if (elems == 1) tr.payload.reserve(n);

@@ -39,7 +39,11 @@ struct RunOptions {
   // neighbours, no barrier: run_model throws StreamRefused otherwise (On), or before the run
   // starts keeps the trace (Auto). Auto streams when the stored trace would take more than a
   // quarter of max_memory.
-  enum class Stream { Off, On, Auto } stream = Stream::Off;  // bytes; estimated up front and watched while running
+  enum class Stream {
+    Off,
+    On,
+    Auto
+  } stream = Stream::Off;  // bytes; estimated up front and watched while running
   // Called now and then on long runs (about every 64K transfers) with the transfers recorded so
   // far and the largest step reached; the CLI shows it as a progress line. May be empty.
   std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;

@@ -134,7 +134,9 @@ class StreamTiming {
   };
   static void set_pred(Entry& e, int k, Ref r) {
     e.kind[k] = r == 0 ? 0 : (r & kStep) ? 2 : 1;
-    e.pred[k] = r == 0 ? 0 : (r & kStep) ? static_cast<std::uint32_t>(r) : static_cast<std::uint32_t>(r - 1);
+    e.pred[k] = r == 0        ? 0
+                : (r & kStep) ? static_cast<std::uint32_t>(r)
+                              : static_cast<std::uint32_t>(r - 1);
   }
   Entry& at(std::uint32_t tid) { return ring_[tid & mask_]; }
   const Entry& at(std::uint32_t tid) const { return ring_[tid & mask_]; }
@@ -146,7 +148,7 @@ class StreamTiming {
   std::vector<Entry> ring_;
   std::vector<Buffer> payload_;
   std::uint64_t mask_ = 0;
-  std::uint32_t next_ = 0, lo_ = 0;  // the window: ids lo_ .. next_-1
+  std::uint32_t next_ = 0, lo_ = 0;            // the window: ids lo_ .. next_-1
   std::vector<std::uint32_t> pending_, keep_;  // unresolved ids, ascending
   std::vector<Ref> last_send_, last_recv_;     // per node
   std::uint64_t since_ = 0, unreceived_ = 0;
