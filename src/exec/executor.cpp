@@ -1299,11 +1299,15 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
   est = sat_add(est, collective_bytes(coll, opts.domain, p, elems));
   if (est > opts.max_memory)
     throw LimitError(fmt::format(
-        "running {} on {} ({} processors{}, {} domain) needs about {}, more than the memory "
-        "limit of {}; use a smaller topology, the fingerprint domain, or raise --max-memory",
+        "running {} on {} ({} processors{}, {} domain{}) needs about {}, more than the memory "
+        "limit of {}; use a smaller topology{}, or raise --max-memory",
         m.header.name, t.spec(), p,
         tr.claimed_steps ? fmt::format(", {} claimed steps", *tr.claimed_steps) : "",
-        domain_name(opts.domain), mib_text(est), mib_text(opts.max_memory)));
+        domain_name(opts.domain), stream ? ", streamed" : "", mib_text(est),
+        mib_text(opts.max_memory),
+        opts.domain != DomainKind::Fingerprint ? ", the fingerprint domain"
+        : !stream && unstreamable.empty()      ? ", --stream on"
+                                               : ""));
   // Single-port: at most p transfers per step. Reserving both arrays avoids copying gigabytes
   // as they grow on large runs (star:10 records 163 million transfers).
   if (!stream && tr.claimed_steps && *tr.claimed_steps > 0 && *tr.claimed_steps < (1LL << 30)) {
