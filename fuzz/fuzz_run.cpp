@@ -1,4 +1,5 @@
-// libFuzzer harness: a short bounded run of a parsed model, then every check. The first byte
+// libFuzzer harness: a short bounded run of a parsed model, then every check, then the same run
+// streamed, whose steps, cost and verdicts must agree where it judges them. The first byte
 // picks the topology (ring:4, star:3, hypercube:2, mesh:2x2 by value mod 4), the rest is the model
 // (the encoding of shared/data/reproducers/run-*.bin).
 #include <cstdint>
@@ -27,7 +28,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The limit the whole process may hold (the sanitizers' own memory counts too).
     o.max_memory = collv::resident_bytes() + (256ULL << 20);
     collv::Trace t = collv::run_model(m, topo, o);
-    collv::check_trace(t, collv::CheckOptions{});
+    auto stored = collv::check_trace(t, collv::CheckOptions{});
+    // The same run streamed (docs/checks.md "Streamed runs"): where it judges, it must agree.
+    o.stream = collv::RunOptions::Stream::On;
+    collv::Trace s = collv::run_model(m, topo, o);
+    auto streamed = collv::check_trace(s, collv::CheckOptions{});
+    if (s.stream_incomplete.empty() && t.failure.kind == collv::RunFailure::Kind::None) {
+      if (s.failure.kind != t.failure.kind || s.steps != t.steps || s.cost_ts != t.cost_ts ||
+          s.cost_tw != t.cost_tw || streamed.size() != stored.size())
+        __builtin_trap();
+      for (std::size_t i = 0; i < stored.size(); ++i)
+        if (stored[i].name != "nodup" && stored[i].name != "dataflow" &&
+            stored[i].verdict != streamed[i].verdict)
+          __builtin_trap();
+    }
   } catch (const collv::ModelError&) {
   } catch (const collv::UsageError&) {  // includes LimitError
   } catch (const collv::SpecError&) {
