@@ -12,6 +12,7 @@
 
 #include "topology/topology.hpp"
 #include "topology/topology_cmd.hpp"
+#include "topology/topology_impl.hpp"
 
 using collv::Direction;
 using collv::NodeId;
@@ -427,8 +428,8 @@ TEST_CASE("topology: bad specs throw SpecError with one line", "[topology]") {
         "hypercube:40",
         "hypercube:23",
         "hypercube:99999999999",
-        "star:11",
-        "star:12",
+        "star:13",
+        "star:11*ring:2",
         "star:99999999999",
         "mesh:99999x99999",
         "torus:4097x4096",
@@ -469,7 +470,7 @@ TEST_CASE("topology: bad specs throw SpecError with one line", "[topology]") {
     return std::string();
   };
   CHECK_THAT(message("foo:3"), Catch::Contains("hypercube") && Catch::Contains("star"));
-  CHECK_THAT(message("star:12"), Catch::Contains("479001600") && Catch::Contains("16777216"));
+  CHECK_THAT(message("star:13"), Catch::Contains("6227020800") && Catch::Contains("n = 12"));
   CHECK_THAT(message("tree:4*ring:3"), Catch::Contains("switch"));
   CHECK_THAT(message("tree:6"), Catch::Contains("power of 2"));
   CHECK_THAT(message("star:0"), Catch::Contains("at least 1"));
@@ -550,4 +551,45 @@ TEST_CASE("topology: large non-vertex-transitive networks", "[topology][slow]") 
   CHECK(Topology::parse("tree:65536").diameter() == 32);
   CHECK(Topology::parse("debruijn:16").diameter() == 16);
   CHECK(Topology::parse("mesh:40x50").diameter() == 88);  // BFS from every processor
+}
+
+TEST_CASE("stars from n = 11 compute their links from the ranks", "[topology]") {
+  // The arithmetic agrees with the link tables of the smaller stars, link by link.
+  for (int n = 1; n <= 7; ++n) {
+    auto t = Topology::parse("star:" + std::to_string(n));
+    for (NodeId v = 0; v < t.num_processors(); ++v) {
+      for (int k = 2; k <= n; ++k) {
+        auto w = t.neighbor(v, k);
+        REQUIRE(w);
+        CHECK(collv::star_neighbor_rank(v, n, k) == *w);
+        CHECK(collv::star_adjacent_rank(v, *w, n));
+      }
+      // Non-neighbours: every node two links away, and a few others.
+      for (NodeId u : {NodeId{0}, static_cast<NodeId>(t.num_processors() - 1),
+                       static_cast<NodeId>((v * 7 + 3) % t.num_processors())})
+        CHECK(collv::star_adjacent_rank(v, u, n) == t.adjacent(v, u));
+    }
+  }
+  auto big = Topology::parse("star:11");
+  CHECK(big.num_processors() == 39916800);
+  CHECK(big.num_links() == 39916800ull * 10 / 2);
+  CHECK(big.diameter() == 15);
+  CHECK(big.label(0) == "1,2,3,4,5,6,7,8,9,10,11");
+  for (NodeId v : {NodeId{0}, NodeId{12345678}, NodeId{39916799}}) {
+    for (int k = 2; k <= 11; ++k) {
+      NodeId w = *big.neighbor(v, k);
+      CHECK(w != v);
+      CHECK(*big.neighbor(w, k) == v);
+      CHECK(big.adjacent(v, w));
+      CHECK(big.route(v, w) == std::vector<NodeId>{v, w});
+    }
+    CHECK(!big.neighbor(v, 12));
+    CHECK(!big.adjacent(v, *big.neighbor(*big.neighbor(v, 2), 3)));
+  }
+  // Swapping positions 1 and 3 of 1,2,...,11 gives 3,2,1,4,...: its label says so.
+  CHECK(big.label(*big.neighbor(0, 3)) == "3,2,1,4,5,6,7,8,9,10,11");
+  CHECK_THROWS_AS(big.links(0), SpecError);
+  CHECK(Topology::parse("star:12").num_processors() == 479001600);
+  CHECK_THROWS_AS(Topology::parse("star:13"), SpecError);
+  CHECK_THROWS_AS(Topology::parse("star:11*ring:2"), SpecError);
 }

@@ -201,6 +201,8 @@ class Machine {
     for (NodeId v = 0; v < p_; ++v) data_[slot][v] = std::move(init[v]);
   }
   const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
+  // The column itself, for the end of the run (the Machine does not run again).
+  std::vector<Buffer> take_column(int slot) { return std::move(data_[slot]); }
   const TimingRecord& timing_record() const { return timing_; }
   void start_stream() { stream_ = std::make_unique<StreamTiming>(p_, &deps_); }
   void reserve_timing(std::size_t n) {
@@ -1336,7 +1338,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
   tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root);
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
-  tr.final_output = mach.column(out_slot);
+  tr.final_output = mach.take_column(out_slot);
   if (mach.stream_) {
     finish_stream(tr, *mach.stream_, opts);
     return tr;

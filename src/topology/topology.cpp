@@ -124,6 +124,10 @@ std::size_t closed_form_diameter(const Impl& t) {
 std::size_t Impl::diameter() const {
   std::call_once(diameter_once, [this] {
     if (n_nodes == 0) return;
+    if (implicit_star) {
+      diameter_value = closed_form_diameter(*this);
+      return;
+    }
     std::vector<std::uint32_t> dist(n_nodes);
     std::vector<NodeId> queue;
     queue.reserve(n_nodes);
@@ -367,6 +371,11 @@ std::span<const Link> Topology::links(NodeId v) const {
 
 std::optional<NodeId> Topology::neighbor(NodeId v, int k) const {
   const Impl& t = *impl_;
+  if (t.implicit_star) {
+    check_node(t, v, "neighbor");
+    if (k < 2 || k > static_cast<int>(t.a)) return std::nullopt;
+    return star_neighbor_rank(v, static_cast<int>(t.a), k);
+  }
   if (t.dense_first_number && v < t.n_nodes) {
     auto i = static_cast<std::int64_t>(k) - *t.dense_first_number;
     if (i < 0 || i >= static_cast<std::int64_t>(t.uniform_degree)) return std::nullopt;
@@ -383,6 +392,7 @@ bool Topology::adjacent(NodeId a, NodeId b) const {
   check_node(*impl_, a, "adjacent");
   check_node(*impl_, b, "adjacent");
   if (impl_->fam == Family::Complete) return a != b;
+  if (impl_->implicit_star) return star_adjacent_rank(a, b, static_cast<int>(impl_->a));
   auto la = impl_->links_of(a), lb = impl_->links_of(b);
   if (lb.size() < la.size()) {
     std::swap(la, lb);
@@ -544,6 +554,80 @@ std::uint64_t star_rank(std::span<const int> perm) {
     used |= bit;
   }
   return r;
+}
+
+namespace {
+
+constexpr std::uint32_t kFact32[13] = {1,       1,        2,         6,       24,
+                                       120,     720,      5040,      40320,   362880,
+                                       3628800, 39916800, 479001600};
+
+// Bits set below each of 12 positions, by table (no popcount instruction assumed).
+struct Ones12 {
+  std::uint8_t c[4096];
+  Ones12() {
+    c[0] = 0;
+    for (int i = 1; i < 4096; ++i) c[i] = static_cast<std::uint8_t>(c[i / 2] + (i & 1));
+  }
+};
+const Ones12& ones12() {
+  static const Ones12 t;
+  return t;
+}
+
+// The permutation (values 0..n-1) of lexicographic rank v.
+void unrank32(std::uint32_t v, int n, int* perm) {
+  std::uint32_t free = (std::uint32_t{1} << n) - 1;
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t f = kFact32[n - 1 - i];
+    std::uint32_t d = v / f;
+    v -= d * f;
+    std::uint32_t bits = free;
+    for (; d > 0; --d) bits &= bits - 1;  // drop the d smallest free values
+    const int x = std::countr_zero(bits);
+    perm[i] = x;
+    free &= ~(std::uint32_t{1} << x);
+  }
+}
+
+std::uint32_t rank32(const int* perm, int n) {
+  const auto& ones = ones12();
+  std::uint32_t used = 0, r = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t bit = std::uint32_t{1} << perm[i];
+    r += ones.c[(bit - 1) & ~used] * kFact32[n - 1 - i];
+    used |= bit;
+  }
+  return r;
+}
+
+}  // namespace
+
+NodeId star_neighbor_rank(NodeId v, int n, int k) {
+  int perm[12];
+  unrank32(v, n, perm);
+  std::swap(perm[0], perm[k - 1]);
+  return rank32(perm, n);
+}
+
+bool star_adjacent_rank(NodeId a, NodeId b, int n) {
+  int pa[12], pb[12];
+  unrank32(a, n, pa);
+  unrank32(b, n, pb);
+  int diff = -1;
+  for (int i = 1; i < n; ++i) {
+    if (pa[i] == pb[i]) continue;
+    if (diff >= 0) return false;
+    diff = i;
+  }
+  return diff > 0 && pa[0] == pb[diff] && pb[0] == pa[diff];
+}
+
+void Impl::refuse_links() const {
+  throw SpecError(fmt::format(
+      "{} has {} nodes; collv computes its links as they are needed and does not list them "
+      "(commands that draw, synthesize or prove on it need a star of n <= {})",
+      spec, n_nodes, kImplicitStarN - 1));
 }
 
 std::vector<int> star_unrank(std::uint64_t rank, int n) {

@@ -243,6 +243,16 @@ std::shared_ptr<Impl> build_family(Family fam, std::uint64_t a, std::uint64_t bs
       std::uint64_t f = 1;
       for (std::uint64_t i = 2; i <= a; ++i) f *= i;
       t->n_proc = f;
+      if (a >= kImplicitStarN) {  // no link table: links computed (topology.cpp)
+        t->implicit_star = true;
+        t->n_nodes = f;
+        t->n_links = f * (a - 1) / 2;
+        t->uniform = true;
+        t->uniform_degree = static_cast<std::uint32_t>(a - 1);
+        t->dense_first_number = 2;
+        t->min_deg = t->max_deg = a - 1;
+        break;
+      }
       build_star(*t, static_cast<int>(a));
       break;
     }

@@ -34,6 +34,14 @@ enum class Family : std::uint8_t {
 inline constexpr std::uint64_t kMaxNodes = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t kMaxAdjacency = std::uint64_t{1} << 27;  // directed link entries
 inline constexpr std::size_t kMaxFactors = 16;
+// Stars from this n on keep no link table (11! nodes would need 3.2 GB of it); up to n = 12
+// (479,001,600 nodes, node ids still 32 bits).
+inline constexpr std::uint64_t kImplicitStarN = 11, kMaxImplicitStarN = 12;
+
+// Node ids of star:n (n <= 12): the neighbour along link k (swap positions 1 and k), and whether
+// two nodes are neighbours, from the lexicographic ranks alone.
+NodeId star_neighbor_rank(NodeId v, int n, int k);
+bool star_adjacent_rank(NodeId a, NodeId b, int n);
 
 struct Topology::Impl {
   Family fam = Family::Ring;
@@ -68,10 +76,16 @@ struct Topology::Impl {
   mutable std::once_flag diameter_once;
   mutable std::size_t diameter_value = 0;
 
+  // A star too large for a link table (n >= kImplicitStarN): its links are computed from the
+  // permutations when asked (neighbor, adjacent, route); links_of refuses it.
+  bool implicit_star = false;
+
   std::span<const Link> links_of(NodeId v) const {
+    if (implicit_star) refuse_links();
     if (uniform) return {adj.data() + std::size_t{v} * uniform_degree, uniform_degree};
     return {adj.data() + offsets[v], offsets[v + 1] - offsets[v]};
   }
+  [[noreturn]] void refuse_links() const;
 
   std::string label(NodeId v) const;
   std::optional<NodeId> node_of_label(std::string_view s) const;
