@@ -108,27 +108,24 @@ namespace collv {
 StreamTiming::StreamTiming(std::uint32_t p, std::vector<std::vector<DepTag>>* deps)
     : p_(p), deps_(deps), last_send_(p, 0), last_recv_(p, 0) {
   ring_.resize(1024);
-  payload_.resize(1024);
-  mask_ = 1023;
+  magic_ = UINT64_MAX / ring_.size() + 1;
 }
 
 std::uint64_t StreamTiming::bytes() const {
-  return ring_.capacity() * (sizeof(Entry) + sizeof(Buffer)) +
+  return ring_.capacity() * sizeof(Entry) +
          (pending_.capacity() + keep_.capacity()) * sizeof(std::uint32_t) +
          per_step_.capacity() * sizeof(StepStats) + 2 * std::uint64_t{p_} * sizeof(Ref);
 }
 
 void StreamTiming::grow() {
-  std::size_t cap = ring_.size() * 2;
+  const std::size_t cap = ring_.size() + std::max<std::size_t>(1024, ring_.size() / 4);
   std::vector<Entry> ring(cap);
-  std::vector<Buffer> payload(cap);
-  for (std::uint32_t t = lo_; t != next_; ++t) {
-    ring[t & (cap - 1)] = ring_[t & mask_];
-    payload[t & (cap - 1)] = std::move(payload_[t & mask_]);
-  }
+  const std::uint64_t magic = UINT64_MAX / cap + 1;
+  for (std::uint32_t t = lo_; t != next_; ++t)
+    ring[static_cast<std::size_t>((static_cast<unsigned __int128>(magic * t) * cap) >> 64)] =
+        std::move(at(t));
   ring_.swap(ring);
-  payload_.swap(payload);
-  mask_ = cap - 1;
+  magic_ = magic;
 }
 
 std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
@@ -146,7 +143,7 @@ std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::
   set_pred(e, 0, last_send_[u]);
   if (dep != 0)
     set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
-  payload_[tid & mask_] = std::move(payload);
+  e.payload.assign(payload.data(), payload.size());
   last_send_[u] = Ref{tid} + 1;
   pending_.push_back(tid);
   ++unreceived_;
@@ -166,7 +163,10 @@ Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
   last_recv_[v] = Ref{tid} + 1;
   --unreceived_;
   ++since_;
-  return std::move(payload_[tid & mask_]);
+  Buffer out;
+  out.assign(e.payload.data(), e.payload.size());
+  e.payload = SmallVec<Item, 1>{};
+  return out;
 }
 
 // Copies known predecessor steps into the entry; resolves it if all are known and it has been
@@ -192,7 +192,7 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   if (!known || (!e.received && !at_end)) return false;
   const std::uint32_t s = latest + 1;
   e.step = s;
-  payload_[tid & mask_] = Buffer{};
+  e.payload = SmallVec<Item, 1>{};
   if (s > per_step_.size()) per_step_.resize(s);
   StepStats& st = per_step_[s - 1];
   ++st.transfers;

@@ -131,6 +131,7 @@ class StreamTiming {
     std::uint32_t pred[3] = {0, 0, 0};
     std::uint8_t kind[3] = {0, 0, 0};  // 0 none, 1 transfer id, 2 step
     bool received = false;
+    SmallVec<Item, 1> payload;  // until received
   };
   static void set_pred(Entry& e, int k, Ref r) {
     e.kind[k] = r == 0 ? 0 : (r & kStep) ? 2 : 1;
@@ -138,16 +139,21 @@ class StreamTiming {
                 : (r & kStep) ? static_cast<std::uint32_t>(r)
                               : static_cast<std::uint32_t>(r - 1);
   }
-  Entry& at(std::uint32_t tid) { return ring_[tid & mask_]; }
-  const Entry& at(std::uint32_t tid) const { return ring_[tid & mask_]; }
+  // The window is a ring of any capacity (grown by a quarter, not doubled): tid mod capacity,
+  // by multiplication (Lemire's fastmod) rather than division.
+  std::size_t slot(std::uint32_t tid) const {
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(magic_ * tid) * ring_.size()) >>
+                                    64);
+  }
+  Entry& at(std::uint32_t tid) { return ring_[slot(tid)]; }
+  const Entry& at(std::uint32_t tid) const { return ring_[slot(tid)]; }
   bool try_resolve(std::uint32_t tid, bool at_end);
   void grow();
 
   std::uint32_t p_;
   std::vector<std::vector<DepTag>>* deps_;
   std::vector<Entry> ring_;
-  std::vector<Buffer> payload_;
-  std::uint64_t mask_ = 0;
+  std::uint64_t magic_ = 0;                    // UINT64_MAX / capacity + 1
   std::uint32_t next_ = 0, lo_ = 0;            // the window: ids lo_ .. next_-1
   std::vector<std::uint32_t> pending_, keep_;  // unresolved ids, ascending
   std::vector<Ref> last_send_, last_recv_;     // per node

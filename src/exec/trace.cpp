@@ -121,7 +121,11 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
     default:  // broadcast, allreduce, scan, gather, shift: p * elems items in all
       out = sat_mul(p, e);
   }
-  std::uint64_t bytes = sat_mul(sat_add(in, sat_mul(out, 2)), sizeof(Item));
+  // A buffer holds two items inline: only larger ones allocate their items.
+  const bool inline_only =
+      e <= 2 && (c == Collective::Broadcast || c == Collective::Reduce ||
+                 c == Collective::Allreduce || c == Collective::Scan || c == Collective::Shift);
+  std::uint64_t bytes = inline_only ? 0 : sat_mul(sat_add(in, sat_mul(out, 2)), sizeof(Item));
   bytes = sat_add(bytes, sat_mul(p, 3 * sizeof(Buffer)));
   if (k == DomainKind::Fingerprint) return bytes;
   // Interned values: every leaf (value, hash, index entry), and the folds of the expected outputs.

@@ -558,9 +558,8 @@ std::uint64_t star_rank(std::span<const int> perm) {
 
 namespace {
 
-constexpr std::uint32_t kFact32[13] = {1,       1,        2,         6,       24,
-                                       120,     720,      5040,      40320,   362880,
-                                       3628800, 39916800, 479001600};
+constexpr std::uint32_t kFact32[13] = {1,    1,     2,      6,       24,       120,      720,
+                                       5040, 40320, 362880, 3628800, 39916800, 479001600};
 
 // Bits set below each of 12 positions, by table (no popcount instruction assumed).
 struct Ones12 {

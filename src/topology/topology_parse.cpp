@@ -255,11 +255,11 @@ Topology Topology::parse(std::string_view spec) {
   if (factors.size() == 1 && factors[0].fam == Family::Star && factors[0].a >= kImplicitStarN) {
     const auto& f = factors[0];
     if (f.a > kMaxImplicitStarN)
-      fail(fmt::format("{} has {} nodes; collv runs stars up to n = {} (node ids are 32 bits; "
-                       "`collv verify -d symmetry` checks star programs up to n = 13)",
-                       f.canon, f.nodes == kSat ? std::string("more than 2^64")
-                                                : std::to_string(f.nodes),
-                       kMaxImplicitStarN));
+      fail(fmt::format(
+          "{} has {} nodes; collv runs stars up to n = {} (node ids are 32 bits; "
+          "`collv verify -d symmetry` checks star programs up to n = 13)",
+          f.canon, f.nodes == kSat ? std::string("more than 2^64") : std::to_string(f.nodes),
+          kMaxImplicitStarN));
     return Topology(build_family(f.fam, f.a, f.b));
   }
   for (const auto& f : factors) check_limits(f.canon, f.nodes, f.entries);
