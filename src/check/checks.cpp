@@ -432,101 +432,88 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     }
   }
   // (2) No node receives data it already holds: its input, or what it received in earlier steps.
-  // One bit per contribution per node (allocated when the node first receives): p^2 bits in all,
-  // 200 MB at star:8, where a step per entry took 32 times that.
+  // Node by node (nodes are independent): one bit per contribution for the node at hand, so the
+  // check holds p·elems bits per thread, not per node (p^2 bits were 16 GB at star:9).
   const std::size_t universe = static_cast<std::size_t>(d.p()) * d.elems();
   const std::size_t words = (universe + 63) / 64;
   const std::size_t procs = t.topology.num_processors();
-  std::vector<std::vector<std::uint64_t>> held(procs);
-  std::size_t receivers = 0;
+  const unsigned parts = o.threads != 0                 ? std::min(o.threads, 8u)
+                         : t.transfers.size() >= 200000 ? 2
+                                                        : 1;
+  require_memory(sat_add(sat_mul(sat_mul(parts, words), 8),
+                         sat_mul(sat_add(t.transfers.size(), procs + 1), 4)),
+                 "the nodup check");
+  // Each node's receives in the order the report reads them: by step, then sender, then issue
+  // order (ordered_transfers' order, grouped by destination).
+  std::vector<std::uint32_t> first(procs + 1, 0), received(t.transfers.size());
+  for (const Transfer& x : t.transfers) ++first[x.dst + 1];
+  for (std::size_t v = 0; v < procs; ++v) first[v + 1] += first[v];
   {
-    std::vector<std::uint8_t> gets(procs, 0);
-    for (const Transfer& x : t.transfers) receivers += gets[x.dst] ? 0 : (gets[x.dst] = 1);
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (std::uint32_t s = 1; s <= t.steps; ++s)
+      for (auto i : steps[s]) received[fill[t.transfers[i].dst]++] = i;
   }
-  require_memory(sat_mul(sat_mul(receivers, words), 8), "the nodup check");
-  auto held_at = [&](NodeId v) -> std::vector<std::uint64_t>& {
-    auto& w = held[v];
-    if (w.empty()) {
-      w.assign(words, 0);
-      for (Item it : t.initial_input[v])
-        for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
-    }
-    return w;
-  };
   // When v came to hold contribution c before step s (0: its input), for a counterexample only.
   auto since = [&](NodeId v, std::uint32_t c, std::uint32_t s) -> std::string {
     for (Item it : t.initial_input[v])
       for (auto x : d.terms_view(it))
         if (x == c) return "its input";
-    for (std::uint32_t u = 1; u < s; ++u)
-      for (auto i : steps[u]) {
-        const Transfer& y = t.transfers[i];
-        if (y.dst != v) continue;
-        for (std::uint32_t k = 0; k < y.payload_len; ++k)
-          for (auto x : d.terms_view(t.payload[y.payload_begin + k]))
-            if (x == c) return fmt::format("step {}", u);
-      }
+    for (std::uint32_t q = first[v]; q < first[v + 1]; ++q) {
+      const Transfer& y = t.transfers[received[q]];
+      if (y.step >= s) break;
+      for (std::uint32_t k = 0; k < y.payload_len; ++k)
+        for (auto x : d.terms_view(t.payload[y.payload_begin + k]))
+          if (x == c) return fmt::format("step {}", y.step);
+    }
     return "an earlier step";
   };
-  // Per step, its transfers grouped by destination (stable: in issue order within a group).
-  std::vector<std::vector<std::uint32_t>> orders(t.steps + 1);
-  for (std::uint32_t s = 1; s <= t.steps; ++s) {
-    orders[s].assign(steps[s].begin(), steps[s].end());
-    std::stable_sort(orders[s].begin(), orders[s].end(), [&](std::uint32_t a, std::uint32_t b) {
-      return t.transfers[a].dst < t.transfers[b].dst;
-    });
-  }
-  // Every item a node receives in a step is checked against what it held before the step, and
-  // only then added. Nodes are independent, so large traces are split between two threads by
-  // destination; each keeps its earliest violations, merged in (step, position) order as one
-  // thread would have found them.
-  struct Found {
+  // A violation: the transfer, the item and the contribution already held. Each thread keeps
+  // the earliest ones by (step, receiver, position), as one pass over the steps would find them.
+  struct Hit {
     std::uint32_t step;
-    std::size_t pos;
-    Counterexample ce;
+    NodeId dst;
+    std::uint32_t pos;  // into received
+    Item item;
+    std::uint32_t term;
+    auto key() const { return std::tie(step, dst, pos); }
   };
-  auto scan = [&](unsigned part, unsigned parts, std::vector<Found>& found, std::size_t& count) {
-    for (std::uint32_t s = 1; s <= t.steps; ++s) {
-      const auto& order = orders[s];
-      for (std::size_t g = 0; g < order.size();) {
-        const NodeId v = t.transfers[order[g]].dst;
-        std::size_t e = g;
-        while (e < order.size() && t.transfers[order[e]].dst == v) ++e;
-        if (v % parts != part) {
-          g = e;
-          continue;
-        }
-        auto& w = held_at(v);
-        for (std::size_t q = g; q < e; ++q) {
-          const std::uint32_t i = order[q];
-          const Transfer& x = t.transfers[i];
+  auto scan = [&](unsigned part, std::vector<Hit>& hits, std::size_t& count) {
+    std::vector<std::uint64_t> w(words);
+    auto keep = [&](Hit h) {
+      ++count;
+      hits.push_back(h);
+      if (hits.size() >= 4 * o.max_violations + 64) {
+        std::sort(hits.begin(), hits.end(),
+                  [](const Hit& a, const Hit& b) { return a.key() < b.key(); });
+        hits.resize(o.max_violations);
+      }
+    };
+    for (NodeId v = part; v < procs; v += parts) {
+      if (first[v] == first[v + 1]) continue;
+      std::fill(w.begin(), w.end(), 0);
+      for (Item it : t.initial_input[v])
+        for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
+      // Every item received in a step is checked against what the node held before the step,
+      // and only then added.
+      for (std::uint32_t g = first[v]; g < first[v + 1];) {
+        const std::uint32_t s = t.transfers[received[g]].step;
+        std::uint32_t e = g;
+        while (e < first[v + 1] && t.transfers[received[e]].step == s) ++e;
+        for (std::uint32_t q = g; q < e; ++q) {
+          const Transfer& x = t.transfers[received[q]];
           bool reported = false;
           for (std::uint32_t k = 0; k < x.payload_len && !reported; ++k) {
             Item it = t.payload[x.payload_begin + k];
             for (auto c : d.terms_view(it)) {
               if (!(w[c / 64] >> (c % 64) & 1)) continue;
               reported = true;
-              if (count++ >= o.max_violations) break;
-              Counterexample ce;
-              ce.invariant = "nodup";
-              ce.step = s;
-              ce.nodes = {x.dst, x.src};
-              ce.transfers = {i};
-              ce.buffers.push_back({x.dst, "received", d.describe(it)});
-              std::string term = d.elems() == 1
-                                     ? fmt::format("x{}", c)
-                                     : fmt::format("x{}.{}", c / d.elems(), c % d.elems());
-              ce.message =
-                  fmt::format("step {}: {} receives {} from {}, but it already holds {} (since {})",
-                              s, t.topology.label(x.dst), d.describe(it), t.topology.label(x.src),
-                              term, since(v, c, s));
-              found.push_back({s, q, std::move(ce)});
+              keep({s, v, q, it, c});
               break;
             }
           }
         }
-        for (std::size_t q = g; q < e; ++q) {
-          const Transfer& x = t.transfers[order[q]];
+        for (std::uint32_t q = g; q < e; ++q) {
+          const Transfer& x = t.transfers[received[q]];
           for (std::uint32_t k = 0; k < x.payload_len; ++k)
             for (auto c : d.terms_view(t.payload[x.payload_begin + k]))
               w[c / 64] |= 1ULL << (c % 64);
@@ -535,28 +522,39 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
       }
     }
   };
-  const unsigned parts = o.threads != 0                 ? std::min(o.threads, 8u)
-                         : t.transfers.size() >= 200000 ? 2
-                                                        : 1;
-  std::vector<std::vector<Found>> found(parts);
+  std::vector<std::vector<Hit>> hits(parts);
   std::vector<std::size_t> counts(parts, 0);
   {
     std::vector<std::thread> workers;
     for (unsigned k = 1; k < parts; ++k)
-      workers.emplace_back([&, k] { scan(k, parts, found[k], counts[k]); });
-    scan(0, parts, found[0], counts[0]);
+      workers.emplace_back([&, k] { scan(k, hits[k], counts[k]); });
+    scan(0, hits[0], counts[0]);
     for (auto& th : workers) th.join();
   }
-  std::vector<Found> all;
+  std::vector<Hit> all;
   std::size_t total = 0;
   for (unsigned k = 0; k < parts; ++k) {
     total += counts[k];
-    for (auto& f : found[k]) all.push_back(std::move(f));
+    all.insert(all.end(), hits[k].begin(), hits[k].end());
   }
-  std::sort(all.begin(), all.end(), [](const Found& a, const Found& b) {
-    return std::tie(a.step, a.pos) < std::tie(b.step, b.pos);
-  });
-  for (auto& f : all) add_violation(r, o, std::move(f.ce));
+  std::sort(all.begin(), all.end(), [](const Hit& a, const Hit& b) { return a.key() < b.key(); });
+  if (all.size() > o.max_violations) all.resize(o.max_violations);
+  for (const Hit& h : all) {
+    const std::uint32_t i = received[h.pos];
+    const Transfer& x = t.transfers[i];
+    Counterexample ce;
+    ce.step = h.step;
+    ce.nodes = {x.dst, x.src};
+    ce.transfers = {i};
+    ce.buffers.push_back({x.dst, "received", d.describe(h.item)});
+    std::string term = d.elems() == 1
+                           ? fmt::format("x{}", h.term)
+                           : fmt::format("x{}.{}", h.term / d.elems(), h.term % d.elems());
+    ce.message = fmt::format("step {}: {} receives {} from {}, but it already holds {} (since {})",
+                             h.step, t.topology.label(x.dst), d.describe(h.item),
+                             t.topology.label(x.src), term, since(x.dst, h.term, h.step));
+    add_violation(r, o, std::move(ce));
+  }
   r.violation_count += total - all.size();
   return r;
 }
