@@ -488,17 +488,56 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         hits.resize(o.max_violations);
       }
     };
+    auto add = [&](Item it) {
+      for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
+    };
     for (NodeId v = part; v < procs; v += parts) {
       if (first[v] == first[v + 1]) continue;
       std::fill(w.begin(), w.end(), 0);
-      for (Item it : t.initial_input[v])
-        for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
+      for (Item it : t.initial_input[v]) add(it);
       // Every item received in a step is checked against what the node held before the step,
       // and only then added.
+      bool fast = true;
       for (std::uint32_t g = first[v]; g < first[v + 1];) {
         const std::uint32_t s = t.transfers[received[g]].step;
         std::uint32_t e = g;
         while (e < first[v + 1] && t.transfers[received[e]].step == s) ++e;
+        // The common case (single-port: one transfer of one item, with no term twice, which
+        // part (1) established) tests and adds in one pass without a branch. On the first hit
+        // the node's bits are rebuilt as they were before the step, and the node goes on by the
+        // general path below, which finds the terms to report.
+        if (fast && e == g + 1) {
+          const Transfer& x = t.transfers[received[g]];
+          const Item it = x.payload_len == 1 ? t.payload[x.payload_begin] : 0;
+          if (x.payload_len == 1 && it < seen.size() && seen[it] == 1) {
+            // Bits are gathered per word in a register while the terms stay in one word (exact
+            // terms come sorted), so consecutive terms do not wait on each other's store.
+            std::uint64_t held = 0, bits = 0;
+            std::uint32_t word = 0;
+            for (auto c : d.terms_view(it)) {
+              if (c / 64 != word) {
+                held |= w[word] & bits;
+                w[word] |= bits;
+                word = c / 64;
+                bits = 0;
+              }
+              bits |= 1ULL << (c % 64);
+            }
+            held |= w[word] & bits;
+            w[word] |= bits;
+            if (held == 0) {
+              g = e;
+              continue;
+            }
+            fast = false;
+            std::fill(w.begin(), w.end(), 0);
+            for (Item in : t.initial_input[v]) add(in);
+            for (std::uint32_t q = first[v]; q < g; ++q) {
+              const Transfer& y = t.transfers[received[q]];
+              for (std::uint32_t k = 0; k < y.payload_len; ++k) add(t.payload[y.payload_begin + k]);
+            }
+          }
+        }
         for (std::uint32_t q = g; q < e; ++q) {
           const Transfer& x = t.transfers[received[q]];
           bool reported = false;
@@ -514,9 +553,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         }
         for (std::uint32_t q = g; q < e; ++q) {
           const Transfer& x = t.transfers[received[q]];
-          for (std::uint32_t k = 0; k < x.payload_len; ++k)
-            for (auto c : d.terms_view(t.payload[x.payload_begin + k]))
-              w[c / 64] |= 1ULL << (c % 64);
+          for (std::uint32_t k = 0; k < x.payload_len; ++k) add(t.payload[x.payload_begin + k]);
         }
         g = e;
       }
