@@ -75,6 +75,10 @@ struct CheckOptions {
   // Threads for the checks that split their work (nodup): 0 = two for traces of 200,000
   // transfers or more, one below. The verdict and the counterexamples do not depend on it.
   unsigned threads = 0;
+  // nodup on exact terms: bytes the held sets shared between nodes may take, beyond which the
+  // nodes not yet done are checked bit by bit (also bounded by half the memory left under the
+  // process's limit). The verdict and the counterexamples do not depend on it.
+  std::uint64_t nodup_shared_bytes = UINT64_MAX;
 };
 
 // Runs every check, in kCheckNames order.
