@@ -380,28 +380,41 @@ class HeldSets {
  public:
   static constexpr std::uint32_t kOverlap = UINT32_MAX;
   HeldSets(std::uint64_t max_bytes, std::uint64_t max_work)
-      : max_bytes_(max_bytes), max_work_(max_work) {
-    begin_.push_back(0);
-  }
+      : max_bytes_(max_bytes), max_work_(max_work) {}
   // The id of the set with these terms (sorted, no term twice).
   std::uint32_t intern(const std::vector<std::uint32_t>& v) {
     std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ v.size();
     for (auto c : v) h = (h ^ c) * 0xBF58476D1CE4E5B9ULL;
-    auto [a, b] = by_content_.equal_range(h);
-    for (auto i = a; i != b; ++i) {
-      auto got = terms(i->second);
-      if (std::equal(got.begin(), got.end(), v.begin(), v.end())) return i->second;
+    if (2 * (sets_.size() + 1) > by_content_.size()) grow_content();
+    std::size_t k = slot(h, by_content_.size());
+    for (; by_content_[k].id != kOverlap; k = (k + 1) & (by_content_.size() - 1)) {
+      if (by_content_[k].hash != h) continue;
+      auto got = terms(by_content_[k].id);
+      if (std::equal(got.begin(), got.end(), v.begin(), v.end())) return by_content_[k].id;
     }
-    const auto id = static_cast<std::uint32_t>(begin_.size() - 1);
-    terms_.insert(terms_.end(), v.begin(), v.end());
-    begin_.push_back(terms_.size());
-    by_content_.emplace(h, id);
+    // Terms go into blocks that are never moved: a set's span stays valid, and growing never
+    // copies what is stored.
+    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < v.size()) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(std::max<std::size_t>(kBlock, v.size()));
+    }
+    auto& block = blocks_.back();
+    const std::uint32_t* at = block.data() + block.size();
+    block.insert(block.end(), v.begin(), v.end());
+    stored_ += v.size();
+    const auto id = static_cast<std::uint32_t>(sets_.size());
+    sets_.push_back({at, v.size()});
+    by_content_[k] = {h, id};
     return id;
   }
   // The id of set `h` with the item's terms added, or kOverlap if they share a term.
   std::uint32_t add(std::uint32_t h, Item it, std::span<const std::uint32_t> item) {
-    auto [slot, fresh] = memo_.try_emplace(Key{h, it}, kOverlap);
-    if (!fresh) return slot->second;
+    if (2 * (memo_used_ + 1) > memo_.size()) grow_memo();
+    std::size_t k = slot(key_hash(h, it), memo_.size());
+    for (; memo_[k].held != kOverlap; k = (k + 1) & (memo_.size() - 1))
+      if (memo_[k].held == h && memo_[k].item == it) return memo_[k].value;
+    memo_[k] = {it, h, kOverlap};
+    ++memo_used_;
     auto held = terms(h);
     merged_.resize(held.size() + item.size());
     std::uint32_t* out = merged_.data();
@@ -418,35 +431,66 @@ class HeldSets {
     std::copy(item.begin() + j, item.end(), out);
     work_ += merged_.size();
     const std::uint32_t id = intern(merged_);
-    slot->second = id;  // intern() does not touch memo_, so `slot` still stands
+    memo_[k].value = id;  // intern() does not touch memo_
     return id;
   }
+  // What is held: 4 bytes a term, the sets and both tables.
+  std::uint64_t bytes() const {
+    return 4 * stored_ + 16 * sets_.size() + 16 * by_content_.size() + 16 * memo_.size();
+  }
   // Over budget: what is stored, or the merging done, passed the bound; the caller stops here.
-  // About what is held: 4 bytes a term, a set's start and its entry by content, an entry per
-  // remembered union (hash-table nodes and buckets).
-  std::uint64_t bytes() const { return 4 * terms_.size() + 56 * begin_.size() + 56 * memo_.size(); }
   bool over() const { return bytes() > max_bytes_ || work_ > max_work_; }
 
  private:
-  std::span<const std::uint32_t> terms(std::uint32_t id) const {
-    return {terms_.data() + begin_[id], terms_.data() + begin_[id + 1]};
-  }
-  struct Key {
-    std::uint32_t held;
+  static constexpr std::size_t kBlock = std::size_t{1} << 22;
+  struct Remembered {
     Item item;
-    bool operator==(const Key&) const = default;
+    std::uint32_t held;  // kOverlap: an empty entry
+    std::uint32_t value;
   };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      return (k.item * 0x9E3779B97F4A7C15ULL) ^ (std::uint64_t{k.held} * 0xC2B2AE3D27D4EB4FULL);
+  struct ByContent {
+    std::uint64_t hash;
+    std::uint32_t id = kOverlap;  // kOverlap: an empty entry
+  };
+  static std::uint64_t key_hash(std::uint32_t h, Item it) {
+    return (it * 0x9E3779B97F4A7C15ULL) ^ (std::uint64_t{h} * 0xC2B2AE3D27D4EB4FULL);
+  }
+  // Open addressing with linear probing over a power-of-two table, at most half full.
+  static std::size_t slot(std::uint64_t hash, std::size_t size) {
+    return static_cast<std::size_t>((hash * 0xD6E8FEB86659FD93ULL) >> 20) & (size - 1);
+  }
+  void grow_content() {
+    std::vector<ByContent> old(std::max<std::size_t>(1024, 2 * by_content_.size()));
+    old.swap(by_content_);
+    for (const ByContent& e : old) {
+      if (e.id == kOverlap) continue;
+      std::size_t k = slot(e.hash, by_content_.size());
+      while (by_content_[k].id != kOverlap) k = (k + 1) & (by_content_.size() - 1);
+      by_content_[k] = e;
     }
-  };
+  }
+  void grow_memo() {
+    std::vector<Remembered> old(std::max<std::size_t>(1024, 2 * memo_.size()),
+                                Remembered{0, kOverlap, kOverlap});
+    old.swap(memo_);
+    for (const Remembered& e : old) {
+      if (e.held == kOverlap) continue;
+      std::size_t k = slot(key_hash(e.held, e.item), memo_.size());
+      while (memo_[k].held != kOverlap) k = (k + 1) & (memo_.size() - 1);
+      memo_[k] = e;
+    }
+  }
+  std::span<const std::uint32_t> terms(std::uint32_t id) const {
+    return {sets_[id].first, sets_[id].second};
+  }
   std::uint64_t max_bytes_, max_work_;
-  std::uint64_t work_ = 0;
-  std::vector<std::uint32_t> terms_, merged_;
-  std::vector<std::uint64_t> begin_;
-  std::unordered_multimap<std::uint64_t, std::uint32_t> by_content_;
-  std::unordered_map<Key, std::uint32_t, KeyHash> memo_;
+  std::uint64_t work_ = 0, stored_ = 0;
+  std::vector<std::vector<std::uint32_t>> blocks_;
+  std::vector<std::pair<const std::uint32_t*, std::size_t>> sets_;
+  std::vector<std::uint32_t> merged_;
+  std::vector<ByContent> by_content_;
+  std::vector<Remembered> memo_;
+  std::size_t memo_used_ = 0;
 };
 
 CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
