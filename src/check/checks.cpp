@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -1018,9 +1019,35 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
   if (t.streamed) {
     all = streamed_transfer_checks(t, o);
   } else {
-    auto [dataflow, match] = check_dataflow_and_match(t, o);
-    all = {check_single_port(t, o), check_route(t, o),   check_congestion(t, o),
-           check_nodup(t, o),       std::move(dataflow), std::move(match)};
+    // nodup, the longest check, runs beside the others on a large trace (the threads option's
+    // rule); each check reads the trace only, and the results keep their order.
+    const bool beside = o.threads != 1 && (o.threads > 1 || t.transfers.size() >= 200000);
+    CheckResult nodup;
+    std::exception_ptr nodup_error;
+    std::thread worker;
+    if (beside)
+      worker = std::thread([&] {
+        try {
+          nodup = check_nodup(t, o);
+        } catch (...) {
+          nodup_error = std::current_exception();
+        }
+      });
+    auto join = [&] {
+      if (worker.joinable()) worker.join();
+    };
+    try {
+      auto [dataflow, match] = check_dataflow_and_match(t, o);
+      all = {check_single_port(t, o), check_route(t, o), check_congestion(t, o)};
+      join();
+      if (nodup_error) std::rethrow_exception(nodup_error);
+      all.push_back(beside ? std::move(nodup) : check_nodup(t, o));
+      all.push_back(std::move(dataflow));
+      all.push_back(std::move(match));
+    } catch (...) {
+      join();
+      throw;
+    }
   }
   for (auto* f : {check_postcondition, check_final_buffers, check_steps, check_cost, check_deadlock,
                   check_runtime})

@@ -13,13 +13,16 @@ namespace collv {
 std::vector<std::uint32_t> Trace::ordered_transfers() const {
   std::vector<std::uint32_t> idx(transfers.size());
   std::iota(idx.begin(), idx.end(), 0u);
-  std::stable_sort(idx.begin(), idx.end(), [&](std::uint32_t a, std::uint32_t b) {
+  auto before = [&](std::uint32_t a, std::uint32_t b) {
     const Transfer& x = transfers[a];
     const Transfer& y = transfers[b];
     if (x.step != y.step) return x.step < y.step;
     if (x.src != y.src) return x.src < y.src;
     return x.dst < y.dst;
-  });
+  };
+  // The executor records transfers step by step and each step by sender: usually in order.
+  if (!std::is_sorted(idx.begin(), idx.end(), before))
+    std::stable_sort(idx.begin(), idx.end(), before);
   return idx;
 }
 
