@@ -799,3 +799,28 @@ TEST_CASE("nodup's receive check agrees with a set-based reference on mutants an
     }
   }
 }
+
+TEST_CASE("check_trace gives the same results with nodup beside the other checks",
+          "[verify][nodup]") {
+  Model m = parse_model_file(kRoot + "/tests/mutants/nodup_star_forward_twice.coll");
+  RunOptions ro;
+  ro.domain = DomainKind::Exact;
+  Trace t = run_model(m, Topology::parse("star:5"), ro);
+  CheckOptions one, two;
+  one.threads = 1;  // one check after the other
+  two.threads = 2;  // nodup on a thread of its own
+  auto a = check_trace(t, one), b = check_trace(t, two);
+  REQUIRE(a.size() == b.size());
+  bool nodup_failed = false;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    INFO(a[k].name);
+    CHECK(a[k].name == b[k].name);
+    CHECK(a[k].verdict == b[k].verdict);
+    CHECK(a[k].violation_count == b[k].violation_count);
+    REQUIRE(a[k].violations.size() == b[k].violations.size());
+    for (std::size_t v = 0; v < a[k].violations.size(); ++v)
+      CHECK(a[k].violations[v].message == b[k].violations[v].message);
+    nodup_failed = nodup_failed || (a[k].name == "nodup" && a[k].verdict == Verdict::Fail);
+  }
+  CHECK(nodup_failed);
+}
