@@ -197,3 +197,51 @@ TEST_CASE("symmetry: node-dependent programs are refused, not verified", "[symme
       verify_symmetric(parse_model_file(kRoot + "/models/allreduce_star.coll"), "star", 12, small),
       LimitError);
 }
+
+TEST_CASE("symmetry: the ring all-to-all broadcast agrees with full runs (ring:2..40, 63..65, 130)",
+          "[symmetry]") {
+  Model m = parse_model_file(kRoot + "/models/allgather_ring.coll");
+  for (int p = 2; p <= 40; ++p) cross_check(m, p, "ring");
+  for (int p : {63, 64, 65, 130}) cross_check(m, p, "ring");  // shifts across word boundaries
+}
+
+TEST_CASE("symmetry: ring mutants fail as full runs do and node-dependent shifts are refused",
+          "[symmetry]") {
+  std::string text = slurp(kRoot + "/models/allgather_ring.coll");
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    return parse_model(t, "ring_mutant.coll");
+  };
+  auto fails = [](const SymmetricResult& r, const char* name) {
+    return named(r.checks, name).verdict == Verdict::Fail;
+  };
+  // One round too many: every node gets its own contribution back (NODUP), and the step claim.
+  Model more = edit("for i := 1 to p - 1 do", "for i := 1 to p do");
+  auto a = verify_symmetric(more, "ring", 9, {});
+  REQUIRE(a.refusal.empty());
+  CHECK(fails(a, "nodup"));
+  CHECK(fails(a, "steps"));
+  // One round short: node 0 misses node 1's contribution; the outputs of the nodes differ.
+  Model fewer = edit("for i := 1 to p - 1 do", "for i := 1 to p - 2 do");
+  auto b = verify_symmetric(fewer, "ring", 9, {});
+  CHECK(fails(b, "postcondition"));
+  CHECK(fails(b, "final-buffers"));
+  CHECK_FALSE(fails(b, "nodup"));
+  for (int p : {3, 8, 9}) {
+    cross_check(more, p, "ring");
+    cross_check(fewer, p, "ring");
+  }
+  // Send right, receive from the right: not a shift (node x would hear from x + 1, which sent
+  // to x + 2); refused, not verified.
+  auto c =
+      verify_symmetric(edit("receive msg from left;", "receive msg from right;"), "ring", 5, {});
+  CHECK(c.refusal.find("shift") != std::string::npos);
+  CHECK(c.checks.empty());
+  auto d =
+      verify_symmetric(edit("send msg to right;", "send msg to (my_id + 1) mod p;"), "ring", 5, {});
+  CHECK(d.refusal.find("left") != std::string::npos);
+  CHECK_THROWS_AS(verify_symmetric(more, "ring", (1 << 20) + 1, {}), UsageError);
+}

@@ -220,8 +220,9 @@ void set_exit_code(VerifyReport& rep) {
                                          : kExitOk;
 }
 
-// `--domain symmetry`: every model on star:N by symmetry (exec/symmetric.hpp), one representative
-// node; the star itself is never built, so N may pass the executor's node cap (up to 13).
+// `--domain symmetry`: every model on star:N, hypercube:D or ring:P by symmetry
+// (exec/symmetric.hpp), one representative node; the topology itself is never built, so the size
+// may pass the executor's node cap (star:13, hypercube:32, ring:1048576).
 VerifyReport verify_by_symmetry(const VerifyOptions& o,
                                 const std::vector<std::pair<std::string, bool>>& files,
                                 std::ostream& err) {
@@ -237,23 +238,28 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
     auto colon = spec.find(':');
     std::string fam = colon == std::string::npos ? spec : spec.substr(0, colon);
     std::string num = colon == std::string::npos ? "" : spec.substr(colon + 1);
-    bool ok = (fam == "star" || fam == "hypercube") && !num.empty() && num.size() <= 2 &&
-              std::all_of(num.begin(), num.end(), ::isdigit);
+    bool ok = (fam == "star" || fam == "hypercube" || fam == "ring") && !num.empty() &&
+              num.size() <= 7 && std::all_of(num.begin(), num.end(), ::isdigit);
     int k = ok ? std::stoi(num) : 0;
-    if (!ok || (fam == "star" && (k < 2 || k > 13)) || (fam == "hypercube" && (k < 1 || k > 32)))
+    if (!ok || (fam == "star" && (k < 2 || k > 13)) || (fam == "hypercube" && (k < 1 || k > 32)) ||
+        (fam == "ring" && (k < 2 || k > (1 << 20))))
       throw UsageError(
-          "--domain symmetry runs star:N (N in 2..13) and hypercube:D (D in 1..32), "
-          "not '" +
+          "--domain symmetry runs star:N (N in 2..13), hypercube:D (D in 1..32) and ring:P (P in "
+          "2..1048576), not '" +
           spec + "'");
     explicit_specs.emplace_back(fam, k);
   }
   auto sizes_of = [&](const std::string& fam) {
     std::vector<std::pair<std::string, int>> v;
-    std::int64_t lo = fam == "star" ? 2 : 1;
-    std::int64_t hi = fam == "star" ? o.max_star : std::bit_width(o.max_p) - 1;
+    std::int64_t lo = fam == "hypercube" ? 1 : 2;
+    std::int64_t hi = fam == "star"   ? o.max_star
+                      : fam == "ring" ? static_cast<std::int64_t>(o.max_p)
+                                      : std::bit_width(o.max_p) - 1;
     if (o.sizes) {
       lo = std::max(lo, o.sizes->first);
-      hi = std::min<std::int64_t>(o.sizes->second, fam == "star" ? 13 : 32);
+      hi = std::min<std::int64_t>(o.sizes->second, fam == "star"   ? 13
+                                                   : fam == "ring" ? (1 << 20)
+                                                                   : 32);
     }
     for (auto k = lo; k <= hi; ++k) v.emplace_back(fam, static_cast<int>(k));
     return v;
@@ -264,7 +270,7 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
     std::vector<std::pair<std::string, int>> specs = explicit_specs;
     if (specs.empty())
       for (const auto& fam : m.header.topologies)
-        if (fam == "star" || fam == "hypercube")
+        if (fam == "star" || fam == "hypercube" || fam == "ring")
           for (auto& sp : sizes_of(fam)) specs.push_back(sp);
     std::map<std::string, std::size_t> group_of;
     for (const auto& [fam, k] : specs) {
@@ -287,6 +293,8 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
       run.p = 1;
       if (fam == "hypercube")
         run.p = std::uint64_t{1} << k;
+      else if (fam == "ring")
+        run.p = static_cast<std::uint64_t>(k);
       else
         for (int i = 2; i <= k; ++i) run.p *= static_cast<std::uint64_t>(i);
       run.group = g;

@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
                   "root of rooted collectives: all (default) or a node id");
   ver->add_option("-d,--domain", ver_opts.domain,
                   "exact | ordered | fingerprint | all (default: exact and ordered) | symmetry "
-                  "(star programs on star:2..13, one node for all: docs/symmetry.md)");
+                  "(star:2..13, hypercube:1..32 and ring:2..1048576 programs, one node for all: "
+                  "docs/symmetry.md)");
   ver->add_option("--engine", ver_opts.engine, "exec (default) | smt | both")
       ->check(CLI::IsMember({"exec", "smt", "both"}));
   ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");

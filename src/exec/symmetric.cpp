@@ -19,9 +19,10 @@ namespace collv {
 
 namespace {
 
-constexpr int kMaxN = 13;      // star:13, 6.2e9 processors
-constexpr int kMaxD = 32;      // hypercube:32, 4.3e9 processors
-constexpr int kTableMax = 10;  // sigma_j tables for j <= 10 (10! entries of 4 bytes)
+constexpr int kMaxN = 13;          // star:13, 6.2e9 processors
+constexpr int kMaxD = 32;          // hypercube:32, 4.3e9 processors
+constexpr int kMaxRing = 1 << 20;  // ring:1048576: (p - 1) exchanges of p-bit sets
+constexpr int kTableMax = 10;      // sigma_j tables for j <= 10 (10! entries of 4 bytes)
 
 std::uint64_t fact(int n) {
   std::uint64_t f = 1;
@@ -108,12 +109,15 @@ void violate(CheckResult& r, std::string message) {
 
 class Engine {
  public:
-  Engine(const Model& m, bool hyper, int size, const RunOptions& o)
+  Engine(const Model& m, const std::string& family, int size, const RunOptions& o)
       : m_(m),
-        hyper_(hyper),
+        hyper_(family == "hypercube"),
+        ring_(family == "ring"),
         n_(size),
         o_(o),
-        N_(hyper ? std::uint64_t{1} << size : fact(size)),
+        N_(hyper_  ? std::uint64_t{1} << size
+           : ring_ ? static_cast<std::uint64_t>(size)
+                   : fact(size)),
         words_((N_ + 63) / 64) {}
 
   SymmetricResult run() {
@@ -164,6 +168,7 @@ class Engine {
  private:
   const Model& m_;
   bool hyper_;  // hypercube:n_ (node x holds x XOR R) instead of star:n_ (pi holds pi R)
+  bool ring_;   // ring:n_ (node x holds x + R mod p)
   int n_;
   const RunOptions& o_;
   std::uint64_t N_, words_;
@@ -197,7 +202,7 @@ class Engine {
     return Set{w, false};
   }
   std::uint64_t identity_index() const {
-    if (hyper_) return 0;
+    if (hyper_ || ring_) return 0;
     std::vector<int> h(static_cast<std::size_t>(n_));
     for (int i = 0; i < n_; ++i) h[static_cast<std::size_t>(i)] = i + 1;
     return symmetric_index(h);
@@ -221,6 +226,13 @@ class Engine {
   // t_j R: every contribution g becomes t_j g (positions 1 and j of g^-1 swapped).
   Set transform(const Set& s, std::int64_t key) {
     if (s.empty()) return s;
+    if (ring_) {  // R + b: every contribution r becomes r + b mod p, word by word
+      auto out = alloc();
+      const auto b = static_cast<std::uint64_t>(key);
+      copy_bits(*s.bits, 0, *out, b, N_ - b);
+      copy_bits(*s.bits, N_ - b, *out, 0, b);
+      return Set{out, s.tainted};
+    }
     if (hyper_) {  // c XOR R: every contribution r becomes r XOR c
       auto out = alloc();
       auto c = static_cast<std::uint64_t>(key);
@@ -254,6 +266,21 @@ class Engine {
     return Set{out, s.tainted};
   }
 
+  // ORs len bits of `in` from bit `from` into `out` from bit `to`.
+  static void copy_bits(const Words& in, std::uint64_t from, Words& out, std::uint64_t to,
+                        std::uint64_t len) {
+    while (len > 0) {
+      const std::uint64_t k = std::min<std::uint64_t>(
+          {len, 64 - from % 64, 64 - to % 64});  // within one word on both sides
+      const std::uint64_t mask = k == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << k) - 1;
+      const std::uint64_t bits = (in[from / 64] >> (from % 64)) & mask;
+      out[to / 64] |= bits << (to % 64);
+      from += k;
+      to += k;
+      len -= k;
+    }
+  }
+
   // ---- names ----
   int slot_of(const std::string& name) const {
     for (std::size_t s = 0; s < m_.var_names.size(); ++s)
@@ -262,7 +289,7 @@ class Engine {
   }
   // The node whose contribution index stands for (the representative's view), and its label.
   std::uint64_t origin_id(std::uint64_t index) const {
-    if (hyper_) return index;
+    if (hyper_ || ring_) return index;
     auto h = symmetric_unindex(index, n_);
     std::vector<int> g(h.size());
     for (std::size_t q = 0; q < h.size(); ++q)
@@ -276,6 +303,7 @@ class Engine {
     return s;
   }
   std::string origin_label(std::uint64_t index) const {
+    if (ring_) return std::to_string(index);
     if (hyper_) return hyper_label(index);
     auto h = symmetric_unindex(index, n_);
     std::vector<int> g(h.size());
@@ -289,9 +317,10 @@ class Engine {
     return s;
   }
   std::string topology_spec() const {
-    return fmt::format("{}:{}", hyper_ ? "hypercube" : "star", n_);
+    return fmt::format("{}:{}", hyper_ ? "hypercube" : ring_ ? "ring" : "star", n_);
   }
   std::string rep_label() const {
+    if (ring_) return "0";
     if (hyper_) return hyper_label(0);
     std::string s;
     for (int i = 1; i <= n_; ++i) {
@@ -321,7 +350,7 @@ class Engine {
           auto f = ints_.find(e.slot);
           return f == ints_.end() ? IntV{} : f->second;
         }
-        if (e.name == (hyper_ ? "d" : "n")) return {n_};
+        if (!ring_ && e.name == (hyper_ ? "d" : "n")) return {n_};
         if (e.name == "p") return {static_cast<std::int64_t>(N_)};
         if (e.name == "my_id" && hyper_) return {0, true};
         throw Refused{"'" + e.name +
@@ -397,6 +426,14 @@ class Engine {
   // The generator a send or receive goes through: a star link j (2..n), or a hypercube mask 2^i
   // (`along link i` or `to my_id XOR 2^i`). nullopt: a link the topology does not have.
   std::optional<std::int64_t> generator(const Stmt& s) {
+    if (ring_) {  // the offset of the peer: right +1, left -1 (as p - 1)
+      const Expr& e = *s.peer;
+      if (!s.along_link && e.kind == ExprKind::Name && e.slot < 0 &&
+          (e.name == "right" || e.name == "left"))
+        return e.name == "right" ? std::int64_t{1} % static_cast<std::int64_t>(N_)
+                                 : static_cast<std::int64_t>(N_ - 1);
+      throw Refused{"on the ring, by symmetry, the peers are `left` and `right`", s.loc};
+    }
     if (s.along_link) {
       std::int64_t link = ival(*s.peer);
       if (hyper_) {
@@ -511,11 +548,22 @@ class Engine {
         if (s.target->kind != ExprKind::Name)
           throw Refused{"receiving into part of a buffer is outside the symmetric engine", s.loc};
         auto key = generator(s);
-        if (!pending_ || !key || pending_link_ != *key)
-          throw Refused{
-              "this receive is not the second half of an exchange (a send to the same "
-              "neighbour, then this receive)",
-              s.loc};
+        // Star and hypercube: the same neighbour (the generators are involutions). Ring: a send
+        // to x + a and a receive from x - a, so that every node hears from the node that sent
+        // to it.
+        const bool paired =
+            pending_ && key &&
+            (ring_
+                 ? (static_cast<std::uint64_t>(pending_link_) + static_cast<std::uint64_t>(*key)) %
+                           N_ ==
+                       0
+                 : pending_link_ == *key);
+        if (!paired)
+          throw Refused{ring_ ? "this receive is not the second half of a shift (a send to one "
+                                "side, then this receive from the other)"
+                              : "this receive is not the second half of an exchange (a send to "
+                                "the same neighbour, then this receive)",
+                        s.loc};
         pending_ = false;
         std::uint64_t items = m_.header.collective == Collective::Allgather
                                   ? popcount(pending_value_)
@@ -573,7 +621,8 @@ class Engine {
   }
 
   void finish(SymmetricResult& out, bool stopped) {
-    std::map<std::string, double> env{{hyper_ ? "d" : "n", n_}, {"p", static_cast<double>(N_)}};
+    std::map<std::string, double> env{{"p", static_cast<double>(N_)}};
+    if (!ring_) env[hyper_ ? "d" : "n"] = n_;
     const Set& o = data_[slot_of(m_.header.output)];
     std::uint64_t held = popcount(o);
     CheckResult post = result("postcondition", Verdict::Pass);
@@ -646,8 +695,10 @@ class Engine {
       std::string nm = name;
       if (nm == "single-port" || nm == "congestion" || nm == "match" || nm == "deadlock")
         out.checks.push_back(result(name, Verdict::Pass, shape));
-      else if (nm == "route")  // every send is checked against the links 2..n (runtime)
-        out.checks.push_back(result(name, Verdict::Pass, "every exchange is along a star link"));
+      else if (nm == "route")  // every send is checked against the topology's links (runtime)
+        out.checks.push_back(
+            result(name, Verdict::Pass,
+                   fmt::format("every exchange is along a link of {}", topology_spec())));
       else if (nm == "runtime")
         out.checks.push_back(runtime_);
       else if (nm == "nodup")
@@ -685,25 +736,29 @@ std::vector<int> symmetric_unindex(std::uint64_t index, int n) {
 }
 
 std::uint64_t symmetric_bytes(const Model& m, const std::string& family, int size) {
-  bool hyper = family == "hypercube";
+  bool hyper = family == "hypercube", ring = family == "ring";
   std::uint64_t data_vars = 0;
   for (auto t : m.var_types) data_vars += t == Type::Data;
-  std::uint64_t set = ((hyper ? std::uint64_t{1} << size : fact(size)) + 63) / 64 * 8;
+  std::uint64_t nodes = hyper  ? std::uint64_t{1} << size
+                        : ring ? static_cast<std::uint64_t>(size)
+                               : fact(size);
+  std::uint64_t set = (nodes + 63) / 64 * 8;
   std::uint64_t tables = 0;
-  for (int j = 2; !hyper && j <= std::min(size, kTableMax); ++j) tables += fact(j) * 4;
+  for (int j = 2; !hyper && !ring && j <= std::min(size, kTableMax); ++j) tables += fact(j) * 4;
   // every variable, the value in flight, and two temporaries of an expression
   return (data_vars + 3) * set + tables;
 }
 
 SymmetricResult verify_symmetric(const Model& m, const std::string& family, int n,
                                  const RunOptions& o) {
-  bool hyper = family == "hypercube";
-  if (!hyper && family != "star")
-    throw UsageError("by symmetry collv runs the star and the hypercube, not " + family);
-  if (hyper ? (n < 1 || n > kMaxD) : (n < 2 || n > kMaxN))
+  bool hyper = family == "hypercube", ring = family == "ring";
+  if (!hyper && !ring && family != "star")
+    throw UsageError("by symmetry collv runs the star, the hypercube and the ring, not " + family);
+  if (hyper ? (n < 1 || n > kMaxD) : ring ? (n < 2 || n > kMaxRing) : (n < 2 || n > kMaxN))
     throw UsageError(fmt::format("by symmetry collv runs {}, not {}:{}",
-                                 hyper ? fmt::format("hypercube:1 .. hypercube:{}", kMaxD)
-                                       : fmt::format("star:2 .. star:{}", kMaxN),
+                                 hyper  ? fmt::format("hypercube:1 .. hypercube:{}", kMaxD)
+                                 : ring ? fmt::format("ring:2 .. ring:{}", kMaxRing)
+                                        : fmt::format("star:2 .. star:{}", kMaxN),
                                  family, n));
   std::uint64_t need = symmetric_bytes(m, family, n);
   if (need > o.max_memory)
@@ -713,7 +768,7 @@ SymmetricResult verify_symmetric(const Model& m, const std::string& family, int 
         m.header.name, family, n, static_cast<double>(need) / (1 << 30),
         static_cast<double>(o.max_memory) / (1 << 30)));
   try {
-    return Engine(m, hyper, n, o).run();
+    return Engine(m, family, n, o).run();
   } catch (const Refused& r) {
     SymmetricResult out;
     out.refusal = r.why;

@@ -19,6 +19,9 @@
 // from my_id XOR 2^i (or `along link i`) turns R' into 2^i XOR R'. There the peer may be
 // my_id XOR c (c a node-independent power of two); my_id may appear nowhere else.
 //
+// The ring likewise: x -> x + a keeps `left` and `right`; a node that sends to one side and then
+// receives from the other gets R' rotated by one, and node x holds x + R.
+//
 // Sets are bitsets over S_n (n!/8 bytes each: 60 MB at n = 12), so a value's multiplicity beyond
 // one is not kept: a `+` of overlapping sets is a NODUP violation, and every value built from it
 // is marked, so a postcondition that depends on it fails too.
@@ -50,7 +53,8 @@ struct SymmetricResult {
 // allocated.
 std::uint64_t symmetric_bytes(const Model& m, const std::string& family, int size);
 
-// Runs m on star:size (2..13) or hypercube:size (1..32) by symmetry; the topology is never built.
+// Runs m on star:size (2..13), hypercube:size (1..32) or ring:size (2..2^20) by symmetry; the
+// topology is never built.
 // Throws UsageError for another family or size, LimitError when the sets would pass o.max_memory
 // (checked up front). o.progress is called after every exchange.
 SymmetricResult verify_symmetric(const Model& m, const std::string& family, int size,
