@@ -332,7 +332,7 @@ class Analyzer {
     if (a.size() * b.size() * (size_of(a) + size_of(b)) > kMaxScript)
       throw Refused{"a NODUP query past the method's size limit", loc};
     std::vector<std::string> decls;
-    std::string any = "false";
+    std::string any = "(or false";  // one n-ary or, appended to: nesting it copied it each time
     for (std::size_t i = 0; i < a.size(); ++i) {
       for (std::size_t j = self ? i : 0; j < b.size(); ++j) {
         if (self && i == j && a[i].binders.empty()) continue;  // one coset
@@ -345,10 +345,11 @@ class Analyzer {
             differ = fmt::format("(or {} (not (= {} {})))", differ, fa.binders[q].var,
                                  fb.binders[q].var);
         }
-        any = fmt::format("(or {}\n  (and {} {} {} (= {} {})))", any, ranges(fa), ranges(fb),
-                          differ, rep(fa, k_), rep(fb, k_));
+        any += fmt::format("\n  (and {} {} {} (= {} {}))", ranges(fa), ranges(fb), differ,
+                           rep(fa, k_), rep(fb, k_));
       }
     }
+    any += ")";
     obligation(fmt::format("{}-line{}", what, loc.line),
                fmt::format("{}: at {}, for every level k >= 2 (and every value of the loop "
                            "counters), the combined cosets of G_(k-1) are pairwise distinct",
@@ -505,13 +506,13 @@ class Analyzer {
                  {}, fmt::format("(not (= {} {}))", count_of(v.fams), k_), s.loc);
       disjoint(v.fams, v.fams, s.loc, "cover-distinct-" + name_of(slot), true);
       std::vector<std::string> decls;
-      std::string any = "false";
+      std::string any = "(or false";
       for (std::size_t i = 0; i < v.fams.size(); ++i) {
         Family f = renamed(v.fams[i], "!r" + std::to_string(i), &decls);
         std::string r = rep(f, k_);
-        any = fmt::format("(or {}\n  (and {} (not (and (<= 1 {}) (<= {} {})))))", any, ranges(f), r,
-                          r, k_);
+        any += fmt::format("\n  (and {} (not (and (<= 1 {}) (<= {} {}))))", ranges(f), r, r, k_);
       }
+      any += ")";
       obligation(fmt::format("cover-range-{}", name_of(slot)),
                  fmt::format("cover: the cosets '{}' holds at the end of level k lie in G_k "
                              "(their representatives map k into 1..k)",
