@@ -578,6 +578,16 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     for (std::uint32_t s = 1; s <= t.steps; ++s)
       for (auto i : steps[s]) received[fill[t.transfers[i].dst]++] = i;
   }
+  // The item of received[g] when it is the node's only receive in its step and a single item with
+  // no term twice (part (1) saw every payload item); kNoItem otherwise.
+  constexpr Item kNoItem = ~Item{0};
+  auto lone_item = [&](std::uint32_t g, std::uint32_t end) -> Item {
+    const Transfer& x = t.transfers[received[g]];
+    if (x.payload_len != 1 || (g + 1 < end && t.transfers[received[g + 1]].step == x.step))
+      return kNoItem;
+    const Item it = t.payload[x.payload_begin];
+    return it < seen.size() && seen[it] == 1 ? it : kNoItem;
+  };
   // When v came to hold contribution c before step s (0: its input), for a counterexample only.
   auto since = [&](NodeId v, std::uint32_t c, std::uint32_t s) -> std::string {
     for (Item it : t.initial_input[v])
@@ -604,7 +614,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     // not yet done go the bitset way.
     std::uint64_t visits = 0;
     for (const Transfer& x : t.transfers)
-      for (std::uint32_t k = 0; k < x.payload_len; ++k)
+      for (std::uint32_t k = 0; sorted && k < x.payload_len; ++k)
         visits += d.terms_view(t.payload[x.payload_begin + k]).size();
     const std::uint64_t limit = memory_limit(), in_use = resident_bytes();
     HeldSets sets(std::min(o.nodup_shared_bytes, limit > in_use ? (limit - in_use) / 2 : 0),
@@ -622,11 +632,8 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         clean = std::adjacent_find(in.begin(), in.end()) == in.end();
         std::uint32_t h = clean ? sets.intern(in) : 0;
         for (std::uint32_t g = first[v]; clean && g < first[v + 1]; ++g) {
-          const Transfer& x = t.transfers[received[g]];
-          const bool alone = g + 1 == first[v + 1] || t.transfers[received[g + 1]].step != x.step;
-          const Item it = x.payload_len == 1 ? t.payload[x.payload_begin] : 0;
-          clean = alone && x.payload_len == 1 && it < seen.size() && seen[it] == 1 &&
-                  (h = sets.add(h, it, d.terms_view(it))) != HeldSets::kOverlap;
+          const Item it = lone_item(g, first[v + 1]);
+          clean = it != kNoItem && (h = sets.add(h, it, d.terms_view(it))) != HeldSets::kOverlap;
         }
         shared = !sets.over();
       }
@@ -663,10 +670,18 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     auto add = [&](Item it) {
       for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
     };
+    // v's bits as they are before received[upto]: its input and what it received earlier.
+    auto rebuild = [&](NodeId v, std::uint32_t upto) {
+      std::fill(w.begin(), w.end(), 0);
+      for (Item in : t.initial_input[v]) add(in);
+      for (std::uint32_t q = first[v]; q < upto; ++q) {
+        const Transfer& y = t.transfers[received[q]];
+        for (std::uint32_t k = 0; k < y.payload_len; ++k) add(t.payload[y.payload_begin + k]);
+      }
+    };
     for (std::size_t n = part; n < rest.size(); n += parts) {
       const NodeId v = rest[n];
-      std::fill(w.begin(), w.end(), 0);
-      for (Item it : t.initial_input[v]) add(it);
+      rebuild(v, first[v]);
       // Every item received in a step is checked against what the node held before the step,
       // and only then added.
       bool fast = true;
@@ -678,10 +693,9 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         // part (1) established) tests and adds in one pass without a branch. On the first hit
         // the node's bits are rebuilt as they were before the step, and the node goes on by the
         // general path below, which finds the terms to report.
-        if (fast && e == g + 1) {
-          const Transfer& x = t.transfers[received[g]];
-          const Item it = x.payload_len == 1 ? t.payload[x.payload_begin] : 0;
-          if (x.payload_len == 1 && it < seen.size() && seen[it] == 1) {
+        if (fast) {
+          const Item it = lone_item(g, first[v + 1]);
+          if (it != kNoItem) {
             // Bits are gathered per word in a register while the terms stay in one word (exact
             // terms come sorted), so consecutive terms do not wait on each other's store.
             std::uint64_t held = 0, bits = 0;
@@ -702,12 +716,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
               continue;
             }
             fast = false;
-            std::fill(w.begin(), w.end(), 0);
-            for (Item in : t.initial_input[v]) add(in);
-            for (std::uint32_t q = first[v]; q < g; ++q) {
-              const Transfer& y = t.transfers[received[q]];
-              for (std::uint32_t k = 0; k < y.payload_len; ++k) add(t.payload[y.payload_begin + k]);
-            }
+            rebuild(v, g);
           }
         }
         for (std::uint32_t q = g; q < e; ++q) {
