@@ -271,6 +271,10 @@ int main(int argc, char** argv) {
   syn->add_flag("--uniform", syn_opts.synth.uniform,
                 "only schedules where every node uses the same link in a step (unsat is then not a "
                 "lower bound)");
+  syn->add_option("--invariant", syn_opts.synth.invariant,
+                  "cadical: only schedules invariant under the group these automorphisms span "
+                  "(star:n: symbol permutations '(1 2 3),(4 5)'; hypercube:d: xor masks '3,5'); "
+                  "unsat is then not a lower bound");
   syn->add_option("--root", syn_opts.synth.root, "broadcast source (0)");
   syn->add_option("--json", syn_opts.json_file,
                   "write the schedule (a Trace) as JSON (- = stdout)");

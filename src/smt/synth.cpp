@@ -2,6 +2,7 @@
 #include "smt/synth.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "check/checks.hpp"
 #include "smt/synth_cnf.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -112,6 +114,128 @@ std::optional<Cayley> cayley_of(const Topology& t) {
     return std::nullopt;
   }
   return c;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out{{}};
+  for (char c : s) {
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// The group of automorphisms spanned by SynthOptions::invariant, as node permutations (identity
+// first). Throws UsageError when the text does not parse, a generator is not an automorphism, the
+// group would need more than 2*10^7 entries; std::logic_error if a generator were not an
+// automorphism or the group had fixed points (neither can happen for left multiplications).
+std::vector<std::vector<std::uint32_t>> invariance_group(const std::string& text,
+                                                         const Topology& topo, const Graph& g) {
+  auto bad = [&](const std::string& why) {
+    return UsageError(fmt::format("synth --invariant '{}': {}", printable(text), why));
+  };
+  std::vector<std::vector<std::uint32_t>> gens;
+  const std::string family = topo.family();
+  for (const std::string& part : split(text, ',')) {
+    std::string gen = trim(part);
+    if (gen.empty()) throw bad("an empty generator");
+    std::vector<std::uint32_t> perm(g.p);
+    if (family == "star") {
+      int n = static_cast<int>(topo.params().at("n"));
+      std::vector<int> h(n + 1);
+      for (int i = 0; i <= n; ++i) h[i] = i;
+      // cycles, applied right to left: (1 2)(2 3) sends 3 to 2 to 1
+      std::vector<std::vector<int>> cycles;
+      std::size_t i = 0;
+      while (i < gen.size()) {
+        if (gen[i] == ' ') {
+          ++i;
+          continue;
+        }
+        if (gen[i] != '(') throw bad("expected '(' in '" + printable(gen) + "'");
+        std::size_t close = gen.find(')', i);
+        if (close == std::string::npos)
+          throw bad("a cycle without ')' in '" + printable(gen) + "'");
+        std::vector<int> cyc;
+        for (const std::string& tok : split(gen.substr(i + 1, close - i - 1), ' ')) {
+          if (tok.empty()) continue;
+          int x = 0;
+          auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), x);
+          if (ec != std::errc{} || ptr != tok.data() + tok.size() || x < 1 || x > n)
+            throw bad(fmt::format("'{}' is not a symbol 1..{}", printable(tok), n));
+          if (std::find(cyc.begin(), cyc.end(), x) != cyc.end())
+            throw bad(fmt::format("symbol {} twice in one cycle", x));
+          cyc.push_back(x);
+        }
+        cycles.push_back(cyc);
+        i = close + 1;
+      }
+      for (auto c = cycles.rbegin(); c != cycles.rend(); ++c) {
+        std::vector<int> next = h;
+        for (std::size_t j = 0; j < c->size(); ++j)
+          for (int x = 1; x <= n; ++x)
+            if (h[x] == (*c)[j]) next[x] = (*c)[(j + 1) % c->size()];
+        h = next;
+      }
+      for (NodeId x = 0; x < g.p; ++x) {
+        auto px = star_unrank(x, n);
+        for (int& y : px) y = h[y];
+        perm[x] = static_cast<std::uint32_t>(star_rank(px));
+      }
+    } else if (family == "hypercube") {
+      std::uint64_t mask = 0;
+      int base = 10;
+      std::string digits = gen;
+      if (digits.rfind("0b", 0) == 0) base = 2, digits = digits.substr(2);
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mask, base);
+      if (ec != std::errc{} || ptr != digits.data() + digits.size() || digits.empty() ||
+          mask >= g.p)
+        throw bad(fmt::format("'{}' is not a node mask below {}", printable(gen), g.p));
+      for (NodeId x = 0; x < g.p; ++x) perm[x] = static_cast<std::uint32_t>(x ^ mask);
+    } else {
+      throw bad(
+          "invariance is offered on star and hypercube graphs (Cayley graphs whose left "
+          "multiplications are automorphisms), not on " +
+          family);
+    }
+    for (NodeId u = 0; u < g.p; ++u)
+      for (NodeId v : g.nbr[u])
+        if (std::find(g.nbr[perm[u]].begin(), g.nbr[perm[u]].end(), perm[v]) ==
+            g.nbr[perm[u]].end())
+          throw std::logic_error(fmt::format("synth --invariant: '{}' is not an automorphism of {}",
+                                             printable(gen), topo.spec()));
+    gens.push_back(std::move(perm));
+  }
+  if (gens.empty()) throw bad("no generator");
+  std::vector<std::uint32_t> id(g.p);
+  for (NodeId x = 0; x < g.p; ++x) id[x] = x;
+  std::vector<std::vector<std::uint32_t>> elems{id};
+  std::set<std::vector<std::uint32_t>> seen{id};
+  for (std::size_t i = 0; i < elems.size(); ++i)
+    for (const auto& s : gens) {
+      std::vector<std::uint32_t> e(g.p);
+      for (NodeId x = 0; x < g.p; ++x) e[x] = s[elems[i][x]];
+      if (seen.count(e)) continue;
+      if ((elems.size() + 1) * static_cast<std::uint64_t>(g.p) > 20'000'000)
+        throw bad("the group is too large to list");
+      // Left multiplications act without fixed points; the orbit encoding relies on it.
+      for (NodeId x = 0; x < g.p; ++x)
+        if (e[x] == x)
+          throw std::logic_error(
+              fmt::format("synth --invariant: a group element other than the identity fixes "
+                          "node {}",
+                          x));
+      seen.insert(e);
+      elems.push_back(std::move(e));
+    }
+  return elems;
 }
 
 std::string lvar(unsigned t, int k) { return fmt::format("l{}_{}", t, k); }
@@ -616,8 +740,8 @@ std::string query_stem(const SynthOptions& o, const Topology& topo, Kind k, unsi
 
 // The same question as CNF, solved by CaDiCaL (synth_cnf.hpp); the model has the Z3 encoding's
 // variable names, so the schedule is rebuilt by the same functions.
-Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k,
-                    unsigned T) {
+Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k, unsigned T,
+                    const std::vector<std::vector<std::uint32_t>>& group) {
   sat::SynthProblem p;
   p.kind = k == Kind::Broadcast ? sat::SynthKind::Broadcast
            : k == Kind::Gossip  ? sat::SynthKind::Gossip
@@ -645,14 +769,35 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
       p.lmul.push_back(std::move(row));
     }
   }
+  p.group = group;
   p.name = query_stem(o, topo, k, T);
+  std::string restricted;
+  if (!group.empty()) {
+    // the generators in the file name, made safe: "(1 2 3),(4 5)" -> "inv60-1.2.3_4.5"
+    std::string tag = fmt::format("-inv{}-", group.size());
+    for (char c : o.invariant)
+      if (std::isalnum(static_cast<unsigned char>(c)))
+        tag += c;
+      else if (c == ' ' && !tag.empty() && std::isalnum(static_cast<unsigned char>(tag.back())))
+        tag += '.';
+      else if ((c == ',' || c == ')') && tag.back() != '_')
+        tag += '_';
+    while (!tag.empty() && tag.back() == '_') tag.pop_back();
+    p.name = query_stem(o, topo, k, T);
+    p.name.insert(p.name.rfind("-T"), tag);
+    restricted = fmt::format(
+        "no schedule INVARIANT under the group generated by {} (order {}) "
+        "exists (not a lower bound)",
+        o.invariant, group.size());
+  }
   p.comment = fmt::format(
-      "collv synth {} --topology {} --steps {} --port {}{} --backend cadical\n"
+      "collv synth {} --topology {} --steps {} --port {}{}{} --backend cadical\n"
       "meaning: unsat = {}; sat = a {}-step schedule exists",
       kind_name(k), topo.spec(), T, o.port == PortModel::Single ? "single" : "all",
-      o.uniform ? " --uniform" : "",
-      o.uniform ? "no UNIFORM schedule exists (not a lower bound)"
-                : fmt::format("no schedule exists (lower bound {} steps)", T + 1),
+      o.uniform ? " --uniform" : "", group.empty() ? "" : " --invariant '" + o.invariant + "'",
+      o.uniform             ? "no UNIFORM schedule exists (not a lower bound)"
+      : !restricted.empty() ? restricted
+                            : fmt::format("no schedule exists (lower bound {} steps)", T + 1),
       T);
   sat::CnfOptions co;
   co.timeout_ms = o.timeout_ms;
@@ -677,8 +822,9 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
   return a;
 }
 
-Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k, unsigned T) {
-  if (o.backend == "cadical") return attempt_cnf(o, topo, g, k, T);
+Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k, unsigned T,
+                const std::vector<std::vector<std::uint32_t>>& group) {
+  if (o.backend == "cadical") return attempt_cnf(o, topo, g, k, T, group);
   smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms}, "QF_FD");
   Builder b(g, k, T, o.port, o.root, s, topo, o.uniform);
   Attempt a;
@@ -762,9 +908,25 @@ SynthResult synthesize(const SynthOptions& o) {
   if (o.steps == 0 && !o.least) throw UsageError("synth: --steps must be at least 1");
   if (o.backend != "z3" && o.backend != "cadical")
     throw UsageError("synth: unknown backend '" + o.backend + "' (expected z3 or cadical)");
+  std::vector<std::vector<std::uint32_t>> group;
+  if (!o.invariant.empty()) {
+    if (o.backend != "cadical") throw UsageError("synth --invariant needs --backend cadical");
+    if (o.uniform)
+      throw UsageError(
+          "synth --invariant and --uniform exclude each other (uniform already is "
+          "invariance under every left multiplication)");
+    if (k == Kind::Broadcast)
+      throw UsageError(
+          "synth --invariant is for allgather and allreduce: a broadcast's root is "
+          "a fixed point of every group that keeps it invariant");
+    if (k == Kind::Allreduce && o.port != PortModel::Single)
+      throw UsageError("synth --invariant allreduce is offered for the single-port model only");
+    group = invariance_group(o.invariant, topo, g);
+  }
   SynthResult res;
+  res.invariant_order = group.size();
   if (!o.least) {
-    Attempt a = attempt(o, topo, g, k, o.steps);
+    Attempt a = attempt(o, topo, g, k, o.steps, group);
     res.attempts.push_back(a.info);
     res.answer = a.info.answer;
     res.steps = o.steps;
@@ -774,7 +936,7 @@ SynthResult synthesize(const SynthOptions& o) {
   unsigned hi = o.steps == 0 ? 64 : o.steps;
   bool all_unsat = true;
   for (unsigned T = 1; T <= hi; ++T) {
-    Attempt a = attempt(o, topo, g, k, T);
+    Attempt a = attempt(o, topo, g, k, T, group);
     res.attempts.push_back(a.info);
     if (a.info.answer == smt::Answer::Sat) {
       res.answer = smt::Answer::Sat;

@@ -40,6 +40,14 @@ struct SynthOptions {
   // node sends the same partial sum relative to itself, so the query has p, not p^2, chunk
   // variables per step, which makes star:5 tractable.
   bool uniform = false;
+  // cadical backend, gossip and single-port allreduce: only schedules invariant under the group
+  // of automorphisms these generators span, and which must act on the nodes without fixed
+  // points. star:n: permutations of the symbols 1..n in cycle notation, acting by relabelling
+  // (left multiplication), e.g. "(1 2 3 4 5)" or "(1 2 3),(3 4 5)"; hypercube:d: bit masks,
+  // acting by xor, e.g. "3,5". A restriction like uniform (which is invariance under the whole
+  // group of left multiplications): sat gives a real schedule, unsat only says that no invariant
+  // one exists. Empty: none.
+  std::string invariant;
   std::uint32_t root = 0;                // broadcast source
   unsigned timeout_ms = 60000;           // per query
   std::uint64_t max_terms = 30'000'000;  // per query, counted before it is built
@@ -69,6 +77,7 @@ struct SynthResult {
   std::optional<Trace> trace;          // the schedule, when answer is Sat
   std::vector<SynthAttempt> attempts;  // every T tried, in order
   std::string note;
+  std::uint64_t invariant_order = 0;  // with SynthOptions::invariant: the group's order
 };
 
 // Throws UsageError / SpecError for bad options.

@@ -127,7 +127,30 @@ class Cnf {
 // The encodings; the same constraints as synth.cpp's Builder (variable names included).
 class Encoder {
  public:
-  Encoder(const SynthProblem& p, Cnf& f) : p_(p), f_(f), T_(p.steps) {}
+  Encoder(const SynthProblem& p, Cnf& f) : p_(p), f_(f), T_(p.steps) {
+    // Orbits of the invariance group (acting freely): rep_[x] = the least node of x's orbit and
+    // g_[x] = the element that maps x to it. Without a group every node is its own orbit.
+    rep_.resize(p_.p);
+    g_.assign(p_.p, 0);
+    for (std::uint32_t x = 0; x < p_.p; ++x) rep_[x] = x;
+    // The action is free, so an element is known by where it sends any one node. inverse[i]: the
+    // element j with j(i(0)) = 0, found through the node each element sends to 0.
+    std::size_t n = p_.group.size();
+    std::vector<std::size_t> sends_to_0(p_.p, SIZE_MAX), inverse(n);
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::uint32_t z = 0; z < p_.p; ++z)
+        if (p_.group[j][z] == 0) sends_to_0[z] = j;
+    for (std::size_t i = 0; i < n; ++i) inverse[i] = sends_to_0[p_.group[i][0]];
+    for (std::uint32_t x = 0; x < p_.p; ++x) {
+      if (rep_[x] != x) continue;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t y = p_.group[i][x];
+        if (y == x) continue;
+        rep_[y] = x;
+        g_[y] = inverse[i];
+      }
+    }
+  }
 
   void build(bool symmetry, CnfResult& res) {
     if (p_.uniform && p_.kind != SynthKind::Broadcast) {
@@ -144,14 +167,17 @@ class Encoder {
         for (std::size_t i = 0; i < p_.nbr[u].size(); ++i) {
           std::uint32_t v = p_.nbr[u][i];
           std::size_t first = index_of(u, v);
-          row.push_back(first < i ? row[first] : f_.var(fmt::format("m{}_{}_{}", u, v, t)));
+          if (!is_rep(u))  // the representative's variable (rep_[u] < u: already made)
+            row.push_back(M(rep_[u], to_rep(u, v), t));
+          else
+            row.push_back(first < i ? row[first] : f_.var(fmt::format("m{}_{}_{}", u, v, t)));
         }
       }
     }
     if (p_.single_port)
       for (unsigned t = 1; t <= T_; ++t)
         for (std::uint32_t u = 0; u < p_.p; ++u) {
-          if (p_.nbr[u].size() < 2) continue;
+          if (p_.nbr[u].size() < 2 || !is_rep(u)) continue;
           std::vector<int> out, in;
           for (std::uint32_t v : p_.nbr[u]) {
             out.push_back(M(u, v, t));
@@ -176,7 +202,11 @@ class Encoder {
           }
       }
     }
-    if (symmetry && !p_.uniform && T_ >= 1 && p_.p >= 2) {
+    if (symmetry && !p_.group.empty()) {
+      // The arc argument maps a schedule by an automorphism, which need not keep it invariant
+      // under the group: not combined.
+      res.symmetry_note = "no symmetry breaking: the schedule is restricted to invariant ones";
+    } else if (symmetry && !p_.uniform && T_ >= 1 && p_.p >= 2) {
       std::uint32_t a = p_.kind == SynthKind::Broadcast ? p_.root : 0;
       std::string why;
       if (!p_.nbr[a].empty() &&
@@ -200,12 +230,21 @@ class Encoder {
         break;
       }
       case SynthKind::Allreduce:
-        allreduce();
+        if (p_.single_port)
+          allreduce_single_port();
+        else
+          allreduce();
         break;
     }
   }
 
  private:
+  bool is_rep(std::uint32_t x) const { return rep_[x] == x; }
+  // The image of y under the element that maps x to its orbit's representative.
+  std::uint32_t to_rep(std::uint32_t x, std::uint32_t y) const {
+    return p_.group.empty() || rep_[x] == x ? y : p_.group[g_[x]][y];
+  }
+
   std::size_t index_of(std::uint32_t u, std::uint32_t v) const {
     const auto& n = p_.nbr[u];
     return static_cast<std::size_t>(std::find(n.begin(), n.end(), v) - n.begin());
@@ -214,6 +253,7 @@ class Encoder {
 
   // has[v][c][t], constant where fixed (own chunk; farther than t hops from the chunk's origin).
   int H(std::uint32_t v, std::uint32_t c, unsigned t) {
+    if (!is_rep(v)) return H(rep_[v], to_rep(v, c), t);
     if (v == c) return kTrue;
     if (t == 0 || p_.dist[c][v] > t) return kFalse;
     int& h = hv_[(static_cast<std::size_t>(t) * p_.p + v) * nchunks_ + chunk_index_[c]];
@@ -232,6 +272,7 @@ class Encoder {
     for (unsigned t = 1; t <= T_; ++t)
       for (std::uint32_t v = 0; v < p_.p; ++v)
         for (std::uint32_t c : chunks) {
+          if (!is_rep(v)) continue;  // its constraints are the representative's, mapped
           int h = H(v, c, t);
           if (h == kTrue || h == kFalse) continue;
           int prev = H(v, c, t - 1);
@@ -250,7 +291,8 @@ class Encoder {
           f_.add(cl);
         }
     for (std::uint32_t v = 0; v < p_.p; ++v)
-      for (std::uint32_t c : chunks) f_.add({H(v, c, T_)});
+      if (is_rep(v))
+        for (std::uint32_t c : chunks) f_.add({H(v, c, T_)});
   }
 
   // Selection over atoms: the union of the selected atoms' sets is target(c) for every c, and the
@@ -338,6 +380,111 @@ class Encoder {
     }
   }
 
+  // Single-port allreduce. A node sends at most one message per step and receives at most one, so
+  // the value it sends in step t is one set x<u>_<c>_<t> (whoever receives it) and what it received
+  // in step t is one atom r<v>_<c>_<t> (empty when nothing arrived). The atoms of v before step t
+  // are its input (j = 0) and r<v>_*_<tau> for tau = 1..t-1 (j = tau). Equivalent to allreduce()
+  // under the single-port rule, with one send set per node instead of one per link and one atom
+  // per step instead of one per link and step (star:5 T = 9: 7 M literals instead of about 10^9).
+  std::size_t cell(unsigned t, std::uint32_t v, std::uint32_t c) const {
+    return (static_cast<std::size_t>(t) * p_.p + v) * p_.p + c;
+  }
+  int X(std::uint32_t u, std::uint32_t c, unsigned t) {
+    if (!is_rep(u)) return X(rep_[u], to_rep(u, c), t);
+    if (t == 0 || p_.dist[c][u] > t - 1) return kFalse;
+    int& x = xv_[cell(t, u, c)];
+    if (x == 0) x = f_.var(fmt::format("x{}_{}_{}", u, c, t));
+    return x;
+  }
+  int R(std::uint32_t v, std::uint32_t c, unsigned t) {
+    if (!is_rep(v)) return R(rep_[v], to_rep(v, c), t);
+    if (t == 0 || p_.dist[c][v] > t) return kFalse;
+    int& r = rv_[cell(t, v, c)];
+    if (r == 0) r = f_.var(fmt::format("r{}_{}_{}", v, c, t));
+    return r;
+  }
+  int atom_sp(std::uint32_t v, unsigned j, std::uint32_t c) {
+    if (j == 0) return c == v ? kTrue : kFalse;
+    return R(v, c, j);
+  }
+
+  void allreduce_single_port() {
+    // x and r of every node, step and contribution; each has at least two literals.
+    if (static_cast<std::uint64_t>(T_ + 1) * p_.p * p_.p * 2 > f_.cap()) throw CapExceeded{};
+    xv_.assign(static_cast<std::size_t>(T_ + 1) * p_.p * p_.p, 0);
+    rv_ = xv_;
+    std::vector<int> any;
+    for (unsigned t = 1; t <= T_; ++t)
+      for (std::uint32_t v = 0; v < p_.p; ++v) {
+        if (!is_rep(v)) continue;
+        for (std::uint32_t c = 0; c < p_.p; ++c) {
+          // r <-> OR_u (m(u,v,t) AND x(u,c,t)); at most one m(u,v,t) holds, so no auxiliaries.
+          int r = R(v, c, t);
+          any.assign({-r});
+          for (std::uint32_t u : p_.nbr[v]) {
+            int m = M(u, v, t), x = X(u, c, t);
+            if (x != kFalse) any.push_back(m);
+            f_.add({-r, -m, x});
+            f_.add({r, -m, -x});
+          }
+          f_.add(any);
+        }
+        std::vector<int> sel;
+        for (unsigned j = 0; j < t; ++j) sel.push_back(f_.var(fmt::format("y{}_{}_{}", v, t, j)));
+        selection(
+            sel, [&](std::size_t j, std::uint32_t c) { return atom_sp(v, j, c); },
+            [&](std::uint32_t c) { return X(v, c, t); }, kFalse);
+      }
+    fsel_.assign(p_.p, {});
+    for (std::uint32_t v = 0; v < p_.p; ++v) {
+      if (!is_rep(v)) continue;
+      for (unsigned j = 0; j <= T_; ++j) fsel_[v].push_back(f_.var(fmt::format("g{}_{}", v, j)));
+      selection(
+          fsel_[v], [&](std::size_t j, std::uint32_t c) { return atom_sp(v, j, c); },
+          [](std::uint32_t) { return kTrue; }, kTrue);
+    }
+  }
+
+ public:
+  // Whether the model is read through decode() rather than by the variables' own names.
+  bool decodes() const {
+    return !p_.uniform &&
+           (!p_.group.empty() || (p_.kind == SynthKind::Allreduce && p_.single_port));
+  }
+  // The schedule's variables of every node, under the names synth.cpp reads: m<u>_<v>_<t> and, for
+  // allreduce, s<u>_<v>_<c>_<t> (what u sends to v) and f<v>_<j> (j = 0 the input, j = 1 +
+  // (tau-1)*deg(v) + i the value received in step tau from v's i-th neighbour).
+  std::map<std::string, std::string> decode(const std::function<bool(int)>& val) {
+    auto truth = [&](int lit) {
+      if (lit == kTrue) return true;
+      if (lit == kFalse) return false;
+      return val(lit);
+    };
+    auto name = [](bool b) { return std::string(b ? "true" : "false"); };
+    std::map<std::string, std::string> out;
+    bool ar = p_.kind == SynthKind::Allreduce;
+    for (unsigned t = 1; t <= T_; ++t)
+      for (std::uint32_t u = 0; u < p_.p; ++u)
+        for (std::uint32_t v : p_.nbr[u]) {
+          bool m = truth(M(u, v, t));
+          out[fmt::format("m{}_{}_{}", u, v, t)] = name(m);
+          if (ar && m)
+            for (std::uint32_t c = 0; c < p_.p; ++c)
+              out[fmt::format("s{}_{}_{}_{}", u, v, c, t)] = name(truth(X(u, c, t)));
+        }
+    if (ar)
+      for (std::uint32_t v = 0; v < p_.p; ++v) {
+        const auto& f = fsel_[rep_[v]];
+        out[fmt::format("f{}_0", v)] = name(truth(f[0]));
+        std::size_t j = 0;
+        for (unsigned tau = 1; tau <= T_; ++tau)
+          for (std::uint32_t w : p_.nbr[v])
+            out[fmt::format("f{}_{}", v, ++j)] = name(truth(f[tau]) && truth(M(w, v, tau)));
+      }
+    return out;
+  }
+
+ private:
   // Uniform schedules on a Cayley graph, seen from node 0 (synth.cpp's build_symmetric).
   void build_symmetric() {
     std::size_t L = p_.links.size();
@@ -399,6 +546,10 @@ class Encoder {
   std::size_t nchunks_ = 0;
   std::vector<std::size_t> chunk_index_;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, unsigned>, int> sv_;
+  std::vector<std::uint32_t> rep_;  // orbit representative of each node
+  std::vector<std::size_t> g_;      // the group element mapping a node to its representative
+  std::vector<int> xv_, rv_;        // single-port allreduce: [cell(t, node, c)]
+  std::vector<std::vector<int>> fsel_;
 };
 
 struct Deadline : CaDiCaL::Terminator {
@@ -438,8 +589,8 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
   CnfResult res;
   auto t0 = Clock::now();
   Cnf f(o.max_literals);
+  Encoder e(p, f);
   try {
-    Encoder e(p, f);
     e.build(o.symmetry_breaking, res);
   } catch (const CapExceeded&) {
     res.answer = smt::Answer::Unknown;
@@ -477,10 +628,14 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
     s.disconnect_terminator();
     if (r == 10) {
       res.answer = smt::Answer::Sat;
-      const auto& names = f.names();
-      for (std::size_t v = 1; v < names.size(); ++v)
-        if (!names[v].empty())
-          res.values[names[v]] = s.val(static_cast<int>(v)) > 0 ? "true" : "false";
+      if (e.decodes()) {
+        res.values = e.decode([&](int lit) { return s.val(lit) > 0; });
+      } else {
+        const auto& names = f.names();
+        for (std::size_t v = 1; v < names.size(); ++v)
+          if (!names[v].empty())
+            res.values[names[v]] = s.val(static_cast<int>(v)) > 0 ? "true" : "false";
+      }
     } else if (r == 20) {
       res.answer = smt::Answer::Unsat;
     } else {

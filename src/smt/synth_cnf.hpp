@@ -39,8 +39,13 @@ struct SynthProblem {
   bool uniform = false;
   std::vector<int> links;                        // generators' link numbers
   std::vector<std::vector<std::uint32_t>> lmul;  // [index into links][g]
-  std::string name;                              // file stem for the CNF and the proof
-  std::string comment;                           // the question, written into the CNF's header
+  // Invariant schedules (SynthOptions::invariant): the elements of a group of automorphisms, as
+  // node permutations (identity included), that acts freely on the nodes. The schedule must be
+  // invariant under it (u sends to v in step t iff g(u) sends to g(v); v holds c iff g(v) holds
+  // g(c)), so the encoding keeps the variables of one node per orbit. Empty: no restriction.
+  std::vector<std::vector<std::uint32_t>> group;
+  std::string name;     // file stem for the CNF and the proof
+  std::string comment;  // the question, written into the CNF's header
 };
 
 struct CnfOptions {
@@ -60,8 +65,11 @@ struct CnfResult {
   smt::Answer answer = smt::Answer::Unknown;
   double seconds = 0;  // building the CNF and solving
   double solve_seconds = 0;
-  std::string reason;                         // unknown: why
-  std::map<std::string, std::string> values;  // sat: every named variable, "true"/"false"
+  std::string reason;  // unknown: why
+  // sat: every named variable, "true"/"false". With a group, or for single-port allreduce, the
+  // schedule's variables of every node under the names synth.cpp reads (m<u>_<v>_<t>,
+  // s<u>_<v>_<c>_<t>, f<v>_<j>), decoded from the encoding's own.
+  std::map<std::string, std::string> values;
   std::uint64_t vars = 0, clauses = 0;
   bool symmetry_used = false;
   std::string symmetry_note;  // why symmetry breaking was or was not used
