@@ -6,6 +6,7 @@
 // scheme takes 10), invariant under A_5.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -194,4 +195,87 @@ TEST_CASE("invariant: refused groups and combinations", "[sat][invariant]") {
   SynthOptions allport = cadical("allreduce", "star:4", 6, "(1 2)");
   allport.port = PortModel::All;
   refused(allport, "single-port model only");
+}
+
+namespace {
+
+using Perm = std::vector<int>;  // h[s - 1] = the image of symbol s, for s = 1..5
+
+Perm compose(const Perm& a, const Perm& b) {  // a after b
+  Perm r(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) r[i] = a[static_cast<std::size_t>(b[i] - 1)];
+  return r;
+}
+Perm inverse(const Perm& a) {
+  Perm r(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    r[static_cast<std::size_t>(a[i] - 1)] = static_cast<int>(i) + 1;
+  return r;
+}
+std::set<Perm> closure(const std::vector<Perm>& gens) {
+  Perm id{1, 2, 3, 4, 5};
+  std::set<Perm> g{id};
+  std::vector<Perm> todo{id};
+  while (!todo.empty()) {
+    Perm x = todo.back();
+    todo.pop_back();
+    for (const Perm& s : gens) {
+      Perm y = compose(s, x);
+      if (g.insert(y).second) todo.push_back(y);
+    }
+  }
+  return g;
+}
+// A conjugacy class of subgroups, named by its least member (as a sorted set of permutations).
+std::set<Perm> class_name(const std::set<Perm>& h, const std::vector<Perm>& all) {
+  std::set<Perm> best;
+  for (const Perm& g : all) {
+    std::set<Perm> c;
+    for (const Perm& x : h) c.insert(compose(compose(g, x), inverse(g)));
+    if (best.empty() || c < best) best = c;
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("invariant: the S_5 sweep's generating sets cover every class of subgroups once",
+          "[sat][invariant]") {
+  // Independently of the library: every subgroup of S_5 that one or two permutations generate
+  // (all of them: S_5's subgroups are 2-generated), up to conjugacy.
+  std::vector<Perm> all;
+  Perm p{1, 2, 3, 4, 5};
+  do all.push_back(p);
+  while (std::next_permutation(p.begin(), p.end()));
+  std::set<std::set<Perm>> classes, seen;
+  for (const Perm& a : all)
+    for (const Perm& b : all) {
+      auto h = closure({a, b});
+      if (seen.insert(h).second) classes.insert(class_name(h, all));
+    }
+  CHECK(seen.size() == 156);
+  REQUIRE(classes.size() == 19);
+  // The script's sets, read from the script, through the library's parser.
+  std::ifstream f(std::string(COLLV_SOURCE_DIR) + "/scripts/s5-invariant-sweep.sh");
+  std::set<std::set<Perm>> covered;
+  std::string line;
+  int rows = 0;
+  while (std::getline(f, line)) {
+    auto bar = line.find('|');
+    if (line.rfind("  \"", 0) != 0 || bar == std::string::npos || line.size() < 4 ||
+        !std::isdigit(static_cast<unsigned char>(line[3])))
+      continue;
+    ++rows;
+    int order = std::stoi(line.substr(3, bar - 3));
+    std::string gens = line.substr(bar + 1, line.rfind('"') - bar - 1);
+    INFO(gens);
+    auto group = invariance_group(gens, "star:5");
+    CHECK(static_cast<int>(group.size()) == order);
+    std::set<Perm> h;  // node 0 is the identity permutation: the element is where it goes
+    for (const auto& e : group) h.insert(star_unrank(e[0], 5));
+    CHECK(static_cast<int>(h.size()) == order);
+    CHECK(covered.insert(class_name(h, all)).second);  // a class not yet covered
+  }
+  CHECK(rows == 19);
+  CHECK(covered == classes);
 }

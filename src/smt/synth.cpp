@@ -958,6 +958,12 @@ SynthResult synthesize(const SynthOptions& o) {
   return res;
 }
 
+std::vector<std::vector<std::uint32_t>> invariance_group(const std::string& generators,
+                                                         const std::string& topology) {
+  Topology topo = Topology::parse(topology);
+  return invariance_group(generators, topo, graph_of(topo));
+}
+
 SynthQuery synth_query_text(const SynthOptions& o, unsigned steps, smt::Answer expected) {
   Kind k = kind_of(o.collective);
   Topology topo = Topology::parse(o.topology);

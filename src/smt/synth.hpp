@@ -90,6 +90,11 @@ struct SynthQuery {
   bool refused = false;
   std::string reason;
 };
+// The group SynthOptions::invariant spans on a topology, as node permutations (identity first):
+// what `synth --invariant` restricts schedules by. Throws UsageError / SpecError for bad input.
+std::vector<std::vector<std::uint32_t>> invariance_group(const std::string& generators,
+                                                         const std::string& topology);
+
 SynthQuery synth_query_text(const SynthOptions& o, unsigned steps, smt::Answer expected);
 
 }  // namespace collv
