@@ -279,3 +279,55 @@ TEST_CASE("invariant: the S_5 sweep's generating sets cover every class of subgr
   CHECK(rows == 19);
   CHECK(covered == classes);
 }
+
+TEST_CASE("cubes: cube and conquer gives the one-solve answers", "[sat][cubes]") {
+  struct Q {
+    const char* coll;
+    const char* topo;
+    unsigned T;
+    const char* inv;
+  };
+  for (const Q& q : {Q{"allgather", "star:4", 5, ""}, Q{"allgather", "star:4", 6, ""},
+                     Q{"allreduce", "star:4", 5, ""}, Q{"allreduce", "star:4", 6, ""},
+                     Q{"allgather", "hypercube:3", 2, ""}, Q{"allgather", "hypercube:3", 3, "1"},
+                     Q{"allreduce", "star:4", 5, "(1 2)(3 4)"}}) {
+    INFO(q.coll << " " << q.topo << " T=" << q.T << " " << q.inv);
+    SynthOptions one = cadical(q.coll, q.topo, q.T, q.inv), cubed = one;
+    cubed.cube_depth = 5;
+    std::vector<std::string> lines;
+    cubed.progress = [&](const std::string& l) { lines.push_back(l); };
+    SynthResult a = synthesize(one), b = synthesize(cubed);
+    REQUIRE(a.answer != smt::Answer::Unknown);
+    CHECK(b.answer == a.answer);
+    if (b.answer == smt::Answer::Sat) require_valid(*b.trace);
+    if (b.answer == smt::Answer::Unsat && !lines.empty()) {
+      // every cube was decided: the last line is the last cube's, and it is unsat
+      CHECK(lines.front().rfind("lookahead: ", 0) == 0);
+      CHECK(lines.back().find("unsat") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refused",
+          "[sat][cubes]") {
+  fs::path d = test::unique_temp("collv_test_cubes");
+  SynthOptions o = cadical("allgather", "star:4", 5, "");
+  o.cube_depth = 4;
+  o.proof_dir = d.string();
+  SynthResult r = synthesize(o);
+  CHECK(r.answer == smt::Answer::Unsat);
+  REQUIRE(r.attempts.size() == 1);
+  CHECK(fs::exists(r.attempts[0].file));  // the CNF is written ...
+  CHECK(r.attempts[0].proof.empty());     // ... but no DRAT proof in cube mode
+  CHECK_FALSE(fs::exists(d / "synth-allgather-star_4-single-T5.drat"));
+  fs::remove_all(d);
+  o = cadical("allgather", "star:5", 7, "");
+  o.cube_depth = 4;
+  o.timeout_ms = 1;
+  r = synthesize(o);
+  CHECK(r.answer == smt::Answer::Unknown);
+  CHECK(r.attempts[0].reason.find("after refuting 0 of") != std::string::npos);
+  o.backend = "z3";
+  o.invariant.clear();
+  CHECK_THROWS_AS(synthesize(o), UsageError);
+}

@@ -530,7 +530,9 @@ int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostr
 int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostream& err) {
   SynthResult r;
   try {
-    r = synthesize(o.synth);
+    SynthOptions so = o.synth;
+    if (!o.quiet) so.progress = [&err](const std::string& line) { err << line << std::endl; };
+    r = synthesize(so);
   } catch (const SpecError& e) {
     err << "collv: error: " << e.what() << "\n";
     return kExitUsage;

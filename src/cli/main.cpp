@@ -291,6 +291,9 @@ int main(int argc, char** argv) {
                   "cadical: write each query's DIMACS CNF and, for unsat, its DRAT proof into DIR");
   syn->add_flag("!--no-symmetry-breaking", syn_opts.synth.symmetry_breaking,
                 "cadical: do not fix the first message by the graph's automorphisms");
+  syn->add_option("--cubes", syn_opts.synth.cube_depth,
+                  "cadical: cube and conquer, lookahead to depth D, cubes decided in turn (unsat "
+                  "then has no DRAT proof; progress on stderr)");
   syn->add_flag("--quiet", syn_opts.quiet, "print only the verdict");
   syn->footer(
       "Exit codes: 0 a schedule was found, 1 proved impossible, 2 bad usage, 3 inconclusive.\n"

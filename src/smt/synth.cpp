@@ -803,6 +803,8 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
   co.timeout_ms = o.timeout_ms;
   co.max_literals = o.max_terms;
   co.symmetry_breaking = o.symmetry_breaking;
+  co.cube_depth = o.cube_depth;
+  co.progress = o.progress;
   co.proof_dir = o.proof_dir.empty() ? o.emit_dir : o.proof_dir;
   sat::CnfResult r = sat::solve_synth_cnf(p, co);
   Attempt a;
@@ -908,6 +910,9 @@ SynthResult synthesize(const SynthOptions& o) {
   if (o.steps == 0 && !o.least) throw UsageError("synth: --steps must be at least 1");
   if (o.backend != "z3" && o.backend != "cadical")
     throw UsageError("synth: unknown backend '" + o.backend + "' (expected z3 or cadical)");
+  if (o.cube_depth > 0 && o.backend != "cadical")
+    throw UsageError("synth --cubes needs --backend cadical");
+  if (o.cube_depth > 30) throw UsageError("synth --cubes: a depth of at most 30");
   std::vector<std::vector<std::uint32_t>> group;
   if (!o.invariant.empty()) {
     if (o.backend != "cadical") throw UsageError("synth --invariant needs --backend cadical");

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,11 @@ struct SynthOptions {
   // cadical: fix node 0's (broadcast: the root's) step-1 message when the graph is shown
   // arc-transitive by explicit automorphisms (sound, docs/smt.md).
   bool symmetry_breaking = true;
+  // cadical: cube and conquer to this lookahead depth (0: one solve). An unsat answer then has no
+  // DRAT proof; an unknown one says how many cubes were refuted (synth_cnf.hpp).
+  unsigned cube_depth = 0;
+  // Progress lines of long runs (cube mode: one per cube), e.g. to stderr.
+  std::function<void(const std::string&)> progress;
 };
 
 struct SynthAttempt {

@@ -583,6 +583,40 @@ void write_dimacs(const std::string& path, const Cnf& f, const SynthProblem& p) 
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// Cube and conquer in one solver: lookahead cubes, then each cube under assumptions (clauses
+// learned on one cube help the next). 10 sat (the model is the solver's), 20 every cube refuted
+// (or lookahead refuted the formula), 0 the time limit came first.
+int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res) {
+  auto t0 = Clock::now();
+  auto cw = s.generate_cubes(static_cast<int>(o.cube_depth));
+  if (cw.status == 20) return 20;
+  if (cw.status == 10) return s.solve();  // lookahead found a model; solve() makes it the state
+  res.cubes = cw.cubes.size();
+  if (o.progress)
+    o.progress(fmt::format("lookahead: {} cubes of depth up to {} ({:.1f} s)", cw.cubes.size(),
+                           o.cube_depth, std::chrono::duration<double>(Clock::now() - t0).count()));
+  if (cw.cubes.empty()) return s.solve();
+  for (std::size_t i = 0; i < cw.cubes.size(); ++i) {
+    auto tc = Clock::now();
+    for (int lit : cw.cubes[i]) s.assume(lit);
+    int r = s.solve();
+    if (o.progress)
+      o.progress(fmt::format("cube {}/{}: {} ({:.1f} s)", i + 1, cw.cubes.size(),
+                             r == 10   ? "sat"
+                             : r == 20 ? "unsat"
+                                       : "unknown",
+                             std::chrono::duration<double>(Clock::now() - tc).count()));
+    if (r == 10) return 10;
+    if (r != 20) {
+      res.reason = fmt::format("timeout ({} ms) after refuting {} of {} cubes", o.timeout_ms,
+                               res.cubes_refuted, res.cubes);
+      return 0;
+    }
+    ++res.cubes_refuted;
+  }
+  return 20;
+}
+
 }  // namespace
 
 CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
@@ -605,7 +639,8 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
   if (!o.proof_dir.empty()) {
     std::filesystem::create_directories(o.proof_dir);
     res.cnf_file = (std::filesystem::path(o.proof_dir) / (p.name + ".cnf")).string();
-    proof = (std::filesystem::path(o.proof_dir) / (p.name + ".drat")).string();
+    if (o.cube_depth == 0)
+      proof = (std::filesystem::path(o.proof_dir) / (p.name + ".drat")).string();
     write_dimacs(res.cnf_file, f, p);
   }
   {
@@ -623,7 +658,7 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
     d.end = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
     s.connect_terminator(&d);
     auto ts = Clock::now();
-    int r = s.solve();
+    int r = o.cube_depth == 0 ? s.solve() : solve_by_cubes(s, o, res);
     res.solve_seconds = std::chrono::duration<double>(Clock::now() - ts).count();
     s.disconnect_terminator();
     if (r == 10) {
@@ -640,7 +675,7 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
       res.answer = smt::Answer::Unsat;
     } else {
       res.answer = smt::Answer::Unknown;
-      res.reason = fmt::format("timeout ({} ms)", o.timeout_ms);
+      if (res.reason.empty()) res.reason = fmt::format("timeout ({} ms)", o.timeout_ms);
     }
     if (!proof.empty()) s.close_proof_trace();
   }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ struct CnfOptions {
   // CaDiCaL's configuration: "plain" (no pre- and inprocessing) decides the star queries 2-3x
   // faster than "default" on these encodings (docs/smt.md).
   std::string configuration = "plain";
+  // Cube and conquer (docs/smt.md): split the question into cubes by CaDiCaL's lookahead to this
+  // depth, then decide the cubes one after the other in one incremental solver under the same
+  // wall-clock limit. 0: one solve. Unsat then rests on every cube being refuted, and no DRAT
+  // proof is written (an incremental run under assumptions does not end in the empty clause).
+  unsigned cube_depth = 0;
+  // Called after each cube is decided (cube mode only): "cube 3/16: unsat (12.5 s)".
+  std::function<void(const std::string&)> progress;
 };
 
 struct CnfResult {
@@ -74,6 +82,8 @@ struct CnfResult {
   bool symmetry_used = false;
   std::string symmetry_note;  // why symmetry breaking was or was not used
   std::string cnf_file, proof_file;
+  // Cube mode: how many cubes lookahead produced and how many were refuted before the answer.
+  std::uint64_t cubes = 0, cubes_refuted = 0;
 };
 
 CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o);
