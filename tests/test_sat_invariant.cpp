@@ -6,6 +6,10 @@
 // scheme takes 10), invariant under A_5.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <cstdlib>
+#include <sstream>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +27,11 @@ using namespace collv;
 namespace fs = std::filesystem;
 
 namespace {
+
+int test_run(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
 
 SynthOptions cadical(const std::string& coll, const std::string& topo, unsigned T,
                      const std::string& invariant) {
@@ -320,6 +329,41 @@ TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refus
   CHECK(fs::exists(r.attempts[0].file));  // the CNF is written ...
   CHECK(r.attempts[0].proof.empty());     // ... but no DRAT proof in cube mode
   CHECK_FALSE(fs::exists(d / "synth-allgather-star_4-single-T5.drat"));
+  // The cubes are written beside the CNF, and they cover the question: for a satisfiable one,
+  // the CNF with every cube negated is unsat (decided by the cadical executable, a fresh solver),
+  // while the CNF alone is sat.
+  o = cadical("allgather", "star:4", 6, "");
+  o.cube_depth = 4;
+  o.proof_dir = d.string();
+  r = synthesize(o);
+  REQUIRE(r.answer == smt::Answer::Sat);
+  CHECK(test_run("cadical -q " + r.attempts[0].file + " > /dev/null") == 10);
+  std::string cubes = r.attempts[0].file + ".cubes";
+  REQUIRE(fs::exists(cubes));
+  std::ifstream cf(cubes);
+  std::vector<std::string> negated;
+  for (std::string line; std::getline(cf, line);) {
+    REQUIRE(line.rfind("a ", 0) == 0);
+    std::istringstream in(line.substr(2));
+    std::string clause;
+    for (int lit; in >> lit && lit != 0;) clause += std::to_string(-lit) + " ";
+    negated.push_back(clause + "0");
+  }
+  CHECK(negated.size() >= 2);
+  std::ifstream cnf(r.attempts[0].file);
+  std::ofstream both(d / "covered.cnf");
+  for (std::string line; std::getline(cnf, line);) {
+    if (line.rfind("p cnf ", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      std::uint64_t v = 0, c = 0;
+      in >> v >> c;
+      line = "p cnf " + std::to_string(v) + " " + std::to_string(c + negated.size());
+    }
+    both << line << "\n";
+  }
+  for (const auto& c : negated) both << c << "\n";
+  both.close();
+  CHECK(test_run("cadical -q " + (d / "covered.cnf").string() + " > /dev/null") == 20);
   fs::remove_all(d);
   o = cadical("allgather", "star:5", 7, "");
   o.cube_depth = 4;

@@ -586,12 +586,25 @@ void write_dimacs(const std::string& path, const Cnf& f, const SynthProblem& p) 
 // Cube and conquer in one solver: lookahead cubes, then each cube under assumptions (clauses
 // learned on one cube help the next). 10 sat (the model is the solver's), 20 every cube refuted
 // (or lookahead refuted the formula), 0 the time limit came first.
-int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res) {
+int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res,
+                   const std::string& icnf_file) {
   auto t0 = Clock::now();
   auto cw = s.generate_cubes(static_cast<int>(o.cube_depth));
   if (cw.status == 20) return 20;
   if (cw.status == 10) return s.solve();  // lookahead found a model; solve() makes it the state
   res.cubes = cw.cubes.size();
+  if (!icnf_file.empty()) {
+    // The cubes as an incremental CNF's "a" lines, to append to the written CNF (cadical decides
+    // such a file cube by cube), and to re-check the split: the CNF with every cube negated
+    // must be unsat, each cube added as units must be unsat for an unsat answer.
+    std::ofstream out(icnf_file);
+    for (const auto& c : cw.cubes) {
+      out << 'a';
+      for (int lit : c) out << ' ' << lit;
+      out << " 0\n";
+    }
+    if (!out) throw std::runtime_error("cannot write " + icnf_file);
+  }
   if (o.progress)
     o.progress(fmt::format("lookahead: {} cubes of depth up to {} ({:.1f} s)", cw.cubes.size(),
                            o.cube_depth, std::chrono::duration<double>(Clock::now() - t0).count()));
@@ -658,7 +671,10 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
     d.end = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
     s.connect_terminator(&d);
     auto ts = Clock::now();
-    int r = o.cube_depth == 0 ? s.solve() : solve_by_cubes(s, o, res);
+    int r = o.cube_depth == 0
+                ? s.solve()
+                : solve_by_cubes(s, o, res,
+                                 res.cnf_file.empty() ? std::string() : res.cnf_file + ".cubes");
     res.solve_seconds = std::chrono::duration<double>(Clock::now() - ts).count();
     s.disconnect_terminator();
     if (r == 10) {
