@@ -583,12 +583,15 @@ void write_dimacs(const std::string& path, const Cnf& f, const SynthProblem& p) 
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-// Cube and conquer in one solver: lookahead cubes, then each cube under assumptions (clauses
-// learned on one cube help the next). 10 sat (the model is the solver's), 20 every cube refuted
-// (or lookahead refuted the formula), 0 the time limit came first.
-int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res,
+// Cube and conquer in one solver: lookahead cubes, then the cubes under assumptions (clauses
+// learned on one cube help the next), in passes: every open cube gets a time slice (10 s, then
+// four times more each pass) so that one hard cube does not hide how the others fare. 10 sat (the
+// model is the solver's), 20 every cube refuted (or lookahead refuted the formula), 0 the time
+// limit came first.
+int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res, Deadline& d,
                    const std::string& icnf_file) {
   auto t0 = Clock::now();
+  const auto end = d.end;
   auto cw = s.generate_cubes(static_cast<int>(o.cube_depth));
   if (cw.status == 20) return 20;
   if (cw.status == 10) return s.solve();  // lookahead found a model; solve() makes it the state
@@ -605,27 +608,47 @@ int solve_by_cubes(CaDiCaL::Solver& s, const CnfOptions& o, CnfResult& res,
     }
     if (!out) throw std::runtime_error("cannot write " + icnf_file);
   }
+  auto secs = [](Clock::time_point a) {
+    return std::chrono::duration<double>(Clock::now() - a).count();
+  };
   if (o.progress)
     o.progress(fmt::format("lookahead: {} cubes of depth up to {} ({:.1f} s)", cw.cubes.size(),
-                           o.cube_depth, std::chrono::duration<double>(Clock::now() - t0).count()));
+                           o.cube_depth, secs(t0)));
   if (cw.cubes.empty()) return s.solve();
-  for (std::size_t i = 0; i < cw.cubes.size(); ++i) {
-    auto tc = Clock::now();
-    for (int lit : cw.cubes[i]) s.assume(lit);
-    int r = s.solve();
-    if (o.progress)
-      o.progress(fmt::format("cube {}/{}: {} ({:.1f} s)", i + 1, cw.cubes.size(),
-                             r == 10   ? "sat"
-                             : r == 20 ? "unsat"
-                                       : "unknown",
-                             std::chrono::duration<double>(Clock::now() - tc).count()));
-    if (r == 10) return 10;
-    if (r != 20) {
+  std::vector<std::size_t> open(cw.cubes.size());
+  for (std::size_t i = 0; i < open.size(); ++i) open[i] = i;
+  auto slice = std::chrono::milliseconds(10'000);
+  for (unsigned pass = 1; !open.empty();
+       ++pass, slice = std::min(slice * 4, std::chrono::milliseconds(1'000'000'000))) {
+    std::vector<std::size_t> still;
+    for (std::size_t i : open) {
+      if (Clock::now() >= end) {
+        still.push_back(i);
+        continue;
+      }
+      auto tc = Clock::now();
+      d.end = std::min(end, tc + slice);
+      for (int lit : cw.cubes[i]) s.assume(lit);
+      int r = s.solve();
+      d.end = end;
+      if (o.progress)
+        o.progress(fmt::format("cube {}/{}: {} ({:.1f} s, pass {})", i + 1, cw.cubes.size(),
+                               r == 10   ? "sat"
+                               : r == 20 ? "unsat"
+                                         : "open",
+                               secs(tc), pass));
+      if (r == 10) return 10;
+      if (r == 20)
+        ++res.cubes_refuted;
+      else
+        still.push_back(i);
+    }
+    open.swap(still);
+    if (!open.empty() && Clock::now() >= end) {
       res.reason = fmt::format("timeout ({} ms) after refuting {} of {} cubes", o.timeout_ms,
                                res.cubes_refuted, res.cubes);
       return 0;
     }
-    ++res.cubes_refuted;
   }
   return 20;
 }
@@ -673,7 +696,7 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
     auto ts = Clock::now();
     int r = o.cube_depth == 0
                 ? s.solve()
-                : solve_by_cubes(s, o, res,
+                : solve_by_cubes(s, o, res, d,
                                  res.cnf_file.empty() ? std::string() : res.cnf_file + ".cubes");
     res.solve_seconds = std::chrono::duration<double>(Clock::now() - ts).count();
     s.disconnect_terminator();
