@@ -16,6 +16,8 @@
 #include <set>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "check/checks.hpp"
 #include "cli.hpp"
 #include "smt/synth.hpp"
@@ -374,4 +376,34 @@ TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refus
   o.backend = "z3";
   o.invariant.clear();
   CHECK_THROWS_AS(synthesize(o), UsageError);
+}
+
+TEST_CASE("invariant: the 9-step star:5 all-reduce in examples/ re-checks from the file",
+          "[sat][invariant]") {
+  std::string file = std::string(COLLV_SOURCE_DIR) + "/examples/star5/allreduce-9-steps.json";
+  std::string out;
+  CHECK(test::run_cli("verify --trace " + file, out) == 0);
+  CHECK(out.find("1 runs: 1 passed") != std::string::npos);
+  // Broken copies fail: node 0 sends only its own input in step 9 (its receiver misses
+  // contributions), or the file claims 8 steps.
+  std::ifstream in(file);
+  auto j = nlohmann::json::parse(in);
+  auto broken = j;
+  bool changed = false;
+  for (auto& x : broken["transfers"])
+    if (x["step"] == 9 && x["src"] == 0) {
+      x["items"] = nlohmann::json::array({"x0"});
+      changed = true;
+    }
+  REQUIRE(changed);
+  std::string path = test::unique_temp("collv_ar9_broken") + ".json";
+  std::ofstream(path) << broken.dump();
+  CHECK(test::run_cli("verify --trace " + path, out) == 1);
+  CHECK(out.find("dataflow: node 42315 ends with x0..x119") != std::string::npos);
+  auto claim8 = j;
+  claim8["claimed"]["steps"] = 8;
+  std::ofstream(path) << claim8.dump();
+  CHECK(test::run_cli("verify --trace " + path, out) == 1);
+  CHECK(out.find("the model claims 8") != std::string::npos);
+  fs::remove(path);
 }
