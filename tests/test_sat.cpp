@@ -15,6 +15,7 @@
 #include "check/checks.hpp"
 #include "smt/synth.hpp"
 #include "smt/synth_cnf.hpp"
+#include "synth_util.hpp"
 #include "topology/topology.hpp"
 
 using namespace collv;
@@ -51,15 +52,6 @@ SynthOptions options(const Case& c, const std::string& backend) {
   return o;
 }
 
-// Every check the executor runs passes on the schedule (nodup is not claimed for all-reduce).
-void require_valid(const Trace& t) {
-  for (auto& c : check_trace(t, {})) {
-    if (c.name == "nodup" && t.collective == Collective::Allreduce) continue;
-    INFO(c.name << ": " << (c.violations.empty() ? "" : c.violations[0].message));
-    CHECK(c.verdict != Verdict::Fail);
-  }
-}
-
 // Both backends, the same answer; sat answers are schedules that pass the executor's checkers.
 smt::Answer agree(const Case& c) {
   INFO(c.collective << " " << c.topology << " T=" << c.steps
@@ -73,18 +65,13 @@ smt::Answer agree(const Case& c) {
   if (s.answer == smt::Answer::Sat) {
     REQUIRE(s.trace);
     CHECK(s.trace->steps <= s.steps);
-    require_valid(*s.trace);
+    test::require_valid(*s.trace);
   }
   // Without symmetry breaking, the same answer.
   SynthOptions o = options(c, "cadical");
   o.symmetry_breaking = false;
   CHECK(synthesize(o).answer == z.answer);
   return s.answer;
-}
-
-int run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 }  // namespace
@@ -172,8 +159,8 @@ TEST_CASE("sat backend: an unsat answer's CNF and DRAT proof are re-checked outs
   CHECK(pc.lemmas > 0);
   // ... and the cadical executable decides the written CNF the same way (exit 20 = unsat) and
   // checks its own proof of it.
-  CHECK(run("cadical -q --no-binary --checkproof " + a.file + " " + (d / "own.drat").string() +
-            " > /dev/null") == 20);
+  CHECK(test::shell("cadical -q --no-binary --checkproof " + a.file + " " +
+                    (d / "own.drat").string() + " > /dev/null") == 20);
   CHECK(sat::check_drup_proof(a.file, (d / "own.drat").string()).ok);
 
   // The checker rejects proofs that do not prove the CNF unsat.
@@ -207,7 +194,7 @@ TEST_CASE("sat backend: an unsat answer's CNF and DRAT proof are re-checked outs
   REQUIRE(fs::exists(sa.file));
   CHECK(sa.proof.empty());
   CHECK_FALSE(fs::exists(d / "synth-allgather-ring_6-single-T3.drat"));
-  CHECK(run("cadical -q " + sa.file + " > /dev/null") == 10);
+  CHECK(test::shell("cadical -q " + sa.file + " > /dev/null") == 10);
   CHECK_FALSE(sat::check_drup_proof(sa.file, a.proof).ok);
 }
 
@@ -232,7 +219,7 @@ TEST_CASE("sat backend: unsat proofs for each encoding pass the RUP checker", "[
     auto pc = sat::check_drup_proof(r.attempts.back().file, r.attempts.back().proof);
     INFO(pc.message);
     CHECK(pc.ok);
-    CHECK(run("cadical -q " + r.attempts.back().file + " > /dev/null") == 20);
+    CHECK(test::shell("cadical -q " + r.attempts.back().file + " > /dev/null") == 20);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "cli.hpp"
 #include "smt/synth.hpp"
 #include "smt/synth_cnf.hpp"
+#include "synth_util.hpp"
 #include "topology/topology.hpp"
 #include "util/error.hpp"
 
@@ -29,11 +30,6 @@ using namespace collv;
 namespace fs = std::filesystem;
 
 namespace {
-
-int test_run(const std::string& cmd) {
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 SynthOptions cadical(const std::string& coll, const std::string& topo, unsigned T,
                      const std::string& invariant) {
@@ -64,14 +60,6 @@ bool invariant_under(const Trace& t, int n, const std::vector<int>& h) {
   return true;
 }
 
-void require_valid(const Trace& t) {
-  for (auto& c : check_trace(t, {})) {
-    if (c.name == "nodup" && t.collective == Collective::Allreduce) continue;
-    INFO(c.name << ": " << (c.violations.empty() ? "" : c.violations[0].message));
-    CHECK(c.verdict != Verdict::Fail);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("invariant: schedules found under a group are invariant and pass the checkers",
@@ -84,7 +72,7 @@ TEST_CASE("invariant: schedules found under a group are invariant and pass the c
     REQUIRE(r.answer == smt::Answer::Sat);
     CHECK(r.invariant_order == 2);
     REQUIRE(r.trace);
-    require_valid(*r.trace);
+    test::require_valid(*r.trace);
     CHECK(invariant_under(*r.trace, 4, h));
   }
   // The check above can fail: the schedule found without the restriction is not invariant.
@@ -95,7 +83,7 @@ TEST_CASE("invariant: schedules found under a group are invariant and pass the c
   SynthResult q = synthesize(cadical("allgather", "hypercube:3", 3, "1,2,4"));
   REQUIRE(q.answer == smt::Answer::Sat);
   CHECK(q.invariant_order == 8);
-  require_valid(*q.trace);
+  test::require_valid(*q.trace);
   CHECK(synthesize(cadical("allgather", "hypercube:3", 2, "1")).answer == smt::Answer::Unsat);
 }
 
@@ -113,7 +101,7 @@ TEST_CASE("invariant: the whole group of left multiplications gives the uniform 
       REQUIRE(a.answer != smt::Answer::Unknown);
       CHECK(b.answer == a.answer);
       CHECK(b.invariant_order == 24);
-      if (b.answer == smt::Answer::Sat) require_valid(*b.trace);
+      if (b.answer == smt::Answer::Sat) test::require_valid(*b.trace);
     }
 }
 
@@ -126,7 +114,7 @@ TEST_CASE("invariant: a one-word all-reduce on star:5 in 9 steps (A_5-invariant)
   CHECK(r.invariant_order == 60);
   REQUIRE(r.trace);
   CHECK(r.trace->steps == 9);
-  require_valid(*r.trace);
+  test::require_valid(*r.trace);
   std::vector<int> h{0, 2, 3, 1, 4, 5};  // (1 2 3)
   CHECK(invariant_under(*r.trace, 5, h));
   // The whole group (uniform schedules): none in 9 steps.
@@ -310,7 +298,7 @@ TEST_CASE("cubes: cube and conquer gives the one-solve answers", "[sat][cubes]")
     SynthResult a = synthesize(one), b = synthesize(cubed);
     REQUIRE(a.answer != smt::Answer::Unknown);
     CHECK(b.answer == a.answer);
-    if (b.answer == smt::Answer::Sat) require_valid(*b.trace);
+    if (b.answer == smt::Answer::Sat) test::require_valid(*b.trace);
     if (b.answer == smt::Answer::Unsat && !lines.empty()) {
       // every cube was decided: the last line is the last cube's, and it is unsat
       CHECK(lines.front().rfind("lookahead: ", 0) == 0);
@@ -339,7 +327,7 @@ TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refus
   o.proof_dir = d.string();
   r = synthesize(o);
   REQUIRE(r.answer == smt::Answer::Sat);
-  CHECK(test_run("cadical -q " + r.attempts[0].file + " > /dev/null") == 10);
+  CHECK(test::shell("cadical -q " + r.attempts[0].file + " > /dev/null") == 10);
   std::string cubes = r.attempts[0].file + ".cubes";
   REQUIRE(fs::exists(cubes));
   std::ifstream cf(cubes);
@@ -365,7 +353,7 @@ TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refus
   }
   for (const auto& c : negated) both << c << "\n";
   both.close();
-  CHECK(test_run("cadical -q " + (d / "covered.cnf").string() + " > /dev/null") == 20);
+  CHECK(test::shell("cadical -q " + (d / "covered.cnf").string() + " > /dev/null") == 20);
   fs::remove_all(d);
   o = cadical("allgather", "star:5", 7, "");
   o.cube_depth = 4;
