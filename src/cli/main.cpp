@@ -298,7 +298,10 @@ int main(int argc, char** argv) {
   syn->footer(
       "Exit codes: 0 a schedule was found, 1 proved impossible, 2 bad usage, 3 inconclusive.\n"
       "Examples:\n  collv synth allgather -t hypercube:3 --steps 3\n"
-      "  collv synth allreduce -t star:4 --steps 6 --least");
+      "  collv synth allreduce -t star:4 --steps 6 --least\n"
+      "  collv synth allreduce -t star:5 --steps 9 --backend cadical --invariant \"(1 2 3),(3 4 "
+      "5)\"\n"
+      "  collv synth allgather -t star:5 --steps 8 --backend cadical --cubes 8 --timeout 3600000");
 
   ReproduceOptions rep_opts;
   auto* rep = app.add_subcommand(
