@@ -782,7 +782,7 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
         tag += '.';
       else if ((c == ',' || c == ')') && tag.back() != '_')
         tag += '_';
-    while (!tag.empty() && tag.back() == '_') tag.pop_back();
+    while (!tag.empty() && (tag.back() == '_' || tag.back() == '-')) tag.pop_back();
     p.name = query_stem(o, topo, k, T);
     p.name.insert(p.name.rfind("-T"), tag);
     restricted = fmt::format(
