@@ -930,6 +930,7 @@ SynthResult synthesize(const SynthOptions& o) {
   }
   SynthResult res;
   res.invariant_order = group.size();
+  if (group.size() == 1) group.clear();  // the identity alone: no restriction, the general question
   if (!o.least) {
     Attempt a = attempt(o, topo, g, k, o.steps, group);
     res.attempts.push_back(a.info);
