@@ -242,7 +242,7 @@ class Encoder {
   bool is_rep(std::uint32_t x) const { return rep_[x] == x; }
   // The image of y under the element that maps x to its orbit's representative.
   std::uint32_t to_rep(std::uint32_t x, std::uint32_t y) const {
-    return p_.group.empty() || rep_[x] == x ? y : p_.group[g_[x]][y];
+    return rep_[x] == x ? y : p_.group[g_[x]][y];
   }
 
   std::size_t index_of(std::uint32_t u, std::uint32_t v) const {
