@@ -13,6 +13,7 @@ PACKAGES=(
   libpugixml-dev
   clang-format
   clang-14 libclang-rt-14-dev
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "app/commands.hpp"
+#include "app/mpi_cmd.hpp"
 #include "app/render_cmd.hpp"
 #include "app/reproduce_cmd.hpp"
 #include "app/smt_cmds.hpp"
@@ -319,6 +320,53 @@ int main(int argc, char** argv) {
       "Exit codes: 0 every number agrees, 1 a disagreement (listed), 2 bad usage.\n"
       "The paper's theorems are reproduced by `collv prove proofs/` (docs/smt.md).");
 
+  MpiOptions mpi_opts;
+  std::string mpi_sizes = "2..4", mpi_counts = "1";
+  auto* mpi = app.add_subcommand(
+      "mpi",
+      "Judge an installed MPI library's collective: every combination it makes, its results");
+  mpi->add_option("--impl", mpi_opts.impl, "openmpi | mpich")
+      ->required()
+      ->check(CLI::IsMember({"openmpi", "mpich"}));
+  mpi->add_option("--collective", mpi_opts.collective,
+                  "allreduce reduce bcast allgather gather scatter alltoall reduce_scatter "
+                  "reduce_scatter_block scan exscan")
+      ->required();
+  mpi->add_option("--algorithm", mpi_opts.algorithm,
+                  "the library's own name or number (auto: the library decides), or harness-ring "
+                  "(the harness's own ring all-reduce over point-to-point)");
+  mpi->add_option("--sizes", mpi_sizes, "P or A..B: process counts (default 2..4, at most 64)");
+  mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
+  mpi->add_option("--root", mpi_opts.root, "root of a rooted collective: a rank or all (0)");
+  mpi->add_option("--op", mpi_opts.op, "commutative (default) | noncommutative user operation")
+      ->check(CLI::IsMember({"commutative", "noncommutative"}));
+  mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
+  mpi->add_option("--inject", mpi_opts.inject,
+                  "harness-ring only: off-by-one | double-count | swap-operands");
+  mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");
+  mpi->add_option("--mpirun", mpi_opts.mpirun,
+                  "the launcher, or a wrapper script (default mpirun.openmpi/mpiexec.mpich)");
+  mpi->add_option("--harness", mpi_opts.harness, "the harness source (default mpi/harness.c)");
+  mpi->add_option("--cache-dir", mpi_opts.cache_dir,
+                  "where built harnesses and failing runs' output go ($COLLV_MPI_CACHE)");
+  mpi->add_option("--timeout", mpi_opts.timeout_s, "seconds per launch (60)");
+  mpi->add_option("--json", mpi_opts.json_file, "write the report as JSON (- = stdout)");
+  mpi->add_option("--junit", mpi_opts.junit_file, "write the report as JUnit XML (- = stdout)");
+  mpi->add_flag("--quiet", mpi_opts.quiet, "print only the summary line");
+  mpi->add_flag("--runs", mpi_opts.runs_table, "one line per run");
+  mpi->footer(
+      "Checks (docs/mpi.md): nodup, operands (same position, never unwritten data), order\n"
+      "(non-commutative: left operand ranks i..j, right j+1..k), postcondition (MPI layout: no\n"
+      "missing or extra contribution), runtime (every rank finished, no library error).\n"
+      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, or nothing\n"
+      "run, 3 a launch timed out.\n"
+      "Examples:\n  collv mpi --impl openmpi --collective allreduce --algorithm ring --sizes 2..12 "
+      "--count 0..25\n"
+      "  collv mpi --impl mpich --collective reduce --algorithm binomial --root all --op "
+      "noncommutative\n"
+      "  collv mpi --impl openmpi --collective allreduce --algorithm harness-ring --inject "
+      "double-count");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -349,6 +397,11 @@ int main(int argc, char** argv) {
       ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
                             const Trace& tr) { return smt_verify_engine(m, t, ro, tr, ver_smt); };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);
+    }
+    if (*mpi) {
+      mpi_opts.sizes = parse_size_range(mpi_sizes);
+      mpi_opts.counts = parse_size_range(mpi_counts, "--count");
+      return run_mpi_command(mpi_opts, std::cout, std::cerr);
     }
     if (*rep) return run_reproduce_command(rep_opts, std::cout, std::cerr);
     if (*prv) return run_prove_command(prv_opts, std::cout, std::cerr);

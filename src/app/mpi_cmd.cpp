@@ -1,0 +1,711 @@
+// `collv mpi`: builds the harness with an MPI library's compiler, runs it under the library's
+// launcher with an algorithm selected, and judges what every rank observed (docs/mpi.md).
+#include "app/mpi_cmd.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "app/verify_cmd.hpp"
+#include "util/error.hpp"
+#include "util/exit_codes.hpp"
+
+namespace fs = std::filesystem;
+
+namespace collv {
+
+namespace {
+
+const std::vector<std::string> kCollectives = {
+    "allreduce", "reduce",         "bcast",
+    "allgather", "gather",         "scatter",
+    "alltoall",  "reduce_scatter", "reduce_scatter_block",
+    "scan",      "exscan"};
+
+bool rooted(const std::string& c) {
+  return c == "reduce" || c == "bcast" || c == "gather" || c == "scatter";
+}
+
+// The largest file a rank may write (a run at p = 64, count 65536 stays far below).
+constexpr std::uintmax_t kMaxRankFile = std::uintmax_t{512} << 20;
+
+struct Elem {
+  std::int64_t idx = -1;
+  std::uint64_t mask = 0;
+  bool operator==(const Elem&) const = default;
+};
+
+std::string ranks_text(std::uint64_t m) {
+  std::string s = "{";
+  bool first = true;
+  for (int r = 0; r < 64;) {
+    if (!(m >> r & 1)) {
+      ++r;
+      continue;
+    }
+    int e = r;
+    while (e + 1 < 64 && (m >> (e + 1) & 1)) ++e;
+    s += (first ? "" : ",") + (e == r ? std::to_string(r) : fmt::format("{}..{}", r, e));
+    first = false;
+    r = e + 1;
+  }
+  return s + "}";
+}
+
+std::string elem_text(const Elem& e) {
+  if (e.idx == -1 && e.mask == 0) return "nothing (never written)";
+  if (e.idx == -2) return "ranks " + ranks_text(e.mask) + " of mixed positions";
+  return fmt::format("ranks {} of position {}", ranks_text(e.mask), e.idx);
+}
+
+std::uint64_t all_below(int n) { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
+
+int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
+
+// The result region the collective defines at rank r (MPI layout), or nullopt where it defines
+// none (a non-root of a rooted collective, rank 0 of exscan).
+std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
+  const int p = c.p, n = c.count;
+  const std::uint64_t all = all_below(p), root = std::uint64_t{1} << c.root;
+  std::vector<Elem> e;
+  const std::string& k = c.collective;
+  if (k == "allreduce" || k == "ring_allreduce" || (k == "reduce" && r == c.root)) {
+    for (int i = 0; i < n; ++i) e.push_back({i, all});
+  } else if (k == "reduce" || ((k == "gather") && r != c.root)) {
+    return std::nullopt;
+  } else if (k == "bcast") {
+    for (int i = 0; i < n; ++i) e.push_back({i, root});
+  } else if (k == "allgather" || k == "gather") {
+    for (int j = 0; j < p; ++j)
+      for (int i = 0; i < n; ++i) e.push_back({i, std::uint64_t{1} << j});
+  } else if (k == "scatter") {
+    for (int i = 0; i < n; ++i) e.push_back({static_cast<std::int64_t>(r) * n + i, root});
+  } else if (k == "alltoall") {
+    for (int j = 0; j < p; ++j)
+      for (int i = 0; i < n; ++i)
+        e.push_back({static_cast<std::int64_t>(r) * n + i, std::uint64_t{1} << j});
+  } else if (k == "reduce_scatter_block") {
+    for (int i = 0; i < n; ++i) e.push_back({static_cast<std::int64_t>(r) * n + i, all});
+  } else if (k == "reduce_scatter") {
+    std::int64_t off = 0;
+    for (int j = 0; j < r; ++j) off += rs_count(j, n);
+    for (int i = 0; i < rs_count(r, n); ++i) e.push_back({off + i, all});
+  } else if (k == "scan") {
+    for (int i = 0; i < n; ++i) e.push_back({i, all_below(r + 1)});
+  } else if (k == "exscan") {
+    if (r == 0) return std::nullopt;
+    for (int i = 0; i < n; ++i) e.push_back({i, all_below(r)});
+  } else {
+    throw UsageError("unknown collective '" + k + "'");
+  }
+  return e;
+}
+
+// A check and its first violations.
+struct Judge {
+  CheckResult res;
+  explicit Judge(const std::string& name) {
+    res.name = name;
+    res.verdict = Verdict::Pass;
+  }
+  void fail(int rank, const std::string& msg) {
+    res.verdict = Verdict::Fail;
+    if (res.violations.size() < 5) {
+      Counterexample cx;
+      cx.invariant = res.name;
+      cx.nodes.push_back(static_cast<NodeId>(rank));
+      cx.message = msg;
+      res.violations.push_back(std::move(cx));
+    }
+    ++res.violation_count;
+  }
+};
+
+std::vector<Elem> read_elems(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) throw UsageError(where + ": expected an array of [idx, mask]");
+  std::vector<Elem> v;
+  v.reserve(j.size());
+  for (const auto& x : j) {
+    if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() ||
+        (!x[1].is_number_unsigned() && !x[1].is_number_integer()))
+      throw UsageError(where + ": expected [idx, mask]");
+    v.push_back({x[0].get<std::int64_t>(), x[1].get<std::uint64_t>()});
+  }
+  return v;
+}
+
+bool interval(std::uint64_t m) {
+  if (m == 0) return false;
+  std::uint64_t shifted = m >> std::countr_zero(m);
+  return (shifted & (shifted + 1)) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> mpi_algorithms(const std::string& impl, const std::string& coll) {
+  static const std::map<std::string, std::vector<std::string>> ompi = {
+      {"allreduce",
+       {"ignore", "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
+        "rabenseifner"}},
+      {"alltoall", {"ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"}},
+      {"allgather",
+       {"ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
+      {"bcast",
+       {"ignore", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+        "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"}},
+      {"reduce",
+       {"ignore", "linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
+        "rabenseifner"}},
+      {"reduce_scatter", {"ignore", "non-overlapping", "recursive_halving", "ring", "butterfly"}},
+      {"reduce_scatter_block",
+       {"ignore", "basic_linear", "recursive_doubling", "recursive_halving", "butterfly"}},
+      {"gather", {"ignore", "basic_linear", "binomial", "linear_sync"}},
+      {"scatter", {"ignore", "basic_linear", "binomial", "linear_nb"}},
+      {"exscan", {"ignore", "linear", "recursive_doubling"}},
+      {"scan", {"ignore", "linear", "recursive_doubling"}},
+  };
+  static const std::map<std::string, std::vector<std::string>> mpich = {
+      {"bcast",
+       {"auto", "binomial", "nb", "smp", "scatter_recursive_doubling_allgather",
+        "scatter_ring_allgather"}},
+      {"gather", {"auto", "binomial", "nb"}},
+      {"scatter", {"auto", "binomial", "nb"}},
+      {"allgather", {"auto", "brucks", "nb", "recursive_doubling", "ring"}},
+      {"alltoall", {"auto", "brucks", "nb", "pairwise", "pairwise_sendrecv_replace", "scattered"}},
+      {"reduce", {"auto", "binomial", "nb", "smp", "reduce_scatter_gather"}},
+      {"allreduce", {"auto", "nb", "smp", "recursive_doubling", "reduce_scatter_allgather"}},
+      {"reduce_scatter",
+       {"auto", "nb", "noncommutative", "pairwise", "recursive_doubling", "recursive_halving"}},
+      {"reduce_scatter_block",
+       {"auto", "noncommutative", "recursive_doubling", "pairwise", "recursive_halving", "nb"}},
+      {"scan", {"auto", "nb", "smp", "recursive_doubling"}},
+      {"exscan", {"auto", "nb", "recursive_doubling"}},
+  };
+  const auto& table = impl == "openmpi" ? ompi : mpich;
+  auto it = table.find(coll);
+  return it == table.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir) {
+  Judge nodup("nodup"), operands("operands"), order("order"), post("postcondition"),
+      runtime("runtime");
+  const std::uint64_t in_p = all_below(c.p);
+  for (int r = 0; r < c.p; ++r) {
+    fs::path file = fs::path(dir) / fmt::format("rank{}.jsonl", r);
+    std::error_code ec;
+    auto size = fs::file_size(file, ec);
+    if (ec) {
+      runtime.fail(r, fmt::format("rank {} wrote no observations ({})", r, file.string()));
+      continue;
+    }
+    if (size > kMaxRankFile)
+      throw LimitError(fmt::format("{}: {} bytes, more than collv reads ({})", file.string(), size,
+                                   kMaxRankFile));
+    std::ifstream f(file);
+    std::string line;
+    std::size_t lineno = 0, call = 0;
+    bool done = false, have_out = false;
+    std::string lib_error;
+    auto exp = expected(c, r);
+    while (std::getline(f, line)) {
+      ++lineno;
+      std::string where = fmt::format("{}:{}", file.string(), lineno);
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string()) {
+        // A rank killed mid-line leaves a partial last line: that is the run's failure.
+        runtime.fail(r, where + ": not a line of the harness's output (a rank cut short?)");
+        break;
+      }
+      std::string k = j["k"];
+      if (k == "op") {
+        ++call;
+        auto a = read_elems(j.value("a", nlohmann::json()), where + ": a");
+        auto b = read_elems(j.value("b", nlohmann::json()), where + ": b");
+        if (a.size() != b.size()) throw UsageError(where + ": operands of different lengths");
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          std::string at = fmt::format("rank {}, combination {}, element {}", r, call, i);
+          const Elem &x = a[i], &y = b[i];
+          if (x.mask == 0 || y.mask == 0) {
+            operands.fail(r, fmt::format("{}: an operand holds no contribution (data never "
+                                         "written): {} (op) {}",
+                                         at, elem_text(x), elem_text(y)));
+            continue;
+          }
+          if ((x.mask | y.mask) & ~in_p)
+            operands.fail(r, fmt::format("{}: a contribution of no rank below p = {}", at, c.p));
+          if (x.idx != y.idx || x.idx < 0)
+            operands.fail(r, fmt::format("{}: combines {} with {}: different positions", at,
+                                         elem_text(x), elem_text(y)));
+          if (x.mask & y.mask)
+            nodup.fail(r, fmt::format("{}: {} (op) {}: ranks {} counted twice", at, elem_text(x),
+                                      elem_text(y), ranks_text(x.mask & y.mask)));
+          else if (!c.commutative && (!interval(x.mask) || !interval(y.mask) ||
+                                      64 - std::countl_zero(x.mask) != std::countr_zero(y.mask)))
+            order.fail(r, fmt::format("{}: {} (op) {}: under a non-commutative operation the "
+                                      "left operand must be ranks i..j and the right j+1..k",
+                                      at, elem_text(x), elem_text(y)));
+        }
+      } else if (k == "out") {
+        have_out = true;
+        auto got = read_elems(j.value("buf", nlohmann::json()), where + ": buf");
+        if (!exp) continue;
+        if (got.size() != exp->size()) {
+          post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, got.size(),
+                                   exp->size()));
+          continue;
+        }
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (got[i] == (*exp)[i]) continue;
+          std::string diff;
+          if (got[i].mask != (*exp)[i].mask) {
+            std::uint64_t miss = (*exp)[i].mask & ~got[i].mask,
+                          extra = got[i].mask & ~(*exp)[i].mask;
+            if (miss) diff += " missing " + ranks_text(miss);
+            if (extra) diff += " extra " + ranks_text(extra);
+          }
+          post.fail(r, fmt::format("rank {} position {}: holds {}, expected {}{}", r, i,
+                                   elem_text(got[i]), elem_text((*exp)[i]),
+                                   diff.empty() ? "" : " (" + diff.substr(1) + ")"));
+        }
+      } else if (k == "error") {
+        lib_error = j.value("message", std::string("?"));
+      } else if (k == "done") {
+        if (j.value("rank", -1) != r || j.value("size", -1) != c.p)
+          runtime.fail(r, fmt::format("{}: rank {} of {} wrote rank {} of {}", where, r, c.p,
+                                      j.value("rank", -1), j.value("size", -1)));
+        done = true;
+      } else {
+        throw UsageError(where + ": unknown line kind '" + k + "'");
+      }
+    }
+    if (!lib_error.empty())
+      runtime.fail(r, fmt::format("rank {}: the library returned an error: {}", r, lib_error));
+    else if (!done)
+      runtime.fail(r, fmt::format("rank {} did not finish (no \"done\" line)", r));
+    else if (exp && !have_out)
+      post.fail(r, fmt::format("rank {}: no result written", r));
+  }
+  if (c.commutative) {
+    order.res.verdict = Verdict::NotChecked;
+    order.res.note = "a commutative operation may combine in any order";
+  }
+  return {runtime.res, nodup.res, operands.res, order.res, post.res};
+}
+
+namespace {
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  std::string d;
+  while (std::getline(ss, d, ':')) {
+    if (d.empty()) continue;
+    fs::path cand = fs::path(d) / name;
+    if (access(cand.c_str(), X_OK) == 0) return cand.string();
+  }
+  return "";
+}
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string slurp(const fs::path& p, std::size_t max = std::size_t{1} << 24) {
+  std::ifstream f(p, std::ios::binary);
+  std::string s(max, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(max));
+  s.resize(static_cast<std::size_t>(f.gcount()));
+  return s;
+}
+
+std::string tail(const std::string& s, std::size_t n = 1500) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+struct ProcResult {
+  int status = -1;  // exit code; -1 = timed out; 128+N = killed by signal N
+  std::string out, err;
+};
+
+// Runs argv with extra environment variables, its output into files of dir, killing its whole
+// process group after timeout_s seconds.
+ProcResult run_process(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& env,
+                       const fs::path& dir, int timeout_s) {
+  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  pid_t pid = fork();
+  if (pid < 0) throw UsageError("cannot start a process (fork failed)");
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fi = open("/dev/null", O_RDONLY);
+    if (fo < 0 || fe < 0 || fi < 0) _exit(127);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  ProcResult res;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int st = 0;
+  for (;;) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) {
+      res.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      res.status = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(-pid, SIGKILL);  // whatever the launcher left behind in its group
+  res.out = slurp(out);
+  res.err = slurp(err);
+  return res;
+}
+
+std::string cache_root(const MpiOptions& o) {
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  if (const char* e = std::getenv("COLLV_MPI_CACHE"); e && *e) return e;
+  return (fs::temp_directory_path() / fmt::format("collv-mpi-{}", getuid())).string();
+}
+
+// Builds the harness with mpicc, once per (library, compiler, harness source): the binary is
+// cached under a name made from their hash.
+std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
+                          std::ostream& err) {
+  std::string text = slurp(src);
+  if (text.empty()) throw UsageError("cannot read the harness '" + src + "'");
+  fs::path dir = cache_root(o);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string key =
+      fmt::format("{:016x}", fnv1a(text, fnv1a(o.impl + "\n" + fs::absolute(mpicc).string())));
+  fs::path bin = dir / ("harness-" + o.impl + "-" + key);
+  if (access(bin.c_str(), X_OK) == 0) return bin.string();
+  fs::path work = dir / fmt::format("build-{}-{}", key, getpid());
+  fs::create_directories(work, ec);
+  if (ec) throw UsageError("cannot create '" + work.string() + "': " + ec.message());
+  fs::path tmp = work / "harness";
+  ProcResult pr = run_process({mpicc, "-O1", "-o", tmp.string(), src}, {}, work, 300);
+  if (pr.status != 0 || access(tmp.c_str(), X_OK) != 0) {
+    fs::remove_all(work, ec);
+    throw UsageError(fmt::format("{} could not build the harness {} (exit {}):\n{}", mpicc, src,
+                                 pr.status, tail(pr.err + pr.out)));
+  }
+  fs::rename(tmp, bin, ec);
+  fs::remove_all(work, ec);
+  if (ec) throw UsageError("cannot write '" + bin.string() + "': " + ec.message());
+  if (!o.quiet) err << "collv: built the harness with " << mpicc << ": " << bin.string() << "\n";
+  return bin.string();
+}
+
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// The library's algorithm name for --algorithm (a name or a number).
+std::string algorithm_name(const MpiOptions& o) {
+  if (o.algorithm == "harness-ring") return o.algorithm;
+  auto algs = mpi_algorithms(o.impl, o.collective);
+  std::string a = o.algorithm;
+  if (a == "auto" || a == "ignore" || a == "default") return algs.front();
+  if (!a.empty() && std::all_of(a.begin(), a.end(), ::isdigit) && a.size() < 4) {
+    std::size_t n = std::stoul(a);
+    if (n < algs.size()) return algs[n];
+  }
+  if (std::find(algs.begin(), algs.end(), a) != algs.end()) return a;
+  std::string list;
+  for (std::size_t i = 0; i < algs.size(); ++i)
+    list += fmt::format("{}{} {}", i ? ", " : "", i, algs[i]);
+  throw UsageError(fmt::format("--algorithm '{}' is not one of {}'s {} algorithms: {}", a, o.impl,
+                               o.collective, list));
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-+=./:,") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+}  // namespace
+
+int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.impl != "openmpi" && o.impl != "mpich") throw UsageError("--impl must be openmpi or mpich");
+  if (std::find(kCollectives.begin(), kCollectives.end(), o.collective) == kCollectives.end()) {
+    std::string l;
+    for (const auto& c : kCollectives) l += (l.empty() ? "" : ", ") + c;
+    throw UsageError("--collective must be one of " + l);
+  }
+  if (o.op != "commutative" && o.op != "noncommutative")
+    throw UsageError("--op must be commutative or noncommutative");
+  const bool ring = o.algorithm == "harness-ring";
+  if (ring && o.collective != "allreduce")
+    throw UsageError("--algorithm harness-ring is an all-reduce (the harness's own ring)");
+  if (o.inject != "none" && !ring)
+    throw UsageError(
+        "--inject needs --algorithm harness-ring (bugs go into the harness's own "
+        "ring all-reduce, never into the library)");
+  if (o.inject != "none" && o.inject != "off-by-one" && o.inject != "double-count" &&
+      o.inject != "swap-operands")
+    throw UsageError("--inject must be off-by-one, double-count or swap-operands");
+  if (o.sizes.first < 1 || o.sizes.second > 64 || o.sizes.first > o.sizes.second)
+    throw UsageError("--sizes must lie in 1..64 (a rank's contributions are a 64-bit set)");
+  if (o.counts.first < 0 || o.counts.second > 65536 || o.counts.first > o.counts.second)
+    throw UsageError("--count must lie in 0..65536");
+  if (o.timeout_s < 1 || o.timeout_s > 86400) throw UsageError("--timeout must be 1..86400");
+  if (o.in_place && o.collective == "bcast")
+    throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
+  if (o.in_place && ring) throw UsageError("--in-place does not apply to harness-ring");
+  std::string alg = algorithm_name(o);
+
+  std::string mpicc =
+      o.mpicc.empty() ? (o.impl == "openmpi" ? "mpicc.openmpi" : "mpicc.mpich") : o.mpicc;
+  std::string mpirun =
+      o.mpirun.empty() ? (o.impl == "openmpi" ? "mpirun.openmpi" : "mpiexec.mpich") : o.mpirun;
+  std::string cc = find_program(mpicc), run = find_program(mpirun);
+  if (cc.empty() || run.empty())
+    throw UsageError(fmt::format(
+        "no MPI to run: {} not found ({} is not installed? scripts/install-deps.sh installs Open "
+        "MPI and MPICH; --mpicc and --mpirun name another build)",
+        cc.empty() ? mpicc : mpirun, o.impl == "openmpi" ? "Open MPI" : "MPICH"));
+  std::string src = !o.harness.empty() ? o.harness
+                    : std::getenv("COLLV_MPI_HARNESS")
+                        ? std::string(std::getenv("COLLV_MPI_HARNESS"))
+                        : std::string(COLLV_SOURCE_DIR) + "/mpi/harness.c";
+  std::string bin = build_harness(o, cc, src, err);
+
+  // How the algorithm is selected: environment variables, so that a wrapper script given as
+  // --mpirun passes them on without knowing them.
+  std::vector<std::pair<std::string, std::string>> env;
+  if (o.impl == "openmpi") {
+    if (geteuid() == 0) {
+      env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+      env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    env.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    if (!ring) {
+      auto algs = mpi_algorithms(o.impl, o.collective);
+      auto n = std::find(algs.begin(), algs.end(), alg) - algs.begin();
+      env.emplace_back("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+      env.emplace_back("OMPI_MCA_coll_tuned_" + o.collective + "_algorithm", std::to_string(n));
+    }
+  } else {
+    // MPIR-level selection (the ch4 device would otherwise pick its own), and an error instead
+    // of a silent fallback when the algorithm does not apply to the arguments.
+    env.emplace_back("MPIR_CVAR_DEVICE_COLLECTIVES", "none");
+    env.emplace_back("MPIR_CVAR_COLLECTIVE_FALLBACK", "error");
+    if (!ring) env.emplace_back("MPIR_CVAR_" + upper(o.collective) + "_INTRA_ALGORITHM", alg);
+  }
+
+  VerifyReport rep;
+  VerifyGroup g;
+  g.model = fmt::format("{} {} {}", o.impl, o.collective, alg);
+  if (o.inject != "none") g.model += " inject=" + o.inject;
+  g.file = src;
+  g.family = "np";
+  g.named = true;
+  rep.groups.push_back(g);
+  std::vector<std::string> repro, refused;
+  fs::path runs_dir = fs::path(cache_root(o)) / fmt::format("runs-{}", getpid());
+  std::error_code ec;
+  fs::create_directories(runs_dir, ec);
+  if (ec) throw UsageError("cannot create '" + runs_dir.string() + "': " + ec.message());
+  auto t_all = std::chrono::steady_clock::now();
+
+  for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
+    rep.groups[0].specs.push_back(fmt::format("np:{}", p));
+    std::vector<int> roots;
+    if (!rooted(o.collective)) {
+      roots.push_back(0);
+    } else if (o.root == "all") {
+      for (int r = 0; r < p; ++r) roots.push_back(r);
+    } else {
+      int r = -1;
+      try {
+        r = std::stoi(o.root);
+      } catch (const std::exception&) {
+        throw UsageError("--root must be a rank or all");
+      }
+      if (r < 0) throw UsageError("--root must be a rank or all");
+      if (r >= p) {
+        ++rep.groups[0].skipped_runs;
+        continue;
+      }
+      roots.push_back(r);
+    }
+    for (std::int64_t count = o.counts.first; count <= o.counts.second; ++count) {
+      for (int root : roots) {
+        MpiCase c{ring ? "ring_allreduce" : o.collective,
+                  static_cast<int>(p),
+                  static_cast<int>(count),
+                  root,
+                  o.op == "commutative",
+                  o.in_place};
+        fs::path dir = runs_dir / fmt::format("p{}-c{}-r{}", p, count, root);
+        fs::remove_all(dir, ec);
+        fs::create_directories(dir, ec);
+        std::vector<std::string> argv = {run,
+                                         "-n",
+                                         std::to_string(p),
+                                         bin,
+                                         dir.string(),
+                                         c.collective,
+                                         std::to_string(count),
+                                         std::to_string(root),
+                                         c.commutative ? "c" : "n",
+                                         o.in_place ? "1" : "0",
+                                         o.inject};
+        auto t0 = std::chrono::steady_clock::now();
+        ProcResult pr = run_process(argv, env, dir, o.timeout_s);
+        VerifyRun vr;
+        vr.model = rep.groups[0].model;
+        vr.file = src;
+        vr.topology = fmt::format("np:{}", p);
+        vr.p = static_cast<std::uint64_t>(p);
+        if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
+        vr.count = static_cast<std::uint32_t>(count);
+        vr.domain = o.op + (o.in_place ? "+in-place" : "");
+        std::string cmd = fmt::format(
+            "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op {}{}",
+            o.impl, o.collective, alg, p, count,
+            rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
+            o.in_place ? " --in-place" : "");
+        if (o.inject != "none") cmd += " --inject " + o.inject;
+        if (!o.mpicc.empty()) cmd += " --mpicc " + shell_quote(o.mpicc);
+        if (!o.mpirun.empty()) cmd += " --mpirun " + shell_quote(o.mpirun);
+        std::string launch;
+        for (const auto& [k, v] : env) launch += k + "=" + shell_quote(v) + " ";
+        for (const auto& a : argv) launch += shell_quote(a) + " ";
+        // MPICH refuses an algorithm that does not apply (MPIR_CVAR_COLLECTIVE_FALLBACK=error):
+        // the library's documented behaviour, not a failure.
+        std::string all_out = pr.err + pr.out;
+        for (int r = 0; r < p; ++r) all_out += slurp(dir / fmt::format("rank{}.jsonl", r), 1 << 16);
+        if (all_out.find("not usable for the provided arguments") != std::string::npos) {
+          refused.push_back(fmt::format("np:{} count {}{}", p, count,
+                                        rooted(o.collective) ? fmt::format(" root {}", root) : ""));
+          ++rep.skipped_runs;
+          ++rep.groups[0].skipped_runs;
+          fs::remove_all(dir, ec);
+          continue;
+        }
+        vr.checks = judge_mpi_run(c, dir.string());
+        CheckResult& rt = vr.checks.front();
+        if (pr.status == -1) {
+          rt.verdict = Verdict::Unknown;
+          rt.note = fmt::format("the launch did not finish in {} s (--timeout)", o.timeout_s);
+        } else if (pr.status != 0 && rt.verdict == Verdict::Pass) {
+          Counterexample cx;
+          cx.invariant = "runtime";
+          cx.message = fmt::format("the launcher exited with {}: {}", pr.status, tail(pr.err, 600));
+          rt.verdict = Verdict::Fail;
+          rt.violations.push_back(cx);
+          rt.violation_count = 1;
+        }
+        bool fail = false, unknown = false;
+        for (const auto& ch : vr.checks) {
+          fail = fail || ch.verdict == Verdict::Fail;
+          unknown = unknown || ch.verdict == Verdict::Unknown;
+        }
+        vr.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
+        vr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (vr.status != "pass") {
+          repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + dir.string() +
+                          ")");
+        } else {
+          fs::remove_all(dir, ec);
+        }
+        rep.runs.push_back(std::move(vr));
+        rep.runs.back().group = 0;
+      }
+    }
+  }
+  rep.groups[0].seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  fs::remove(runs_dir, ec);  // only when empty: failing runs' output is kept
+
+  Tally t = rep.tally();
+  if (rep.runs.empty())
+    rep.groups[0].no_run =
+        refused.empty() ? "no process count and root to run" : "the library refused every run";
+  rep.exit_code = t.failed > 0                       ? kExitViolation
+                  : t.errors > 0 || rep.runs.empty() ? kExitUsage
+                  : t.inconclusive > 0               ? kExitInconclusive
+                                                     : kExitOk;
+
+  auto write = [](const std::string& path, const std::string& text) {
+    if (path == "-") {
+      std::cout << text;
+      return;
+    }
+    std::ofstream f(path);
+    if (!f) throw UsageError("cannot write '" + path + "'");
+    f << text;
+  };
+  if (!o.json_file.empty()) {
+    nlohmann::json j = nlohmann::json::parse(report_to_json(rep));
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < rep.runs.size(); ++i)
+      if (rep.runs[i].status != "pass") j["results"][i]["reproduce"] = repro[k++];
+    j["library"] = {{"impl", o.impl},    {"collective", o.collective},
+                    {"algorithm", alg},  {"mpicc", cc},
+                    {"mpirun", run},     {"harness", src},
+                    {"refused", refused}};
+    write(o.json_file, j.dump(2) + "\n");
+  }
+  if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));
+  if (o.json_file != "-" && o.junit_file != "-") {
+    out << report_to_text(rep, o.runs_table, o.quiet);
+    if (!refused.empty()) {
+      out << fmt::format(
+          "the skipped runs: {} refused by the library (the algorithm does not apply to these "
+          "arguments; MPIR_CVAR_COLLECTIVE_FALLBACK=error):",
+          refused.size());
+      for (std::size_t i = 0; i < refused.size() && i < 12; ++i) out << " " << refused[i] << ";";
+      out << (refused.size() > 12 ? " ...\n" : "\n");
+    }
+    if (!repro.empty() && !o.quiet) {
+      out << "\nreproduce (the first failing runs):\n";
+      for (std::size_t i = 0; i < repro.size() && i < 8; ++i) out << "  " << repro[i] << "\n";
+    }
+  }
+  if (rep.runs.empty()) err << "collv: error: no run was made, so nothing was verified (exit 2)\n";
+  return rep.exit_code;
+}
+
+}  // namespace collv

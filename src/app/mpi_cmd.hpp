@@ -1,0 +1,57 @@
+// `collv mpi`: judges an installed MPI library's collectives (docs/mpi.md). The harness
+// (mpi/harness.c) is built with the library's own compiler and run under its launcher with the
+// algorithm selected; it runs the collective on tagged elements under a user-defined operation
+// that records every combination, at the rank that makes it, with both operands. collv reads what
+// each rank wrote and judges it: nodup, operand positions, operand order (non-commutative), the
+// positional MPI postcondition. Reports and exit codes are `collv verify`'s.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check/checks.hpp"
+
+namespace collv {
+
+struct MpiOptions {
+  std::string impl;                // openmpi | mpich
+  std::string collective;          // allreduce reduce bcast allgather gather scatter alltoall ...
+  std::string algorithm = "auto";  // the library's own name or number; harness-ring
+  std::pair<std::int64_t, std::int64_t> sizes{2, 4};   // processes
+  std::pair<std::int64_t, std::int64_t> counts{1, 1};  // elements (per block)
+  std::string root = "0";                              // a rank, or "all"
+  std::string op = "commutative";                      // commutative | noncommutative
+  bool in_place = false;
+  std::string inject = "none";  // harness-ring only: off-by-one | double-count | swap-operands
+  std::string mpicc, mpirun;    // default: the library's Debian names
+  std::string harness;          // default: mpi/harness.c of the source tree
+  std::string cache_dir;        // default: $COLLV_MPI_CACHE or <tmp>/collv-mpi-<uid>
+  int timeout_s = 60;           // per launch
+  std::string json_file, junit_file;
+  bool quiet = false;
+  bool runs_table = false;
+};
+
+// The algorithms a library lets a run select for a collective, in the library's order (Open MPI:
+// the number is the index, 0 = "ignore", the library's own decision; MPICH: 0 = "auto").
+std::vector<std::string> mpi_algorithms(const std::string& impl, const std::string& collective);
+
+// One launch: a collective at p processes, count elements, a root.
+struct MpiCase {
+  std::string collective;  // as the harness names it (ring_allreduce for harness-ring)
+  int p = 2, count = 1, root = 0;
+  bool commutative = true, in_place = false;
+};
+
+// Judges the files rank0.jsonl .. rank<p-1>.jsonl the harness wrote into dir (format in
+// mpi/harness.c). Returns the checks nodup, operands, order, postcondition and runtime. Throws
+// UsageError for a file collv cannot read or that is not the harness's format.
+std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir);
+
+int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace collv
