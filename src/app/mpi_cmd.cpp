@@ -492,6 +492,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
   if (o.in_place && ring) throw UsageError("--in-place does not apply to harness-ring");
+  if (o.list) {
+    for (const auto& a : mpi_algorithms(o.impl, o.collective)) out << a << "\n";
+    return kExitOk;
+  }
   std::string alg = algorithm_name(o);
 
   std::string mpicc =
@@ -555,14 +559,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       roots.push_back(0);
     } else if (o.root == "all") {
       for (int r = 0; r < p; ++r) roots.push_back(r);
+    } else if (o.root == "last") {
+      roots.push_back(static_cast<int>(p) - 1);
     } else {
       int r = -1;
       try {
         r = std::stoi(o.root);
       } catch (const std::exception&) {
-        throw UsageError("--root must be a rank or all");
+        throw UsageError("--root must be a rank, last or all");
       }
-      if (r < 0) throw UsageError("--root must be a rank or all");
+      if (r < 0) throw UsageError("--root must be a rank, last or all");
       if (r >= p) {
         ++rep.groups[0].skipped_runs;
         continue;

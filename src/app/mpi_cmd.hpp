@@ -23,7 +23,7 @@ struct MpiOptions {
   std::string algorithm = "auto";  // the library's own name or number; harness-ring
   std::pair<std::int64_t, std::int64_t> sizes{2, 4};   // processes
   std::pair<std::int64_t, std::int64_t> counts{1, 1};  // elements (per block)
-  std::string root = "0";                              // a rank, or "all"
+  std::string root = "0";                              // a rank, "last" (p-1) or "all"
   std::string op = "commutative";                      // commutative | noncommutative
   bool in_place = false;
   std::string inject = "none";  // harness-ring only: off-by-one | double-count | swap-operands
@@ -34,6 +34,7 @@ struct MpiOptions {
   std::string json_file, junit_file;
   bool quiet = false;
   bool runs_table = false;
+  bool list = false;  // print the selectable algorithms of --impl and --collective, run nothing
 };
 
 // The algorithms a library lets a run select for a collective, in the library's order (Open MPI:

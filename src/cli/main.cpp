@@ -337,7 +337,8 @@ int main(int argc, char** argv) {
                   "(the harness's own ring all-reduce over point-to-point)");
   mpi->add_option("--sizes", mpi_sizes, "P or A..B: process counts (default 2..4, at most 64)");
   mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
-  mpi->add_option("--root", mpi_opts.root, "root of a rooted collective: a rank or all (0)");
+  mpi->add_option("--root", mpi_opts.root,
+                  "root of a rooted collective: a rank, last (p-1) or all (0)");
   mpi->add_option("--op", mpi_opts.op, "commutative (default) | noncommutative user operation")
       ->check(CLI::IsMember({"commutative", "noncommutative"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
@@ -354,6 +355,9 @@ int main(int argc, char** argv) {
   mpi->add_option("--junit", mpi_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   mpi->add_flag("--quiet", mpi_opts.quiet, "print only the summary line");
   mpi->add_flag("--runs", mpi_opts.runs_table, "one line per run");
+  mpi->add_flag("--list-algorithms", mpi_opts.list,
+                "print the algorithms --impl lets a run select for --collective (the first: the "
+                "library decides), run nothing");
   mpi->footer(
       "Checks (docs/mpi.md): nodup, operands (same position, never unwritten data), order\n"
       "(non-commutative: left operand ranks i..j, right j+1..k), postcondition (MPI layout: no\n"
