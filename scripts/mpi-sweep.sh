@@ -62,7 +62,7 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     op = "noncommutative" if "-noncommutative-" in f else "commutative"
     key = (lib["impl"], lib["collective"], lib["algorithm"], op)
     r = rows[key]
-    r["refused"] += lib.get("refused", [])
+    r["refused"] += lib.get("fell_back", [])
     for x in j["results"]:
         r["runs"] += 1
         r["ps"][x["p"]][0] += 1
@@ -82,7 +82,7 @@ def ranges(ps):
         else: out.append((a, b)); a = b = p
     out.append((a, b))
     return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in out)
-print("| library | collective | algorithm | operation | runs | passed | p where every run passed | refused by the library | failures (first) |")
+print("| library | collective | algorithm | operation | runs | passed | p where every run passed | fell back (library said so) | failures (first) |")
 print("|---|---|---|---|---|---|---|---|---|")
 details = []
 for key in sorted(rows):

@@ -233,3 +233,21 @@ TEST_CASE("collv mpi: bugs injected into the harness's ring all-reduce are caugh
       out, "", 120);
   CHECK(rc == 0);
 }
+
+TEST_CASE("collv mpi: a run where MPICH says it fell back is not counted as the algorithm's",
+          "[mpi]") {
+  if (!have_mpi("mpicc.mpich") || !have_mpi("mpiexec.mpich")) {
+    WARN("MPICH is not installed (mpicc.mpich): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // MPICH's reduce-scatter-allgather all-reduce does not take user operations: MPICH prints so
+  // and runs its own choice, so nothing was checked of the algorithm asked for (exit 2).
+  std::string out;
+  int rc = test::run_cli(
+      "mpi --impl mpich --collective allreduce --algorithm reduce_scatter_allgather --sizes 2 "
+      "--count 4",
+      out, "", 120);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("fell back"));
+}
