@@ -1,12 +1,13 @@
 /* The harness of `collv mpi` (docs/mpi.md): runs one MPI collective on tagged elements and writes
- * what it observes, one JSON line per event, into OUTDIR/rank<R>.jsonl. It judges nothing: collv
+ * what it observes, one JSON line per event, into OUTDIR/c<N>/rank<R>.jsonl. It judges nothing: collv
  * reads the files and applies its checks. Compiled at run time by the MPI library's own compiler
  * (mpicc), never committed as a binary.
  *
- *   harness OUTDIR COLLECTIVE COUNT ROOT OP INPLACE INJECT
+ *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
  *                 reduce_scatter_block scan exscan, or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into)
+ *     COUNTS      N or A..B: one collective per count, in one launch (MPI_Init is the slow part)
  *     OP          c (a commutative user operation) or n (a non-commutative one)
  *     INPLACE     1: MPI_IN_PLACE where the collective allows it
  *     INJECT      none | off-by-one | double-count | swap-operands (ring_allreduce only)
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
   uint64_t mask;
@@ -180,52 +182,14 @@ static void ring_allreduce(const elem* own, elem* res, int count, const char* in
   free(tmp);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc != 8) {
-    if (rank == 0)
-      fprintf(stderr, "usage: harness OUTDIR COLLECTIVE COUNT ROOT OP INPLACE INJECT\n");
-    MPI_Finalize();
-    return 2;
-  }
-  const char* dir = argv[1];
-  const char* coll = argv[2];
-  int count = atoi(argv[3]);
-  int root = atoi(argv[4]);
-  int commute = strcmp(argv[5], "c") == 0;
-  int inplace = atoi(argv[6]) != 0;
-  const char* inject = argv[7];
-  if (size > 64 || count < 0 || count > 65536 || root < 0 || root >= size) {
-    if (rank == 0) fprintf(stderr, "harness: p <= 64, 0 <= count <= 65536, 0 <= root < p\n");
-    MPI_Finalize();
-    return 2;
-  }
-  char path[4096];
-  snprintf(path, sizeof path, "%s/rank%d.jsonl", dir, rank);
-  out = fopen(path, "w");
-  if (!out) {
-    fprintf(stderr, "harness: cannot write %s\n", path);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-  }
-
-  /* The element type: a struct of a 64-bit mask and two 32-bit integers. */
-  int blocks[2] = {1, 2};
-  MPI_Aint disps[2] = {offsetof(elem, mask), offsetof(elem, idx)};
-  MPI_Datatype types[2] = {MPI_UINT64_T, MPI_INT32_T};
-  MPI_Datatype raw;
-  MPI_Type_create_struct(2, blocks, disps, types, &raw);
-  MPI_Type_create_resized(raw, 0, sizeof(elem), &etype);
-  MPI_Type_commit(&etype);
-  MPI_Op op;
-  MPI_Op_create(tag_op, commute, &op);
-
+/* One collective at one count, its observations written to `out`. Returns 2 for an unknown
+ * collective. (Buffers are not freed: a launch runs a few counts, then exits.) */
+static int run_one(const char* coll, int count, int root, int inplace, const char* inject,
+                   MPI_Op op) {
   long p = size;
   long n_out = 0; /* elements of the result region at this rank; -1: none */
   elem* result = NULL;
   int ok = MPI_SUCCESS;
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
   if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "scan") == 0 ||
       strcmp(coll, "exscan") == 0) {
@@ -320,8 +284,6 @@ int main(int argc, char** argv) {
     n_out = rc[rank];
   } else {
     if (rank == 0) fprintf(stderr, "harness: unknown collective '%s'\n", coll);
-    fclose(out);
-    MPI_Finalize();
     return 2;
   }
   if (ok != MPI_SUCCESS) {
@@ -338,10 +300,64 @@ int main(int argc, char** argv) {
     fputs("}\n", out);
   }
   fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
-  fclose(out);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc != 8) {
+    if (rank == 0)
+      fprintf(stderr, "usage: harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT\n");
+    MPI_Finalize();
+    return 2;
+  }
+  const char* dir = argv[1];
+  const char* coll = argv[2];
+  /* COUNTS: N or A..B, each count a collective of its own, written into OUTDIR/c<N>/. */
+  int lo = atoi(argv[3]), hi = lo;
+  const char* dots = strstr(argv[3], "..");
+  if (dots) hi = atoi(dots + 2);
+  int root = atoi(argv[4]);
+  int commute = strcmp(argv[5], "c") == 0;
+  int inplace = atoi(argv[6]) != 0;
+  const char* inject = argv[7];
+  if (size > 64 || lo < 0 || hi > 65536 || lo > hi || root < 0 || root >= size) {
+    if (rank == 0) fprintf(stderr, "harness: p <= 64, 0 <= A <= B <= 65536, 0 <= root < p\n");
+    MPI_Finalize();
+    return 2;
+  }
+
+  /* The element type: a struct of a 64-bit mask and two 32-bit integers. */
+  int blocks[2] = {1, 2};
+  MPI_Aint disps[2] = {offsetof(elem, mask), offsetof(elem, idx)};
+  MPI_Datatype types[2] = {MPI_UINT64_T, MPI_INT32_T};
+  MPI_Datatype raw;
+  MPI_Type_create_struct(2, blocks, disps, types, &raw);
+  MPI_Type_create_resized(raw, 0, sizeof(elem), &etype);
+  MPI_Type_commit(&etype);
+  MPI_Op op;
+  MPI_Op_create(tag_op, commute, &op);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  int rc = 0;
+  for (int count = lo; count <= hi && rc == 0; ++count) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/c%d", dir, count);
+    mkdir(path, 0777); /* every rank tries; EEXIST is fine */
+    snprintf(path, sizeof path, "%s/c%d/rank%d.jsonl", dir, count, rank);
+    out = fopen(path, "w");
+    if (!out) {
+      fprintf(stderr, "harness: cannot write %s\n", path);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    rc = run_one(coll, count, root, inplace, inject, op);
+    fclose(out);
+  }
   MPI_Op_free(&op);
   MPI_Type_free(&etype);
   MPI_Type_free(&raw);
   MPI_Finalize();
-  return 0;
+  return rc;
 }

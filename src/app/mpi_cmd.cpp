@@ -577,91 +577,106 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       }
       roots.push_back(r);
     }
-    for (std::int64_t count = o.counts.first; count <= o.counts.second; ++count) {
-      for (int root : roots) {
-        MpiCase c{ring ? "ring_allreduce" : o.collective,
-                  static_cast<int>(p),
-                  static_cast<int>(count),
-                  root,
-                  o.op == "commutative",
-                  o.in_place};
-        fs::path dir = runs_dir / fmt::format("p{}-c{}-r{}", p, count, root);
+    // Open MPI: every count in one launch (mpirun's start-up is most of a run's time). MPICH:
+    // one launch per count, so that a fallback message on the error stream belongs to one count.
+    std::vector<std::pair<std::int64_t, std::int64_t>> batches;
+    if (o.impl == "openmpi") {
+      batches.emplace_back(o.counts);
+    } else {
+      for (std::int64_t n = o.counts.first; n <= o.counts.second; ++n) batches.emplace_back(n, n);
+    }
+    for (int root : roots) {
+      for (auto [lo, hi] : batches) {
+        fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
-        std::vector<std::string> argv = {run,
-                                         "-n",
-                                         std::to_string(p),
-                                         bin,
-                                         dir.string(),
-                                         c.collective,
-                                         std::to_string(count),
-                                         std::to_string(root),
-                                         c.commutative ? "c" : "n",
-                                         o.in_place ? "1" : "0",
-                                         o.inject};
+        std::string kind = ring ? "ring_allreduce" : o.collective;
+        std::vector<std::string> argv = {
+            run,
+            "-n",
+            std::to_string(p),
+            bin,
+            dir.string(),
+            kind,
+            lo == hi ? std::to_string(lo) : fmt::format("{}..{}", lo, hi),
+            std::to_string(root),
+            o.op == "commutative" ? "c" : "n",
+            o.in_place ? "1" : "0",
+            o.inject};
         auto t0 = std::chrono::steady_clock::now();
-        ProcResult pr = run_process(argv, env, dir, o.timeout_s);
-        VerifyRun vr;
-        vr.model = rep.groups[0].model;
-        vr.file = src;
-        vr.topology = fmt::format("np:{}", p);
-        vr.p = static_cast<std::uint64_t>(p);
-        if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
-        vr.count = static_cast<std::uint32_t>(count);
-        vr.domain = o.op + (o.in_place ? "+in-place" : "");
-        std::string cmd = fmt::format(
-            "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op {}{}",
-            o.impl, o.collective, alg, p, count,
-            rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
-            o.in_place ? " --in-place" : "");
-        if (o.inject != "none") cmd += " --inject " + o.inject;
-        if (!o.mpicc.empty()) cmd += " --mpicc " + shell_quote(o.mpicc);
-        if (!o.mpirun.empty()) cmd += " --mpirun " + shell_quote(o.mpirun);
+        int limit = static_cast<int>(std::min<std::int64_t>(86400, o.timeout_s * (hi - lo + 1)));
+        ProcResult pr = run_process(argv, env, dir, limit);
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::string launch;
         for (const auto& [k, v] : env) launch += k + "=" + shell_quote(v) + " ";
         for (const auto& a : argv) launch += shell_quote(a) + " ";
-        // MPICH says when an algorithm does not apply and falls back to its own choice
-        // (MPIR_CVAR_COLLECTIVE_FALLBACK=print): the library's documented behaviour, and the
-        // run did not run the algorithm asked for, so it is not counted as its run.
-        std::string all_out = pr.err + pr.out;
-        for (int r = 0; r < p; ++r) all_out += slurp(dir / fmt::format("rank{}.jsonl", r), 1 << 16);
-        if (all_out.find("not usable for the provided arguments") != std::string::npos ||
-            all_out.find("cannot be applied") != std::string::npos) {
-          refused.push_back(fmt::format("np:{} count {}{}", p, count,
-                                        rooted(o.collective) ? fmt::format(" root {}", root) : ""));
-          ++rep.skipped_runs;
-          ++rep.groups[0].skipped_runs;
-          fs::remove_all(dir, ec);
-          continue;
+        bool keep = false;
+        for (std::int64_t count = lo; count <= hi; ++count) {
+          MpiCase c{kind, static_cast<int>(p),   static_cast<int>(count),
+                    root, o.op == "commutative", o.in_place};
+          fs::path cdir = dir / fmt::format("c{}", count);
+          VerifyRun vr;
+          vr.model = rep.groups[0].model;
+          vr.file = src;
+          vr.topology = fmt::format("np:{}", p);
+          vr.p = static_cast<std::uint64_t>(p);
+          if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
+          vr.count = static_cast<std::uint32_t>(count);
+          vr.domain = o.op + (o.in_place ? "+in-place" : "");
+          std::string cmd = fmt::format(
+              "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op "
+              "{}{}",
+              o.impl, o.collective, alg, p, count,
+              rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
+              o.in_place ? " --in-place" : "");
+          if (o.inject != "none") cmd += " --inject " + o.inject;
+          if (!o.mpicc.empty()) cmd += " --mpicc " + shell_quote(o.mpicc);
+          if (!o.mpirun.empty()) cmd += " --mpirun " + shell_quote(o.mpirun);
+          // MPICH says when an algorithm does not apply and falls back to its own choice
+          // (MPIR_CVAR_COLLECTIVE_FALLBACK=print): the library's documented behaviour, and the
+          // run did not run the algorithm asked for, so it is not counted as its run.
+          std::string all_out = pr.err + pr.out;
+          for (int r = 0; r < p; ++r)
+            all_out += slurp(cdir / fmt::format("rank{}.jsonl", r), 1 << 16);
+          if (all_out.find("not usable for the provided arguments") != std::string::npos ||
+              all_out.find("cannot be applied") != std::string::npos) {
+            refused.push_back(
+                fmt::format("np:{} count {}{}", p, count,
+                            rooted(o.collective) ? fmt::format(" root {}", root) : ""));
+            ++rep.skipped_runs;
+            ++rep.groups[0].skipped_runs;
+            continue;
+          }
+          vr.checks = judge_mpi_run(c, cdir.string());
+          CheckResult& rt = vr.checks.front();
+          if (pr.status == -1) {
+            rt.verdict = Verdict::Unknown;
+            rt.note = fmt::format("the launch did not finish in {} s (--timeout per count)", limit);
+          } else if (pr.status != 0 && rt.verdict == Verdict::Pass) {
+            Counterexample cx;
+            cx.invariant = "runtime";
+            cx.message =
+                fmt::format("the launcher exited with {}: {}", pr.status, tail(pr.err, 600));
+            rt.verdict = Verdict::Fail;
+            rt.violations.push_back(cx);
+            rt.violation_count = 1;
+          }
+          bool fail = false, unknown = false;
+          for (const auto& ch : vr.checks) {
+            fail = fail || ch.verdict == Verdict::Fail;
+            unknown = unknown || ch.verdict == Verdict::Unknown;
+          }
+          vr.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
+          vr.seconds = secs / static_cast<double>(hi - lo + 1);
+          if (vr.status != "pass") {
+            keep = true;
+            repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + cdir.string() +
+                            ")");
+          }
+          rep.runs.push_back(std::move(vr));
+          rep.runs.back().group = 0;
         }
-        vr.checks = judge_mpi_run(c, dir.string());
-        CheckResult& rt = vr.checks.front();
-        if (pr.status == -1) {
-          rt.verdict = Verdict::Unknown;
-          rt.note = fmt::format("the launch did not finish in {} s (--timeout)", o.timeout_s);
-        } else if (pr.status != 0 && rt.verdict == Verdict::Pass) {
-          Counterexample cx;
-          cx.invariant = "runtime";
-          cx.message = fmt::format("the launcher exited with {}: {}", pr.status, tail(pr.err, 600));
-          rt.verdict = Verdict::Fail;
-          rt.violations.push_back(cx);
-          rt.violation_count = 1;
-        }
-        bool fail = false, unknown = false;
-        for (const auto& ch : vr.checks) {
-          fail = fail || ch.verdict == Verdict::Fail;
-          unknown = unknown || ch.verdict == Verdict::Unknown;
-        }
-        vr.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
-        vr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (vr.status != "pass") {
-          repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + dir.string() +
-                          ")");
-        } else {
-          fs::remove_all(dir, ec);
-        }
-        rep.runs.push_back(std::move(vr));
-        rep.runs.back().group = 0;
+        if (!keep) fs::remove_all(dir, ec);
       }
     }
   }

@@ -30,7 +30,7 @@ struct MpiOptions {
   std::string mpicc, mpirun;    // default: the library's Debian names
   std::string harness;          // default: mpi/harness.c of the source tree
   std::string cache_dir;        // default: $COLLV_MPI_CACHE or <tmp>/collv-mpi-<uid>
-  int timeout_s = 60;           // per launch
+  int timeout_s = 60;           // per count (a launch of n counts gets n times as long)
   std::string json_file, junit_file;
   bool quiet = false;
   bool runs_table = false;

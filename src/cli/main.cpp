@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   mpi->add_option("--harness", mpi_opts.harness, "the harness source (default mpi/harness.c)");
   mpi->add_option("--cache-dir", mpi_opts.cache_dir,
                   "where built harnesses and failing runs' output go ($COLLV_MPI_CACHE)");
-  mpi->add_option("--timeout", mpi_opts.timeout_s, "seconds per launch (60)");
+  mpi->add_option("--timeout", mpi_opts.timeout_s, "seconds per count (60)");
   mpi->add_option("--json", mpi_opts.json_file, "write the report as JSON (- = stdout)");
   mpi->add_option("--junit", mpi_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   mpi->add_flag("--quiet", mpi_opts.quiet, "print only the summary line");
