@@ -523,7 +523,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     auto t0 = Clock::now();
     ImportedSchedule imported;
     try {
-      imported = import_schedule(file);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
+      imported = import_schedule(file, o.msccl);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
     } catch (const UsageError& e) {
       VerifyRun run;
       run.model = fs::path(file).filename().string();
@@ -551,7 +551,22 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       ImportedSchedule judged = imported;
       Trace& t = judged.trace;
       if (o.file_port) t.port = *o.file_port;
-      if (machine && machine->num_processors() != t.topology.num_processors()) {
+      if (machine && machine->num_processors() != t.topology.num_processors() &&
+          judged.format == ScheduleFormat::MscclXml) {
+        // The MSCCL runtimes use a file only for a communicator of ngpus ranks
+        // (msccl_lifecycle.cc): on this machine it would never run. Judged on its own ranks.
+        for (auto& c : judged.checks)
+          if (c.name == "runtime") {
+            Counterexample ce;
+            ce.message = fmt::format(
+                "{}: ngpus={} but {} has {} gpus: the runtime uses an algorithm only for a "
+                "communicator of ngpus ranks",
+                file, t.topology.num_processors(), machine->spec(), machine->num_processors());
+            c.violations.insert(c.violations.begin(), std::move(ce));
+            ++c.violation_count;
+            c.verdict = Verdict::Fail;
+          }
+      } else if (machine && machine->num_processors() != t.topology.num_processors()) {
         VerifyRun run;
         run.model = t.model_name;
         run.file = file;
@@ -564,7 +579,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
         rep.runs.push_back(std::move(run));
         continue;
       }
-      if (machine) {
+      if (machine && machine->num_processors() == t.topology.num_processors()) {
         t.topology = *machine;
         judged.congestion_note.clear();
         // A file's steps are dependency levels, not time: several channels' chunks in one level

@@ -11,6 +11,7 @@
 
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
+#include "import/import.hpp"
 
 namespace collv {
 
@@ -35,6 +36,7 @@ struct VerifyOptions {
   // --port given on the command line: replaces a schedule file's own port model (MSCCL and
   // SCCL files are all-port, GOAL single-port, collv JSON says which).
   std::optional<PortModel> file_port;
+  MscclOptions msccl;  // MSCCL-XML files: --msccl-runtime, --msccl-slots
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.

@@ -184,6 +184,15 @@ int main(int argc, char** argv) {
                   "and dataflow are then not checked) | on: every run streamed | off: every trace "
                   "kept")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  std::string ver_msccl_rt = "msccl-executor-nccl";
+  ver->add_option("--msccl-runtime", ver_msccl_rt,
+                  "MSCCL-XML files: the runtime whose loading rules the `runtime` check applies: "
+                  "msccl-executor-nccl (default, the stricter) | msccl")
+      ->check(CLI::IsMember({"msccl-executor-nccl", "msccl"}));
+  ver->add_option("--msccl-slots", ver_opts.msccl.slots,
+                  "MSCCL-XML files: sends a connection holds before a send blocks (NCCL_STEPS, "
+                  "8; 0 = unbounded)")
+      ->check(CLI::Range(0, 1000000));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
   ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
@@ -390,6 +399,7 @@ int main(int argc, char** argv) {
                             : ver_stream == "off" ? RunOptions::Stream::Off
                                                   : RunOptions::Stream::Auto;
       if (ver->get_option("--port")->count() > 0) ver_opts.file_port = ver_opts.run.port;
+      if (ver_msccl_rt == "msccl") ver_opts.msccl.runtime = MscclRuntime::Msccl;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
       ver_opts.progress = isatty(2) != 0;
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative

@@ -81,11 +81,11 @@ bool looks_like_schedule_path(const std::string& path) {
   return e == ".xml" || e == ".json" || e == ".goal";
 }
 
-ImportedSchedule import_schedule(const std::string& path) {
+ImportedSchedule import_schedule(const std::string& path, const MscclOptions& msccl) {
   std::string text = read_text(path);
   switch (detect_text(text, path)) {
     case ScheduleFormat::MscclXml:
-      return import_msccl_xml(text, path);
+      return import_msccl_xml(text, path, msccl);
     case ScheduleFormat::MscclJson:
       return import_msccl_json(text, path);
     case ScheduleFormat::Goal:

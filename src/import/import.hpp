@@ -47,8 +47,19 @@ ScheduleFormat detect_schedule_format(const std::string& path);
 // Whether a command-line target names a schedule file rather than a model (by extension).
 bool looks_like_schedule_path(const std::string& path);
 
-ImportedSchedule import_schedule(const std::string& path);
-ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source);
+// The MSCCL runtime an MSCCL-XML `<step>` file is held to by the `runtime` check, and the replay's
+// connection slots (docs/formats.md, "MSCCL-XML"). Azure/msccl-executor-nccl is the stricter.
+enum class MscclRuntime { ExecutorNccl, Msccl };
+const char* msccl_runtime_name(MscclRuntime r);  // "msccl-executor-nccl", "msccl"
+struct MscclOptions {
+  MscclRuntime runtime = MscclRuntime::ExecutorNccl;
+  // Sends a connection (sender, receiver, channel) holds before the next send blocks: NCCL_STEPS.
+  int slots = 8;
+};
+
+ImportedSchedule import_schedule(const std::string& path, const MscclOptions& msccl = {});
+ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source,
+                                  const MscclOptions& msccl = {});
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
 ImportedSchedule import_goal(const std::string& text, const std::string& source);
 

@@ -208,7 +208,7 @@ std::string export_msccl_xml(const Trace& t, const std::string& name) {
   std::string o;
   o += fmt::format(
       "<algo name=\"{}\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"{}\" ngpus=\"{}\" "
-      "coll=\"{}\" inplace=\"1\">\n",
+      "coll=\"{}\" inplace=\"1\" outofplace=\"0\" minBytes=\"0\" maxBytes=\"0\">\n",
       safe, chunks, p, gather ? "allgather" : "allreduce");
   for (int r = 0; r < p; ++r) {
     o += fmt::format("  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"{}\" s_chunks=\"0\">\n", r,

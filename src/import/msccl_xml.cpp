@@ -14,10 +14,36 @@
 
 #include "import/import.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 
+const char* msccl_runtime_name(MscclRuntime r) {
+  return r == MscclRuntime::Msccl ? "msccl" : "msccl-executor-nccl";
+}
+
 namespace {
+
+CheckResult not_checked(const char* name, std::string note) {
+  CheckResult r;
+  r.name = name;
+  r.verdict = Verdict::NotChecked;
+  r.note = std::move(note);
+  return r;
+}
+
+// The loading limits of the two runtimes (docs/formats.md cites each constant's source).
+struct RuntimeLimits {
+  const char* name;
+  int max_steps;          // MSCCL_MAX_NUM_STEPS: 64 (executor makefile default), 256 (msccl.h)
+  int max_count;          // MSCCL_MAX_COUNT: cnt must be below it
+  int max_tbs_per_chan;   // MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: send (recv) peers per channel
+  int max_tbs;            // MSCCL_MAX_NUM_THREAD_BLOCKS: threadblock ids below it
+  int max_nodes;          // MAX_NODES of the XML parser: nodes loaded for one rank
+  bool needs_size_attrs;  // outofplace, minBytes, maxBytes required on <algo>
+};
+constexpr RuntimeLimits kExecutorNccl{"msccl-executor-nccl", 64, 72, 32, 32 * 32, 4096, true};
+constexpr RuntimeLimits kMscclRuntime{"msccl", 256, 72, 32, 108 * 2, 1 << 12, false};
 
 using import_detail::add_violation;
 using import_detail::make_check;
@@ -63,7 +89,11 @@ struct XGpu {
 
 class Reader {
  public:
-  Reader(const std::string& text, const std::string& source) : text_(text), src_(source) {
+  Reader(const std::string& text, const std::string& source, const MscclOptions& o)
+      : text_(text),
+        src_(source),
+        opts_(o),
+        lim_(o.runtime == MscclRuntime::Msccl ? kMscclRuntime : kExecutorNccl) {
     line_starts_.push_back(0);
     for (std::size_t k = 0; k < text.size(); ++k)
       if (text[k] == '\n') line_starts_.push_back(k + 1);
@@ -136,32 +166,140 @@ class Reader {
     c.message = where(line, col) + ": " + msg;
     add_violation(attributes_, std::move(c));
   }
+  // A rule of the runtime's loader: the file would not load (`runtime`).
+  void rt_violation(int line, int col, const std::string& msg, std::vector<NodeId> nodes = {}) {
+    Counterexample c;
+    c.nodes = std::move(nodes);
+    c.message = where(line, col) + ": " + lim_.name + " refuses the file: " + msg;
+    add_violation(runtime_, std::move(c));
+  }
 
+  void raw_syntax();
   void parse(const pugi::xml_node& algo);
   void static_checks();
+  void runtime_rules();
   void replay(ImportedSchedule& out);
 
   const std::string& text_;
   std::string src_;
+  MscclOptions opts_;
+  RuntimeLimits lim_;
   std::vector<std::size_t> line_starts_;
 
   // <algo>
   std::string name_, coll_, proto_;
   int ngpus_ = 0, nchannels_ = 0, nchunksperloop_ = 0, inplace_ = 0;
   bool op_form_ = false;
+  int algo_line_ = 0, algo_col_ = 0;
   std::vector<XGpu> gpus_;
+  std::vector<std::vector<char>> tb_real_;    // per gpu, per id: written in the file
+  std::vector<std::vector<int>> file_order_;  // per gpu: threadblock ids in the file's order
+  int nondep_signal_ = 0;  // dependencies on steps that do not signal (the runtime waits on)
+  CheckResult runtime_ = make_check("runtime");
+  std::vector<CheckResult> custom_checks_;
   CheckResult attributes_ = make_check("attributes");
   CheckResult bounds_ = make_check("bounds");
   CheckResult race_ = make_check("race");
 };
 
+// msccl-executor-nccl and microsoft/msccl read the file with NCCL's hand-written XML reader
+// (mscclXmlGetNode / xmlGetNode): between elements it skips only spaces and line ends; a tag is
+// `<name`, then attributes each after a space, `key="value"`, then `>` or `/>`; `<!-- -->` is
+// skipped. pugixml accepts more (a prolog, single quotes, tabs, line breaks inside a tag); the
+// runtime does not, so the raw text is held to the runtime's reader. The first refusal ends it,
+// as it ends the runtime's parse.
+void Reader::raw_syntax() {
+  const std::string& t = text_;
+  const std::size_t n = t.size();
+  std::size_t k = 0;
+  auto refuse = [&](std::size_t i, const std::string& msg) {
+    auto [l, c] = pos(static_cast<std::ptrdiff_t>(std::min(i, n == 0 ? 0 : n - 1)));
+    rt_violation(l, c, msg + " (NCCL's XML reader, mscclXmlGetNode, accepts no more)");
+  };
+  auto show = [](char c) {
+    if (c == '\t') return std::string("a tab");
+    if (c == '\'') return std::string("a single quote");
+    return fmt::format("'{}'", c);
+  };
+  auto is_end = [](char c) { return c == ' ' || c == '>' || c == '/' || c == '\n' || c == '\r'; };
+  if (n >= 3 && static_cast<unsigned char>(t[0]) == 0xEF)
+    return refuse(0, "a byte-order mark before the first element");
+  while (k < n) {
+    char c = t[k];
+    if (c == ' ' || c == '\n' || c == '\r') {
+      ++k;
+      continue;
+    }
+    if (c != '<')
+      return refuse(k, "between elements only spaces and line ends may stand, not " + show(c));
+    ++k;
+    if (t.compare(k, 3, "!--") == 0) {
+      std::size_t e = t.find("-->", k + 3);
+      if (e == std::string::npos) return;  // not well-formed: pugixml says where
+      k = e + 3;
+      continue;
+    }
+    if (k < n && t[k] == '?')
+      return refuse(k - 1, "an XML prolog or processing instruction '<?' ('expected >, got ?')");
+    if (k < n && t[k] == '/') {  // a closing tag: the name, then '>' at once
+      ++k;
+      while (k < n && !is_end(t[k])) ++k;
+      if (k >= n) return;
+      if (t[k] != '>') return refuse(k, "a closing tag must end with '>' right after its name");
+      ++k;
+      continue;
+    }
+    while (k < n && !is_end(t[k]) && t[k] != '=') {
+      if (t[k] == '\t') return refuse(k, "a tab inside a tag (it is read as part of a name)");
+      ++k;
+    }
+    if (k >= n) return;
+    if (t[k] == '\n' || t[k] == '\r') return refuse(k, "a line break inside a tag");
+    char last = t[k++];
+    while (last == ' ') {
+      // An attribute: key="value", or nothing more (doubled spaces are read as empty keys).
+      while (k < n && !is_end(t[k]) && t[k] != '=') {
+        if (t[k] == '\t') return refuse(k, "a tab inside a tag (it is read as part of a name)");
+        ++k;
+      }
+      if (k >= n) return;
+      if (t[k] == '=') {
+        ++k;
+        if (k >= n) return;
+        if (t[k] != '"')
+          return refuse(k, fmt::format("an attribute value must open with a double quote, not {}",
+                                       show(t[k])));
+        std::size_t e = t.find('"', k + 1);
+        if (e == std::string::npos) return;
+        k = e + 1;
+        if (k >= n) return;
+        last = t[k++];
+      } else {
+        last = t[k++];
+      }
+      if (last == '\n' || last == '\r') return refuse(k - 1, "a line break inside a tag");
+      if (last == '\t') return refuse(k - 1, "a tab inside a tag (it is read as part of a name)");
+    }
+    if (last == '/') {
+      while (k < n && !is_end(t[k])) ++k;
+      if (k >= n) return;
+      last = t[k++];
+    }
+    if (last != '>')
+      return refuse(k - 1, fmt::format("expected '>' to end the tag, got {}", show(last)));
+  }
+}
+
 void Reader::parse(const pugi::xml_node& algo) {
   name_ = algo.attribute("name") ? algo.attribute("name").value() : "msccl";
+  std::tie(algo_line_, algo_col_) = pos(algo.offset_debug());
   ngpus_ = get_int(algo, "ngpus");
   coll_ = get_str(algo, "coll");
   inplace_ = get_int(algo, "inplace");
   nchannels_ = get_int(algo, "nchannels");
-  nchunksperloop_ = get_int(algo, "nchunksperloop");
+  // The <op> form has no nchunksperloop (its sizes are the gpus' i_chunks and o_chunks); the
+  // runtimes need it, which the runtime check says for a <step> file (-1: not written).
+  nchunksperloop_ = get_int(algo, "nchunksperloop", -1);
   if (algo.attribute("proto")) {
     proto_ = algo.attribute("proto").value();
     if (proto_ != "Simple" && proto_ != "LL" && proto_ != "LL128")
@@ -172,25 +310,55 @@ void Reader::parse(const pugi::xml_node& algo) {
   if (inplace_ != 0 && inplace_ != 1) fail(algo, "<algo> inplace must be 0 or 1");
   if (nchannels_ < 1 || nchannels_ > 32)
     fail(algo, fmt::format("<algo> nchannels={}: the runtime allows 1 to 32", nchannels_));
-  if (nchunksperloop_ < 1)
+  if (nchunksperloop_ == 0 || nchunksperloop_ < -1)
     fail(algo, fmt::format("<algo> nchunksperloop={} must be positive", nchunksperloop_));
+  // The collectives the runtimes load (mscclGetAlgoFromXmlFile; microsoft/msccl's
+  // mscclGetAlgoFromXMLFile), and the ones collv replays.
+  static const std::set<std::string> executor_colls = {
+      "reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send",
+      "recv",   "gather",    "scatter",   "alltoall",      "alltoallv"};
+  static const std::set<std::string> msccl_colls = {
+      "allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter", "custom"};
+  const auto& known = opts_.runtime == MscclRuntime::Msccl ? msccl_colls : executor_colls;
+  if (!known.count(coll_)) {
+    std::string list;
+    for (const auto& c : known) list += (list.empty() ? "" : ", ") + c;
+    rt_violation(algo_line_, algo_col_,
+                 fmt::format("coll=\"{}\" is no collective it knows ({}; 'unsupported "
+                             "collective')",
+                             coll_, list));
+  }
   if (coll_ == "reducescatter") coll_ = "reduce_scatter";
   if (coll_ != "allgather" && coll_ != "allreduce" && coll_ != "reduce_scatter" &&
-      coll_ != "alltoall")
+      coll_ != "alltoall" && coll_ != "broadcast" && coll_ != "custom")
     fail(algo, "<algo> coll=\"" + coll_ +
-                   "\": collv checks allgather, allreduce, reduce_scatter (reducescatter) and "
-                   "alltoall");
-  std::vector<std::string> missing;
-  for (const char* a : {"outofplace", "minBytes", "maxBytes"})
-    if (!algo.attribute(a)) missing.push_back(a);
-  if (!missing.empty()) {
-    std::string list;
-    for (auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    attributes_.note = "msccl-executor-nccl (Azure) also requires " + list +
-                       " on <algo>; the microsoft/msccl runtime msccl-tools targets does not";
+                   "\": collv replays allgather, allreduce, reducescatter (reduce_scatter), "
+                   "alltoall, broadcast and custom");
+  if (proto_.empty())
+    rt_violation(algo_line_, algo_col_,
+                 "<algo> has no proto (both runtimes read it: 'Attribute proto of node algo not "
+                 "found')");
+  if (lim_.needs_size_attrs) {
+    for (const char* a : {"outofplace", "minBytes", "maxBytes"})
+      if (!algo.attribute(a))
+        rt_violation(algo_line_, algo_col_,
+                     fmt::format("<algo> has no {} (mscclGetAlgoMetaFromXmlFile reads it: "
+                                 "'Attribute {} of node algo not found')",
+                                 a, a));
   }
+  long long minb = 0, maxb = 0;
+  bool has_min = algo.attribute("minBytes") && parse_int(algo.attribute("minBytes").value(), minb);
+  bool has_max = algo.attribute("maxBytes") && parse_int(algo.attribute("maxBytes").value(), maxb);
+  if ((has_min && minb < 0) || (has_max && maxb < 0) ||
+      (has_min && has_max && minb > maxb && maxb != 0))
+    rt_violation(algo_line_, algo_col_,
+                 fmt::format("<algo> minBytes={} maxBytes={}: sizes must be non-negative and "
+                             "minBytes at most maxBytes",
+                             minb, maxb));
 
   gpus_.assign(static_cast<std::size_t>(ngpus_), XGpu{});
+  tb_real_.assign(static_cast<std::size_t>(ngpus_), {});
+  file_order_.assign(static_cast<std::size_t>(ngpus_), {});
   std::vector<bool> seen(static_cast<std::size_t>(ngpus_), false);
   bool any_step = false;
   for (pugi::xml_node g : algo.children()) {
@@ -275,10 +443,12 @@ void Reader::parse(const pugi::xml_node& algo) {
         }
         if (st.hasdep != 0 && st.hasdep != 1)
           fail(sn, fmt::format("hasdep={}: the runtime accepts 0 or 1", st.hasdep));
-        if (st.s < 0 || st.s >= 256)
-          fail(sn, fmt::format("step {} is out of the runtime's range 0..255", st.s));
+        if (st.s < 0 || st.s > 1000000)
+          fail(sn, fmt::format("step {} is out of range (the runtimes allow 0 to {})", st.s,
+                               lim_.max_steps - 1));
         if (st.info->op != Op::NOP && (st.cnt < 1 || st.cnt > 4096))
-          fail(sn, fmt::format("cnt={} must be positive", st.cnt));
+          fail(sn, fmt::format("cnt={} must be 1 to 4096 (the runtimes: below {})", st.cnt,
+                               lim_.max_count));
         if (st.depid < -1 || (st.depid >= 0 && st.deps < 0))
           fail(sn, fmt::format("depid={} deps={}: a dependency names a threadblock and a step",
                                st.depid, st.deps));
@@ -296,22 +466,67 @@ void Reader::parse(const pugi::xml_node& algo) {
       }
       gpu.tbs.push_back(std::move(tb));
     }
-    // Threadblock ids index the runtime's arrays: 0..n-1, each once.
-    std::vector<XTb> sorted(gpu.tbs.size());
+    // Threadblock ids index the runtime's arrays: 0..n-1, each once. A gap is the runtime's
+    // refusal ('thread block %d is missing'); the replay keeps an empty threadblock in it.
+    int max_id = -1;
     for (auto& tb : gpu.tbs) {
-      if (tb.id < 0 || tb.id >= static_cast<int>(gpu.tbs.size()) || !sorted[tb.id].steps.empty() ||
-          sorted[tb.id].line != 0)
+      if (tb.id < 0 || tb.id >= 4096)
         throw UsageError(where(tb.line, tb.col) +
-                         fmt::format(": error: <tb id={}> on gpu {}: threadblock ids must be "
-                                     "0..{} with none repeated",
-                                     tb.id, id, gpu.tbs.size() - 1));
+                         fmt::format(": error: <tb id={}> on gpu {}: threadblock ids are 0 to "
+                                     "{} (the runtime: below {})",
+                                     tb.id, id, 4095, lim_.max_tbs));
+      max_id = std::max(max_id, tb.id);
+    }
+    std::vector<XTb> sorted(static_cast<std::size_t>(max_id + 1));
+    std::vector<char> real(sorted.size(), 0);
+    for (auto& tb : gpu.tbs) {
+      if (real[tb.id])
+        throw UsageError(where(tb.line, tb.col) +
+                         fmt::format(": error: <tb id={}> on gpu {} appears twice ('duplicate "
+                                     "thread block id')",
+                                     tb.id, id));
+      real[tb.id] = 1;
       sorted[tb.id] = tb;
     }
+    for (std::size_t b = 0; b < real.size(); ++b)
+      if (!real[b]) {
+        sorted[b].id = static_cast<int>(b);
+        std::tie(sorted[b].line, sorted[b].col) = pos(g.offset_debug());
+        rt_violation(gpu.line, gpu.col,
+                     fmt::format("gpu {} has threadblock {} but no threadblock {} (ids must be "
+                                 "0..n-1: 'thread block {} is missing')",
+                                 id, max_id, b, b + 1));
+      }
+    file_order_[id].clear();
+    for (auto& tb : gpu.tbs) file_order_[id].push_back(tb.id);
+    tb_real_[id] = std::move(real);
     gpu.tbs = std::move(sorted);
   }
   for (int g = 0; g < ngpus_; ++g)
     if (!seen[g]) fail(algo, fmt::format("<algo ngpus={}> has no <gpu id={}>", ngpus_, g));
   if (!any_step) fail(algo, "the algorithm has no <step> or <op>: the runtime would do nothing");
+  if (nchunksperloop_ < 0) {
+    if (!op_form_)
+      rt_violation(algo_line_, algo_col_,
+                   "<algo> has no nchunksperloop ('Attribute nchunksperloop of node algo not "
+                   "found')");
+    // The sizes the gpus declare: the largest buffer, in the collective's chunks per loop.
+    int cpl = 0;
+    for (const XGpu& gpu : gpus_) {
+      int i = gpu.chunks[In], o = gpu.chunks[Out];
+      if (coll_ == "allgather")
+        cpl = std::max({cpl, o, i * ngpus_});
+      else if (coll_ == "reduce_scatter")
+        cpl = std::max({cpl, i, o * ngpus_});
+      else
+        cpl = std::max({cpl, i, o});
+    }
+    if (cpl < 1)
+      fail(algo,
+           "<algo> has no nchunksperloop and no <gpu> declares i_chunks or o_chunks: the "
+           "buffers' sizes are unknown");
+    nchunksperloop_ = cpl;
+  }
 }
 
 // Checks of the file as the runtime reads it, before any replay.
@@ -378,24 +593,84 @@ void Reader::static_checks() {
                          {static_cast<NodeId>(gpu.id)});
           continue;
         }
+        // A step that does not signal: the runtime's wait is for the threadblock's flag to
+        // reach the step (flags only grow, msccl_kernel.cu), so it is the next signalling step
+        // that releases it; the replay does the same, and a wait no step ever ends is a deadlock.
         const XStep& target = dep.steps[st.deps];
-        if (!target.hasdep || target.info->op == Op::NOP) {
-          int next = -1;
-          for (std::size_t j = st.deps + 1; j < dep.steps.size(); ++j)
-            if (dep.steps[j].hasdep && dep.steps[j].info->op != Op::NOP) {
-              next = static_cast<int>(j);
-              break;
-            }
-          attr_violation(
-              st.line, st.col,
-              fmt::format("gpu {} tb {} step {} depends on step {} of threadblock {}, which does "
-                          "not signal ({}): the runtime would wait for {}",
-                          gpu.id, tb.id, k, st.deps, st.depid,
-                          target.info->op == Op::NOP ? "a nop" : "hasdep=0",
-                          next < 0 ? std::string("ever (no later step of it signals)")
-                                   : fmt::format("its step {} instead", next)),
-              {static_cast<NodeId>(gpu.id)});
+        if (!target.hasdep || target.info->op == Op::NOP) ++nondep_signal_;
+      }
+    }
+  }
+}
+
+// The runtime's loading limits for a <step> file, as mscclGetAlgoFromXmlFile applies them to
+// each rank's part of the file.
+void Reader::runtime_rules() {
+  for (const XGpu& gpu : gpus_) {
+    const auto r = static_cast<NodeId>(gpu.id);
+    // Nodes the parser loads for this rank: <algo>, every <gpu>, and this gpu's <tb> and <step>
+    // elements; it refuses when the array of MAX_NODES is full and another node is read.
+    std::size_t nodes = 1 + gpus_.size();
+    for (std::size_t b = 0; b < gpu.tbs.size(); ++b)
+      if (tb_real_[gpu.id][b]) nodes += 1 + gpu.tbs[b].steps.size();
+    if (nodes >= static_cast<std::size_t>(lim_.max_nodes))
+      rt_violation(gpu.line, gpu.col,
+                   fmt::format("rank {} loads {} XML nodes (<algo>, {} <gpu>, its <tb> and "
+                               "<step> elements); its XML parser holds MAX_NODES = {} ('XML "
+                               "parser is limited to ... nodes')",
+                               gpu.id, nodes, gpus_.size(), lim_.max_nodes),
+                   {r});
+    if (static_cast<int>(gpu.tbs.size()) > lim_.max_tbs)
+      rt_violation(gpu.line, gpu.col,
+                   fmt::format("gpu {} has threadblock ids up to {}; MSCCL_MAX_NUM_THREAD_BLOCKS "
+                               "is {}",
+                               gpu.id, gpu.tbs.size() - 1, lim_.max_tbs),
+                   {r});
+    // Per channel, in the file's order, the send (receive) peers counted so far: a threadblock
+    // with a send (receive) step when 32 are counted is refused ('too many sends per channel').
+    std::map<int, int> nsend, nrecv;
+    for (int id : file_order_[gpu.id]) {
+      const XTb& tb = gpu.tbs[id];
+      bool sends = false, recvs = false;
+      for (const XStep& st : tb.steps) {
+        sends = sends || st.info->send;
+        recvs = recvs || st.info->recv;
+      }
+      for (int dir = 0; dir < 2; ++dir) {
+        int& count = (dir == 0 ? nsend : nrecv)[tb.chan];
+        bool uses = dir == 0 ? sends : recvs;
+        if (uses && count == lim_.max_tbs_per_chan)
+          rt_violation(
+              tb.line, tb.col,
+              fmt::format("gpu {} tb {}: more than {} threadblocks with a {} peer on "
+                          "channel {} (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL = {}: "
+                          "'too many {}s per channel')",
+                          gpu.id, tb.id, lim_.max_tbs_per_chan, dir == 0 ? "send" : "receive",
+                          tb.chan, lim_.max_tbs_per_chan, dir == 0 ? "send" : "recv"),
+              {r});
+        if ((dir == 0 ? tb.send : tb.recv) >= 0) ++count;
+      }
+      // Steps: the step number s must be below MSCCL_MAX_NUM_STEPS, and the threadblock's
+      // instructions fill an array of that many.
+      bool steps_reported = false;
+      for (std::size_t k = 0; k < tb.steps.size(); ++k) {
+        const XStep& st = tb.steps[k];
+        if (!steps_reported &&
+            (st.s >= lim_.max_steps || k >= static_cast<std::size_t>(lim_.max_steps))) {
+          steps_reported = true;
+          rt_violation(st.line, st.col,
+                       fmt::format("gpu {} tb {} has {} steps; MSCCL_MAX_NUM_STEPS is {} in {} "
+                                   "('too many steps are requested')",
+                                   gpu.id, tb.id, tb.steps.size(), lim_.max_steps, lim_.name),
+                       {r});
         }
+        if (st.info->op != Op::NOP && st.cnt >= lim_.max_count)
+          rt_violation(st.line, st.col,
+                       fmt::format("gpu {} tb {} step {}: cnt={}; MSCCL_MAX_COUNT is {} and cnt "
+                                   "must be below it ('count (%d) must be positive and less "
+                                   "than %d')",
+                                   gpu.id, tb.id, k, st.cnt, lim_.max_count),
+                       {r});
       }
     }
   }
@@ -444,13 +719,63 @@ void Reader::replay(ImportedSchedule& out) {
                        ": error: reduce_scatter needs nchunksperloop to be a multiple of ngpus");
     in_size = cpl;
     out_size = cpl / p;
-  } else {
+  } else if (coll_ == "alltoall") {
     coll = Collective::Alltoall;
     if (cpl % p != 0)
       throw UsageError(src_ + ": error: alltoall needs nchunksperloop to be a multiple of ngpus");
     in_size = out_size = cpl;
+  } else if (coll_ == "broadcast") {
+    // The root is the call's argument, not the file's: it is the gpu that receives nothing.
+    coll = Collective::Broadcast;
+    in_size = out_size = cpl;
+  } else {
+    // custom: a collective the file does not define; its data is replayed, not judged.
+    coll = Collective::Gather;
+    for (const XGpu& g : gpus_) {
+      in_size = std::max(in_size, g.chunks[In]);
+      out_size = std::max(out_size, g.chunks[Out]);
+    }
   }
-  const int c = coll == Collective::Allreduce ? cpl : cpl / p;  // chunks per rank and peer
+  const int c = coll == Collective::Allgather || coll == Collective::ReduceScatter ||
+                        coll == Collective::Alltoall
+                    ? cpl / p
+                    : cpl;  // chunks per rank and peer
+  const bool custom = coll_ == "custom";
+  int root = 0;
+  if (coll == Collective::Broadcast) {
+    for (int r = p - 1; r >= 0; --r) {
+      bool receives = false, sends = false;
+      for (const XTb& tb : gpus_[r].tbs)
+        for (const XStep& st : tb.steps) {
+          receives = receives || st.info->recv;
+          sends = sends || st.info->send;
+        }
+      if (!receives && (sends || p == 1)) root = r;
+    }
+  }
+
+  // Memory before it is allocated: every gpu's three buffers and the expected outputs (an
+  // all-reduce's items name every rank), the vector clocks of the threadblocks.
+  {
+    std::uint64_t per_gpu = 0;
+    for (const XGpu& g : gpus_) per_gpu = std::max<std::uint64_t>(per_gpu, g.chunks[Scr]);
+    constexpr std::uint64_t kMaxChunks = 1u << 20;
+    if (static_cast<std::uint64_t>(in_size) > kMaxChunks ||
+        static_cast<std::uint64_t>(out_size) > kMaxChunks)
+      throw LimitError(fmt::format(
+          "{}:{}:{}: error: {} with nchunksperloop={} on {} gpus has buffers of {} and {} chunks; "
+          "collv replays at most {} chunks per buffer",
+          src_, algo_line_, algo_col_, coll_, cpl, p, in_size, out_size, kMaxChunks));
+    std::uint64_t tbs = 0;
+    for (const XGpu& g : gpus_) tbs += g.tbs.size();
+    std::uint64_t items = static_cast<std::uint64_t>(p) *
+                          (static_cast<std::uint64_t>(in_size) * 3 + out_size * 3 + per_gpu);
+    std::uint64_t bytes = items * 24 + tbs * tbs * 8;
+    if (coll == Collective::Allreduce || coll == Collective::ReduceScatter)
+      bytes += static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(out_size) * p * 8;
+    require_memory(bytes, fmt::format("replaying {} ({} on {} gpus, {} chunks per loop)", src_,
+                                      coll_, p, cpl));
+  }
 
   // The declared sizes must agree with nchunksperloop (the runtime checks it too).
   for (const XGpu& g : gpus_) {
@@ -468,6 +793,7 @@ void Reader::replay(ImportedSchedule& out) {
   Trace& t = out.trace;
   t.model_name = name_;
   t.collective = coll;
+  t.root = static_cast<NodeId>(root);
   t.op_class = OperatorClass::Commutative;
   t.nodup_claimed = false;
   t.topology = Topology::parse(fmt::format("complete:{}", p));
@@ -499,7 +825,9 @@ void Reader::replay(ImportedSchedule& out) {
   auto resolve = [&](int r, int buf, int off) -> std::optional<std::pair<int, int>> {
     if (inplace_) {
       if (coll == Collective::Allgather && buf == In) return std::make_pair(int(Out), off + r * c);
-      if ((coll == Collective::Allreduce || coll == Collective::Alltoall) && buf == Out)
+      if ((coll == Collective::Allreduce || coll == Collective::Alltoall ||
+           coll == Collective::Broadcast) &&
+          buf == Out)
         return std::make_pair(int(In), off);
       if (coll == Collective::ReduceScatter && buf == Out)
         return std::make_pair(int(In), off + r * c);
@@ -626,6 +954,10 @@ void Reader::replay(ImportedSchedule& out) {
           q = &queues[{tb.recv, r, tb.chan}];
           if (q->empty()) break;
         }
+        // Bounded buffering: a send waits for a free slot of its connection.
+        if (st.info->send && opts_.slots > 0 &&
+            queues[{r, tb.send, tb.chan}].size() >= static_cast<std::size_t>(opts_.slots))
+          break;
         // The step runs.
         progress = true;
         auto& my = vc[g];
@@ -734,13 +1066,26 @@ void Reader::replay(ImportedSchedule& out) {
         why = fmt::format("{} waits for step {} of tb {}", at, st.deps, st.depid);
         return gidx[r][st.depid];
       }
-      why = fmt::format("{} waits for a receive from gpu {} on channel {}", at, tb.recv, tb.chan);
-      for (std::uint32_t h : gidx[tb.recv]) {
-        const XTb& o = gpus_[tb.recv].tbs[tbs[h].second];
-        if (o.send == r && o.chan == tb.chan) return h;
+      if (st.info->recv && queues[{tb.recv, r, tb.chan}].empty()) {
+        why = fmt::format("{} waits for a receive from gpu {} on channel {}", at, tb.recv, tb.chan);
+        for (std::uint32_t h : gidx[tb.recv]) {
+          const XTb& o = gpus_[tb.recv].tbs[tbs[h].second];
+          if (o.send == r && o.chan == tb.chan) return h;
+        }
+        why += fmt::format(" (no threadblock of gpu {} sends to gpu {} on channel {})", tb.recv, r,
+                           tb.chan);
+        return std::nullopt;
       }
-      why += fmt::format(" (no threadblock of gpu {} sends to gpu {} on channel {})", tb.recv, r,
-                         tb.chan);
+      why = fmt::format(
+          "{} waits to send to gpu {} on channel {}, whose {} slots (--msccl-slots) hold sends "
+          "not yet received",
+          at, tb.send, tb.chan, opts_.slots);
+      for (std::uint32_t h : gidx[tb.send]) {
+        const XTb& o = gpus_[tb.send].tbs[tbs[h].second];
+        if (o.recv == r && o.chan == tb.chan) return h;
+      }
+      why += fmt::format(" (no threadblock of gpu {} receives from gpu {} on channel {})", tb.send,
+                         r, tb.chan);
       return std::nullopt;
     };
     RunFailure& f = t.failure;
@@ -816,6 +1161,16 @@ void Reader::replay(ImportedSchedule& out) {
         for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
         for (int k = 0; k < c; ++k) expected[r].push_back(sum_over_ranks(r * c + k));
         break;
+      case Collective::Broadcast:
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        for (int k = 0; k < c; ++k)
+          expected[r].push_back(
+              d.leaf(static_cast<std::uint32_t>(root), static_cast<std::uint32_t>(k)));
+        break;
+      case Collective::Gather:  // custom: nothing to compare with
+        for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+        expected[r] = fin;
+        break;
       default:  // alltoall
         for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
         for (int j = 0; j < p; ++j)
@@ -832,10 +1187,28 @@ void Reader::replay(ImportedSchedule& out) {
       "positional, as the runtime defines the {} output buffer ({} chunks per gpu{}); x{{r}}.{} "
       "stands for gpu r's uninitialized memory",
       coll_, out_size, inplace_ ? ", in place" : "", in_size);
+  if (coll == Collective::Broadcast)
+    out.postcondition->note += fmt::format(
+        "; the root is gpu {}, the gpu that receives nothing (the root is the call's argument)",
+        root);
+  if (custom) {
+    out.postcondition = not_checked("postcondition",
+                                    "coll=\"custom\" defines no output: the replay ran, the "
+                                    "result is not judged");
+    for (const char* name : {"final-buffers", "dataflow", "nodup"})
+      custom_checks_.push_back(not_checked(name, "coll=\"custom\" defines no output"));
+  }
+  if (nondep_signal_ > 0)
+    attributes_.note += std::string(attributes_.note.empty() ? "" : "; ") +
+                        fmt::format(
+                            "{} dependencies name a step that does not signal (hasdep=0 "
+                            "or a nop): the runtime's wait ends at the threadblock's "
+                            "next signalling step, and so does the replay's",
+                            nondep_signal_);
   if (op_form_)
     attributes_.note += std::string(attributes_.note.empty() ? "" : "; ") +
-                        "the file uses the <op> form: msccl-executor-nccl reads only <step> "
-                        "elements";
+                        "the file uses msccl-tools' <op> form: msccl-executor-nccl and "
+                        "microsoft/msccl read only <step> elements";
   if (race_.verdict == Verdict::Fail)
     race_.note = "the values collv replayed are those of one interleaving of the unordered steps";
   out.congestion_note =
@@ -858,18 +1231,42 @@ ImportedSchedule Reader::run() {
          fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>", algo.name()));
   parse(algo);
   static_checks();
+  if (op_form_) {
+    // The runtimes load only <step> elements: their loading rules are about <step> files.
+    runtime_ = not_checked(
+        "runtime",
+        fmt::format("the file uses msccl-tools' <op> form, which no MSCCL runtime loads "
+                    "(msccl-executor-nccl and microsoft/msccl read only <step>); not applied: "
+                    "the XML syntax of NCCL's reader, nchunksperloop, proto, outofplace, "
+                    "minBytes, maxBytes, coll names, MSCCL_MAX_NUM_STEPS, MSCCL_MAX_COUNT, "
+                    "MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, MAX_NODES"));
+  } else {
+    raw_syntax();
+    runtime_rules();
+    runtime_.note = fmt::format("held to {}'s loading rules (--msccl-runtime)", lim_.name);
+  }
   ImportedSchedule out;
   out.format = ScheduleFormat::MscclXml;
   out.trace.model_file = src_;
   replay(out);
-  out.checks = {attributes_, bounds_, race_};
+  if (opts_.slots > 0)
+    attributes_.note += std::string(attributes_.note.empty() ? "" : "; ") +
+                        fmt::format(
+                            "sends block when a connection holds {} unreceived sends "
+                            "(--msccl-slots)",
+                            opts_.slots);
+  out.checks = {runtime_, attributes_, bounds_, race_};
+  for (auto& c : custom_checks_) out.checks.push_back(c);
   return out;
 }
 
 }  // namespace
 
-ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source) {
-  return Reader(text, source).run();
+ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source,
+                                  const MscclOptions& msccl) {
+  if (msccl.slots < 0 || msccl.slots > 1000000)
+    throw UsageError(fmt::format("--msccl-slots {}: 0 (unbounded) to 1000000", msccl.slots));
+  return Reader(text, source, msccl).run();
 }
 
 }  // namespace collv

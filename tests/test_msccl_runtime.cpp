@@ -1,0 +1,464 @@
+// The MSCCL-XML `runtime` check (the loading rules of msccl-executor-nccl and microsoft/msccl),
+// the replay's bounded buffering, the <op> form, coll="broadcast"/"custom", and the memory bound
+// of the reader. Every rule is shown failing on a file the runtime refuses and passing on its
+// correct twin (docs/formats.md, "MSCCL-XML").
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "import/import.hpp"
+#include "util/error.hpp"
+#include "util/memory.hpp"
+
+using namespace collv;
+
+namespace {
+
+const std::string kCorpus = COLLV_SOURCE_DIR "/../shared/data/schedules/corpus/";
+const std::string kRepro = COLLV_SOURCE_DIR "/../shared/data/reproducers/";
+
+std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
+  std::map<std::string, CheckResult> out;
+  for (const auto& r : check_imported(s, CheckOptions{})) out[r.name] = r;
+  return out;
+}
+
+std::set<std::string> failing(const ImportedSchedule& s) {
+  std::set<std::string> out;
+  for (const auto& [name, r] : results(s))
+    if (r.verdict == Verdict::Fail) out.insert(name);
+  return out;
+}
+
+// The first runtime violation's text ("" when the check passes).
+std::string runtime_msg(const ImportedSchedule& s) {
+  auto r = results(s)["runtime"];
+  return r.violations.empty() ? "" : r.violations.front().message;
+}
+
+MscclOptions rt(MscclRuntime r, int slots = 8) {
+  MscclOptions o;
+  o.runtime = r;
+  o.slots = slots;
+  return o;
+}
+
+const char* kHeaderAttrs = R"(proto="Simple" inplace="1" outofplace="0" minBytes="0" maxBytes="0")";
+
+std::string step(int s, const char* type, const char* sb, int so, const char* db, int dof,
+                 int cnt = 1, int depid = -1, int deps = -1, int hasdep = 0) {
+  return fmt::format(
+      R"(      <step s="{}" type="{}" srcbuf="{}" srcoff="{}" dstbuf="{}" dstoff="{}" cnt="{}" depid="{}" deps="{}" hasdep="{}"/>)"
+      "\n",
+      s, type, sb, so, db, dof, cnt, depid, deps, hasdep);
+}
+
+// A 2-gpu in-place allgather of c chunks per gpu: each gpu has a sending threadblock and a
+// receiving one, and moves `cnt` chunks per step. `extra` goes inside gpu 0 after its
+// threadblocks; `attrs` are the <algo> attributes besides the sizes.
+std::string allgather2(int c, int cnt = 1, std::string attrs = kHeaderAttrs,
+                       const std::string& extra = "") {
+  std::string x = fmt::format(
+      R"(<algo name="ag2" nchannels="1" nchunksperloop="{}" ngpus="2" coll="allgather" {}>)"
+      "\n",
+      2 * c, attrs);
+  for (int r = 0; r < 2; ++r) {
+    x += fmt::format(R"(  <gpu id="{}" i_chunks="{}" o_chunks="{}" s_chunks="0">)"
+                     "\n",
+                     r, c, 2 * c);
+    x += fmt::format(R"(    <tb id="0" send="{}" recv="-1" chan="0">)"
+                     "\n",
+                     1 - r);
+    for (int k = 0, s = 0; k < c; k += cnt, ++s)
+      x += step(s, "s", "o", r * c + k, "o", r * c + k, std::min(cnt, c - k));
+    x += "    </tb>\n";
+    x += fmt::format(R"(    <tb id="1" send="-1" recv="{}" chan="0">)"
+                     "\n",
+                     1 - r);
+    for (int k = 0, s = 0; k < c; k += cnt, ++s)
+      x += step(s, "r", "o", (1 - r) * c + k, "o", (1 - r) * c + k, std::min(cnt, c - k));
+    x += "    </tb>\n";
+    if (r == 0) x += extra;
+    x += "  </gpu>\n";
+  }
+  return x + "</algo>\n";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto k = s.find(from);
+  REQUIRE(k != std::string::npos);
+  return s.replace(k, from.size(), to);
+}
+
+// An allgather over p gpus, every pair directly (one threadblock per peer and direction); the
+// pair r, q talks on channel (r + q) mod nchan.
+std::string allpairs(int p, int nchan) {
+  std::string x = fmt::format(
+      R"(<algo name="ap" nchannels="{}" nchunksperloop="{}" ngpus="{}" coll="allgather" {}>)"
+      "\n",
+      nchan, p, p, kHeaderAttrs);
+  for (int r = 0; r < p; ++r) {
+    x += fmt::format(R"(  <gpu id="{}" i_chunks="1" o_chunks="{}" s_chunks="0">)"
+                     "\n",
+                     r, p);
+    int id = 0;
+    for (int q = 0; q < p; ++q) {
+      if (q == r) continue;
+      x += fmt::format(R"(    <tb id="{}" send="{}" recv="-1" chan="{}">)"
+                       "\n",
+                       id, q, (r + q) % nchan);
+      ++id;
+      x += step(0, "s", "o", r, "o", r) + "    </tb>\n";
+      x += fmt::format(R"(    <tb id="{}" send="-1" recv="{}" chan="{}">)"
+                       "\n",
+                       id, q, (r + q) % nchan);
+      ++id;
+      x += step(0, "r", "o", q, "o", q) + "    </tb>\n";
+    }
+    x += "  </gpu>\n";
+  }
+  return x + "</algo>\n";
+}
+
+}  // namespace
+
+TEST_CASE("runtime: the correct twin loads under both runtimes", "[import][msccl-runtime]") {
+  for (auto r : {MscclRuntime::ExecutorNccl, MscclRuntime::Msccl}) {
+    ImportedSchedule s = import_msccl_xml(allgather2(4), "ag.xml", rt(r));
+    CHECK(failing(s).empty());
+    auto res = results(s);
+    REQUIRE(res.count("runtime") == 1);
+    CHECK(res["runtime"].verdict == Verdict::Pass);
+    CHECK(res["runtime"].note.find(msccl_runtime_name(r)) != std::string::npos);
+  }
+}
+
+TEST_CASE("runtime: <algo> attributes each runtime needs", "[import][msccl-runtime]") {
+  const auto ex = rt(MscclRuntime::ExecutorNccl), ms = rt(MscclRuntime::Msccl);
+  for (const char* a : {"outofplace=\"0\" ", "minBytes=\"0\" ", "maxBytes=\"0\""}) {
+    INFO(a);
+    std::string attrs = replace(kHeaderAttrs, a, "");
+    ImportedSchedule s = import_msccl_xml(allgather2(2, 1, attrs), "ag.xml", ex);
+    CHECK(failing(s) == std::set<std::string>{"runtime"});
+    std::string name(a, std::string(a).find('='));
+    CHECK(runtime_msg(s).find("has no " + name) != std::string::npos);
+    // microsoft/msccl defaults minBytes and maxBytes and does not read outofplace.
+    CHECK(failing(import_msccl_xml(allgather2(2, 1, attrs), "ag.xml", ms)).empty());
+  }
+  // proto: both.
+  std::string noproto = replace(kHeaderAttrs, "proto=\"Simple\" ", "");
+  for (const auto& o : {ex, ms}) {
+    ImportedSchedule s = import_msccl_xml(allgather2(2, 1, noproto), "ag.xml", o);
+    CHECK(failing(s) == std::set<std::string>{"runtime"});
+    CHECK(runtime_msg(s).find("no proto") != std::string::npos);
+  }
+  // nchunksperloop in a <step> file.
+  std::string nocpl = replace(allgather2(2), "nchunksperloop=\"4\" ", "");
+  ImportedSchedule s = import_msccl_xml(nocpl, "ag.xml", ex);
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  CHECK(runtime_msg(s).find("nchunksperloop") != std::string::npos);
+}
+
+TEST_CASE("runtime: MSCCL_MAX_NUM_STEPS per threadblock", "[import][msccl-runtime]") {
+  const auto ex = rt(MscclRuntime::ExecutorNccl), ms = rt(MscclRuntime::Msccl);
+  CHECK(failing(import_msccl_xml(allgather2(64), "ag.xml", ex)).empty());
+  ImportedSchedule s = import_msccl_xml(allgather2(65), "ag.xml", ex);
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  CHECK(runtime_msg(s).find("MSCCL_MAX_NUM_STEPS is 64") != std::string::npos);
+  CHECK(runtime_msg(s).find("65 steps") != std::string::npos);
+  // microsoft/msccl allows 256.
+  CHECK(failing(import_msccl_xml(allgather2(65), "ag.xml", ms)).empty());
+  CHECK(failing(import_msccl_xml(allgather2(256), "ag.xml", ms)).empty());
+  s = import_msccl_xml(allgather2(257), "ag.xml", ms);
+  CHECK(runtime_msg(s).find("MSCCL_MAX_NUM_STEPS is 256") != std::string::npos);
+}
+
+TEST_CASE("runtime: cnt below MSCCL_MAX_COUNT", "[import][msccl-runtime]") {
+  CHECK(failing(import_msccl_xml(allgather2(71, 71), "ag.xml")).empty());
+  ImportedSchedule s = import_msccl_xml(allgather2(72, 72), "ag.xml");
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  CHECK(runtime_msg(s).find("cnt=72; MSCCL_MAX_COUNT is 72") != std::string::npos);
+}
+
+TEST_CASE("runtime: 32 send (receive) threadblocks per channel", "[import][msccl-runtime]") {
+  // 34 gpus, all pairs: 33 send and 33 receive threadblocks per gpu.
+  ImportedSchedule one = import_msccl_xml(allpairs(34, 1), "ap.xml");
+  CHECK(failing(one) == std::set<std::string>{"runtime"});
+  std::string m = runtime_msg(one);
+  CHECK(m.find("MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL = 32") != std::string::npos);
+  CHECK(m.find("on channel 0") != std::string::npos);
+  // Spread over two channels, the same schedule loads.
+  CHECK(failing(import_msccl_xml(allpairs(34, 2), "ap.xml")).empty());
+  // 33 gpus: 32 of each per channel, the limit itself.
+  CHECK(failing(import_msccl_xml(allpairs(33, 1), "ap.xml")).empty());
+}
+
+TEST_CASE("runtime: threadblock ids 0..n-1", "[import][msccl-runtime]") {
+  std::string gap = replace(allgather2(2), R"(<tb id="1" send="-1" recv="1")",
+                            R"(<tb id="2" send="-1" recv="1")");
+  ImportedSchedule s = import_msccl_xml(gap, "ag.xml");
+  CHECK(failing(s).count("runtime") == 1);
+  CHECK(runtime_msg(s).find("no threadblock 1") != std::string::npos);
+  CHECK(results(s)["postcondition"].verdict == Verdict::Pass);  // still replayed
+}
+
+TEST_CASE("runtime: MAX_NODES XML nodes loaded per rank", "[import][msccl-runtime]") {
+  // Threadblocks of nops on gpu 0 (no peers: not counted per channel), 60 steps each.
+  auto nops = [](int ntb) {
+    std::string x;
+    for (int b = 0; b < ntb; ++b) {
+      x += fmt::format(R"(    <tb id="{}" send="-1" recv="-1" chan="0">)"
+                       "\n",
+                       2 + b);
+      for (int k = 0; k < 60; ++k) x += step(k, "nop", "o", 0, "o", 0);
+      x += "    </tb>\n";
+    }
+    return x;
+  };
+  // 1 + 2 gpus + 2 tbs + 4 steps + 66 * 61 = 4035 nodes: loads.
+  CHECK(failing(import_msccl_xml(allgather2(2, 1, kHeaderAttrs, nops(66)), "n.xml")).empty());
+  // 1 + 2 + 2 + 4 + 67 * 61 = 4096: the parser's array is full.
+  ImportedSchedule s = import_msccl_xml(allgather2(2, 1, kHeaderAttrs, nops(67)), "n.xml");
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  CHECK(runtime_msg(s).find("4096 XML nodes") != std::string::npos);
+}
+
+TEST_CASE("runtime: coll names each runtime knows", "[import][msccl-runtime]") {
+  const auto ex = rt(MscclRuntime::ExecutorNccl), ms = rt(MscclRuntime::Msccl);
+  // A 2-gpu reduce-scatter, out of place: each gpu sends the other's chunk and reduces its own.
+  auto rs = [](const char* coll) {
+    std::string x = fmt::format(
+        R"(<algo name="rs" nchannels="1" nchunksperloop="2" ngpus="2" coll="{}" proto="Simple" inplace="0" outofplace="1" minBytes="0" maxBytes="0">)"
+        "\n",
+        coll);
+    for (int r = 0; r < 2; ++r) {
+      x += fmt::format(R"(  <gpu id="{}" i_chunks="2" o_chunks="1" s_chunks="0">)"
+                       "\n",
+                       r);
+      x += fmt::format(R"(    <tb id="0" send="{}" recv="{}" chan="0">)"
+                       "\n",
+                       1 - r, 1 - r);
+      x += step(0, "s", "i", 1 - r, "i", 1 - r);
+      x += step(1, "rrc", "i", r, "o", 0);
+      x += "    </tb>\n  </gpu>\n";
+    }
+    return x + "</algo>\n";
+  };
+  CHECK(failing(import_msccl_xml(rs("reducescatter"), "rs.xml", ex)).empty());
+  ImportedSchedule s = import_msccl_xml(rs("reduce_scatter"), "rs.xml", ex);
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  CHECK(runtime_msg(s).find("coll=\"reduce_scatter\"") != std::string::npos);
+  CHECK(failing(import_msccl_xml(rs("reduce_scatter"), "rs.xml", ms)).empty());
+  CHECK(failing(import_msccl_xml(rs("reducescatter"), "rs.xml", ms)) ==
+        std::set<std::string>{"runtime"});
+  // custom: read and replayed; the executor refuses it, microsoft/msccl loads it; the output is
+  // not judged.
+  std::string custom = replace(allgather2(2), "coll=\"allgather\"", "coll=\"custom\"");
+  s = import_msccl_xml(custom, "c.xml", ex);
+  CHECK(failing(s) == std::set<std::string>{"runtime"});
+  s = import_msccl_xml(custom, "c.xml", ms);
+  CHECK(failing(s).empty());
+  CHECK(results(s)["postcondition"].verdict == Verdict::NotChecked);
+}
+
+TEST_CASE("runtime: the executor's hand-written XML reader", "[import][msccl-runtime]") {
+  std::string good = allgather2(2);
+  auto refused = [&](const std::string& text, const std::string& what) {
+    INFO(what);
+    ImportedSchedule s = import_msccl_xml(text, "x.xml");
+    CHECK(failing(s) == std::set<std::string>{"runtime"});
+    CHECK(runtime_msg(s).find(what) != std::string::npos);
+  };
+  refused("<?xml version=\"1.0\"?>\n" + good, "prolog");
+  refused(replace(good, "proto=\"Simple\"", "proto='Simple'"), "single quote");
+  refused(replace(good, "    <tb id=\"1\"", "\t<tb id=\"1\""), "a tab");
+  refused(replace(good, " ngpus=\"2\"", "\n ngpus=\"2\""), "line break inside a tag");
+  // What it accepts: doubled spaces, a comment, a space before '>'.
+  for (const std::string& ok :
+       {replace(good, " ngpus=\"2\"", "  ngpus=\"2\""), "<!-- made by hand -->\n" + good,
+        replace(good, "s_chunks=\"0\">", "s_chunks=\"0\" >")})
+    CHECK(failing(import_msccl_xml(ok, "x.xml")).empty());
+  // The location is the file's.
+  ImportedSchedule s = import_msccl_xml("<?xml version=\"1.0\"?>\n" + good, "x.xml");
+  CHECK(runtime_msg(s).find("x.xml:1:1:") == 0);
+}
+
+TEST_CASE("a dependency on a step that does not signal waits for the next that does",
+          "[import][msccl-runtime]") {
+  // gpu r: tb0 copies its input to its output chunk (hasdep=0), then into scratch (hasdep=1);
+  // tb1 sends after tb0's step 0, which does not signal: the runtime's flag reaches 0 only when
+  // step 1 signals (flags only grow), so the send waits for step 1.
+  auto file = [](bool later_signal) {
+    std::string x =
+        R"(<algo name="d" nchannels="1" nchunksperloop="2" ngpus="2" coll="allgather" proto="Simple" inplace="0" outofplace="1" minBytes="0" maxBytes="0">)"
+        "\n";
+    for (int r = 0; r < 2; ++r) {
+      x += fmt::format(R"(  <gpu id="{}" i_chunks="1" o_chunks="2" s_chunks="1">)"
+                       "\n",
+                       r);
+      x += R"(    <tb id="0" send="-1" recv="-1" chan="0">)"
+           "\n";
+      x += step(0, "cpy", "i", 0, "o", r);
+      if (later_signal) x += step(1, "cpy", "i", 0, "s", 0, 1, -1, -1, 1);
+      x += "    </tb>\n";
+      x += fmt::format(R"(    <tb id="1" send="{}" recv="-1" chan="0">)"
+                       "\n",
+                       1 - r);
+      x += step(0, "s", "i", 0, "i", 0, 1, 0, 0, 0) + "    </tb>\n";
+      x += fmt::format(R"(    <tb id="2" send="-1" recv="{}" chan="0">)"
+                       "\n",
+                       1 - r);
+      x += step(0, "r", "o", 1 - r, "o", 1 - r) + "    </tb>\n  </gpu>\n";
+    }
+    return x + "</algo>\n";
+  };
+  ImportedSchedule ok = import_msccl_xml(file(true), "d.xml");
+  CHECK(failing(ok).empty());
+  CHECK(results(ok)["attributes"].note.find("next signalling step") != std::string::npos);
+  // No later step signals: the runtime waits for ever, and so does the replay.
+  ImportedSchedule stuck = import_msccl_xml(file(false), "d.xml");
+  CHECK(failing(stuck).count("deadlock") == 1);
+  CHECK(failing(stuck).count("attributes") == 0);
+}
+
+TEST_CASE("bounded buffering: a send blocks when its connection's slots are full",
+          "[import][msccl-runtime]") {
+  // Each gpu: one threadblock with both peers; it sends n chunks, then receives n.
+  auto file = [](int n, bool interleave) {
+    std::string x = fmt::format(
+        R"(<algo name="b" nchannels="1" nchunksperloop="{}" ngpus="2" coll="allgather" {}>)"
+        "\n",
+        2 * n, kHeaderAttrs);
+    for (int r = 0; r < 2; ++r) {
+      x += fmt::format(R"(  <gpu id="{}" i_chunks="{}" o_chunks="{}" s_chunks="0">)"
+                       "\n",
+                       r, n, 2 * n);
+      x += fmt::format(R"(    <tb id="0" send="{}" recv="{}" chan="0">)"
+                       "\n",
+                       1 - r, 1 - r);
+      int s = 0;
+      if (interleave) {
+        for (int k = 0; k < n; ++k) {
+          x += step(s++, "s", "o", r * n + k, "o", r * n + k);
+          x += step(s++, "r", "o", (1 - r) * n + k, "o", (1 - r) * n + k);
+        }
+      } else {
+        for (int k = 0; k < n; ++k) x += step(s++, "s", "o", r * n + k, "o", r * n + k);
+        for (int k = 0; k < n; ++k) x += step(s++, "r", "o", (1 - r) * n + k, "o", (1 - r) * n + k);
+      }
+      x += "    </tb>\n  </gpu>\n";
+    }
+    return x + "</algo>\n";
+  };
+  ImportedSchedule dl = import_msccl_xml(file(16, false), "b.xml");
+  CHECK(dl.trace.failure.kind == RunFailure::Kind::Deadlock);
+  CHECK(failing(dl).count("deadlock") == 1);
+  const std::string& m = dl.trace.failure.message;
+  CHECK(m.find("gpu 0 tb 0 step 8") != std::string::npos);
+  CHECK(m.find("waits to send to gpu 1 on channel 0, whose 8 slots") != std::string::npos);
+  // The correct twin (a receive after each send) passes; so does the first with room enough.
+  CHECK(failing(import_msccl_xml(file(16, true), "b.xml")).empty());
+  CHECK(failing(import_msccl_xml(file(16, false), "b.xml", rt(MscclRuntime::ExecutorNccl, 16)))
+            .empty());
+  CHECK(failing(import_msccl_xml(file(8, false), "b.xml")).empty());
+  CHECK(failing(import_msccl_xml(file(16, false), "b.xml", rt(MscclRuntime::ExecutorNccl, 0)))
+            .empty());
+}
+
+TEST_CASE("coll=\"broadcast\" is read, its root the gpu that receives nothing",
+          "[import][msccl-runtime]") {
+  auto file = [](const char* dstbuf) {
+    std::string x = fmt::format(
+        R"(<algo name="bc" nchannels="1" nchunksperloop="1" ngpus="3" coll="broadcast" {}>)"
+        "\n",
+        kHeaderAttrs);
+    // root 1 sends to 0 and 2.
+    x += R"(  <gpu id="0" i_chunks="1" o_chunks="0" s_chunks="1">)"
+         "\n"
+         R"(    <tb id="0" send="-1" recv="1" chan="0">)"
+         "\n";
+    x += step(0, "r", "i", 0, dstbuf, 0) + "    </tb>\n  </gpu>\n";
+    x += R"(  <gpu id="1" i_chunks="1" o_chunks="0" s_chunks="0">)"
+         "\n"
+         R"(    <tb id="0" send="0" recv="-1" chan="0">)"
+         "\n";
+    x += step(0, "s", "i", 0, "i", 0) + "    </tb>\n";
+    x += R"(    <tb id="1" send="2" recv="-1" chan="0">)"
+         "\n";
+    x += step(0, "s", "i", 0, "i", 0) + "    </tb>\n  </gpu>\n";
+    x += R"(  <gpu id="2" i_chunks="1" o_chunks="0" s_chunks="0">)"
+         "\n"
+         R"(    <tb id="0" send="-1" recv="1" chan="0">)"
+         "\n";
+    x += step(0, "r", "i", 0, "i", 0) + "    </tb>\n  </gpu>\n";
+    return x + "</algo>\n";
+  };
+  ImportedSchedule s = import_msccl_xml(file("i"), "bc.xml");
+  CHECK(s.trace.collective == Collective::Broadcast);
+  CHECK(s.trace.root == 1);
+  CHECK(failing(s).empty());
+  CHECK(results(s)["postcondition"].note.find("root is gpu 1") != std::string::npos);
+  // gpu 0 receives into scratch: its output keeps its own input.
+  CHECK(failing(import_msccl_xml(file("s"), "bc.xml")).count("postcondition") == 1);
+  // The corpus's MSCCLang binomial broadcast.
+  CHECK(failing(import_schedule(kCorpus + "msccl-tools/own_programs/broadcast_binomial.xml"))
+            .empty());
+}
+
+TEST_CASE("msccl-tools' <op> form is read and judged on its data", "[import][msccl-runtime]") {
+  auto file = [](int off1) {
+    std::string x = fmt::format(
+        R"(<algo name="op" proto="LL128" nchannels="1" ngpus="2" coll="allgather" inplace="1" outofplace="0" minBytes="0" maxBytes="0">)"
+        "\n");
+    for (int r = 0; r < 2; ++r) {
+      x += fmt::format(R"(  <gpu id="{}" i_chunks="0" o_chunks="2" s_chunks="0">)"
+                       "\n"
+                       R"(    <tb id="0" send="{}" recv="{}" chan="0">)"
+                       "\n",
+                       r, 1 - r, 1 - r);
+      x += fmt::format(R"(      <op step="0" type="s" buf="o" off="{}"/>)"
+                       "\n"
+                       R"(      <op step="1" type="r" buf="o" off="{}"/>)"
+                       "\n",
+                       r, r == 1 ? off1 : 1 - r);
+      x += "    </tb>\n  </gpu>\n";
+    }
+    return x + "</algo>\n";
+  };
+  ImportedSchedule s = import_msccl_xml(file(0), "op.xml");
+  CHECK(failing(s).empty());
+  auto res = results(s);
+  CHECK(res["runtime"].verdict == Verdict::NotChecked);
+  CHECK(res["runtime"].note.find("MSCCL_MAX_NUM_STEPS") != std::string::npos);
+  CHECK(res["runtime"].note.find("read only <step>") != std::string::npos);
+  // gpu 1 receives into its own chunk: the data says so.
+  CHECK(failing(import_msccl_xml(file(1), "op.xml")).count("postcondition") == 1);
+  for (const char* f : {"ag_ring_8.xml", "ar_ring_8.xml"})
+    CHECK(failing(import_schedule(kCorpus + "msccl-tools/opformat/" + f)).empty());
+}
+
+TEST_CASE("a huge nchunksperloop is refused before allocating", "[import][msccl-runtime]") {
+  const std::uint64_t saved = memory_limit();
+  set_memory_limit(100ULL << 20);
+  for (const char* f :
+       {"turn3-s02-msccl-nchunksperloop-1e7.xml", "turn3-s03-msccl-nchunksperloop-1e8.xml"}) {
+    INFO(f);
+    std::uint64_t before = resident_bytes();
+    try {
+      import_schedule(kRepro + f);
+      FAIL("no error");
+    } catch (const LimitError& e) {
+      CHECK(std::string(e.what()).find("chunks per buffer") != std::string::npos);
+    }
+    CHECK(resident_bytes() < before + (64ULL << 20));
+  }
+  // Within the chunk bound but beyond --max-memory: refused by the memory estimate.
+  std::string big = replace(allgather2(2), "nchunksperloop=\"4\"", "nchunksperloop=\"1000000\"");
+  big = replace(big, "coll=\"allgather\"", "coll=\"allreduce\"");
+  CHECK_THROWS_AS(import_msccl_xml(big, "big.xml"), LimitError);
+  set_memory_limit(saved);
+}
