@@ -57,7 +57,7 @@ TEST_CASE("van de Geijn broadcast costs what Thakur et al. publish when p divide
 
 TEST_CASE("NCCL's double binary tree: the trees are NCCL's and every rank gets the sum",
           "[library]") {
-  // p = 13 (odd: the second tree mirrors the first) and 14 (even: shifted by one rank).
+  // p = 13 (odd: the second tree is the first shifted by one rank) and 14 (even: mirrored).
   for (std::uint32_t p : {13u, 14u}) {
     Trace t = run_lib("nccl/allreduce_double_tree", "complete:" + std::to_string(p), 2);
     INFO("p = " << p);
@@ -82,4 +82,190 @@ TEST_CASE("NCCL's double binary tree: the trees are NCCL's and every rank gets t
   CHECK(parent[10] == 12);
   CHECK(parent[11] == 10);
   CHECK(parent[9] == 10);
+}
+
+namespace {
+
+std::string lib_model(const std::string& collective, const std::string& library_line) {
+  return "model m\n  collective " + collective + "\n  library " + library_line +
+         "\n  input x\n  output x\nprocedure P(my_id, x)\nbegin\nend P\n";
+}
+
+// The message of the ModelError the text raises, or "" when it parses.
+std::string lib_error(const std::string& collective, const std::string& library_line) {
+  try {
+    parse_model(lib_model(collective, library_line), "t.coll");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the library line names a library, a version range and the algorithm selector",
+          "[library]") {
+  Model m = parse_model(lib_model("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = 4"),
+                        "t.coll");
+  REQUIRE(m.header.libraries.size() == 1);
+  const LibraryClaim& l = m.header.libraries[0];
+  CHECK(l.library == "openmpi");
+  CHECK(l.version_lo == "4.1");
+  CHECK(l.version_hi == "4.1");
+  REQUIRE(l.selectors.size() == 1);
+  CHECK(l.selectors[0].first == "coll_tuned_allreduce_algorithm");
+  CHECK(l.selectors[0].second == "4");
+  CHECK(l.loc.line == 3);
+
+  Model r = parse_model(
+      lib_model("broadcast",
+                "openmpi 4.1 .. 5.0.3 coll_tuned_bcast_algorithm = 3 "
+                "coll_tuned_bcast_algorithm_segmentsize = 8\n  library mpich 4.0 "
+                "MPIR_CVAR_BCAST_INTRA_ALGORITHM = binomial"),
+      "t.coll");
+  REQUIRE(r.header.libraries.size() == 2);
+  CHECK(r.header.libraries[0].version_hi == "5.0.3");
+  CHECK(r.header.libraries[0].selectors.size() == 2);
+  CHECK(r.header.libraries[1].selectors[0].second == "binomial");
+  CHECK(parse_model(lib_model("allreduce", "nccl 2.18 NCCL_ALGO = Tree"), "t").header.libraries[0]
+            .selectors[0]
+            .second == "Tree");
+
+  // Each malformed line is refused at load time, saying what is wrong.
+  CHECK_THAT(lib_error("allreduce", "lam 7.1 x = 1"), Catch::Contains("unknown library 'lam'"));
+  CHECK_THAT(lib_error("allreduce", "openmpi coll_tuned_allreduce_algorithm = 4"),
+             Catch::Contains("expected the library's version"));
+  CHECK_THAT(lib_error("allreduce", "openmpi 5.0 .. 4.1 coll_tuned_allreduce_algorithm = 4"),
+             Catch::Contains("empty version range"));
+  CHECK_THAT(lib_error("allreduce", "openmpi 4.1"),
+             Catch::Contains("expected the algorithm selector"));
+  CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_bcast_algorithm = 3"),
+             Catch::Contains("does not choose a allreduce algorithm in openmpi"));
+  CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = ring"),
+             Catch::Contains("takes the algorithm's number"));
+  CHECK_THAT(lib_error("reduce", "mpich 4.0 MPIR_CVAR_REDUCE_INTRA_ALGORITHM = 2"),
+             Catch::Contains("takes the algorithm's name"));
+  CHECK_THAT(lib_error("reduce", "mpich 4.0 MPIR_CVAR_BCAST_INTRA_ALGORITHM = binomial"),
+             Catch::Contains("does not choose a reduce algorithm in mpich"));
+  CHECK_THAT(lib_error("allgather", "nccl 2.18 NCCL_ALGO = Tree"),
+             Catch::Contains("NCCL_ALGO is Ring for a allgather"));
+  CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = 4\n  library "
+                                    "openmpi 5.0 coll_tuned_allreduce_algorithm = 4"),
+             Catch::Contains("a second 'library openmpi' line"));
+  // A version is no number: it is refused where an expression is expected.
+  CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = 4\n  steps 4.1"),
+             Catch::Contains("version 4.1"));
+
+  // Every library model with a counterpart in Open MPI 4.1 or MPICH 4.0 names its selector.
+  for (const char* f :
+       {"mpich/allgather_bruck", "mpich/allgather_recursive_doubling",
+        "mpich/allreduce_rabenseifner", "mpich/allreduce_recursive_doubling",
+        "mpich/alltoall_bruck", "mpich/alltoall_pairwise", "mpich/barrier_dissemination",
+        "mpich/bcast_binomial", "mpich/bcast_scatter_ring_allgather", "mpich/reduce_binomial",
+        "openmpi/allreduce_ring", "openmpi/bcast_pipeline"}) {
+    INFO(f);
+    Model lm = parse_model_file(kRoot + "/models/" + f + ".coll");
+    REQUIRE(lm.header.libraries.size() == 1);
+    const std::string want = std::string(f).rfind("mpich", 0) == 0 ? "mpich" : "openmpi";
+    CHECK(lm.header.libraries[0].library == want);
+  }
+}
+
+TEST_CASE("count 0: every library model runs with empty buffers and passes", "[library]") {
+  for (const char* f : {"mpich/bcast_binomial", "mpich/allreduce_rabenseifner", "mpich/alltoall_bruck",
+                        "mpich/alltoall_pairwise", "mpich/reduce_binomial"}) {
+    INFO(f);
+    Trace t = run_lib(f, "complete:5", 0, 2);
+    CHECK(passes_all(t));
+    for (const auto& o : t.final_output) CHECK(o.empty());
+  }
+}
+
+namespace {
+
+// NCCL's published rule (src/graph/trees.cc, the comment above ncclGetBtree): rank r > 0 with
+// lowest set bit b hangs below (r XOR b) OR 2b, or below r XOR b when that is past the last rank;
+// rank 0 is the root. The second tree (ncclGetDtree) shifts the first by one rank for odd n
+// and mirrors it for even n.
+int btree_parent(int n, int r) {
+  if (r == 0) return -1;
+  int b = r & -r;
+  int up = (r ^ b) | (b << 1);
+  return up < n ? up : (r ^ b);
+}
+int dtree_parent(int n, int r) {
+  if (n % 2 == 1) {
+    int u = btree_parent(n, (r - 1 + n) % n);
+    return u < 0 ? -1 : (u + 1) % n;
+  }
+  int u = btree_parent(n, n - 1 - r);
+  return u < 0 ? -1 : n - 1 - u;
+}
+
+}  // namespace
+
+TEST_CASE("NCCL's double binary tree matches the trees of NCCL's current rule", "[library]") {
+  for (int p = 2; p <= 17; ++p) {
+    INFO("p = " << p);
+    // count 2: element 0 goes up and down tree 1, element 1 tree 2.
+    Trace t = run_lib("nccl/allreduce_double_tree", "complete:" + std::to_string(p), 2);
+    REQUIRE(passes_all(t));
+    // The model's trees: a partial sum (fewer than p terms) goes from a child to its parent;
+    // the full sum comes down from a parent to its child. The last hop into the root carries
+    // the full sum too, so it is read by the root, which never receives in the broadcast.
+    std::vector<std::vector<int>> parent(2, std::vector<int>(p, -2));
+    std::vector<std::vector<std::pair<int, int>>> full(2);
+    for (const Transfer& x : t.transfers) {
+      REQUIRE(x.payload_len == 1);
+      auto terms = t.domain->terms(t.payload[x.payload_begin]);
+      const int tree = static_cast<int>(terms.front() % 2);
+      for (auto c : terms) REQUIRE(static_cast<int>(c % 2) == tree);
+      if (terms.size() < static_cast<std::size_t>(p)) {
+        parent[tree][x.src] = static_cast<int>(x.dst);
+      } else {
+        full[tree].emplace_back(static_cast<int>(x.src), static_cast<int>(x.dst));
+      }
+    }
+    for (int tree = 0; tree < 2; ++tree) {
+      const int root = tree == 0 ? 0 : (p % 2 == 1 ? 1 : p - 1);  // ncclGetDtreeRoots
+      for (auto [s, d] : full[tree]) {
+        if (d == root) {
+          parent[tree][s] = d;  // the last hop of the reduction
+        } else {
+          // The sum comes down the edge the partial sum went up (or to a child of the root).
+          if (parent[tree][d] != -2) CHECK(parent[tree][d] == s);
+          parent[tree][d] = s;
+        }
+      }
+      parent[tree][root] = -1;
+      for (int r = 0; r < p; ++r) {
+        INFO("tree " << tree + 1 << ", rank " << r);
+        CHECK(parent[tree][r] == (tree == 0 ? btree_parent(p, r) : dtree_parent(p, r)));
+      }
+    }
+  }
+}
+
+TEST_CASE("Open MPI's ring all-reduce runs recursive doubling when count < p", "[library]") {
+  // p = 8, count 1: ompi_coll_base_allreduce_intra_ring calls the recursive doubling: three
+  // exchanges with my_id XOR 1, 2, 4, no ring step.
+  Trace t = run_lib("openmpi/allreduce_ring", "complete:8", 1);
+  REQUIRE(passes_all(t));
+  CHECK(t.steps == 3);
+  for (const Transfer& x : t.transfers) {
+    const auto d = x.src ^ x.dst;
+    CHECK((d == 1 || d == 2 || d == 4));
+  }
+  CHECK(t.transfers.size() == 8 * 3);
+  // p = 6, count 5: the fold (0->1, 2->3), two exchanges, the unfold: 4 steps.
+  Trace six = run_lib("openmpi/allreduce_ring", "complete:6", 5);
+  REQUIRE(passes_all(six));
+  CHECK(six.steps == 4);
+  // count = p: the ring, 2 (p - 1) steps, every transfer to the right neighbour.
+  Trace ring = run_lib("openmpi/allreduce_ring", "complete:8", 8);
+  REQUIRE(passes_all(ring));
+  CHECK(ring.steps == 14);
+  for (const Transfer& x : ring.transfers) CHECK(x.dst == (x.src + 1) % 8);
+  // count 0: MPI_Allreduce returns before the algorithm, no message.
+  CHECK(run_lib("openmpi/allreduce_ring", "complete:8", 0).transfers.empty());
 }

@@ -348,9 +348,10 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     fixed_source = static_cast<std::uint32_t>(std::stoul(o.source));
   }
   auto doms = domains_of(o.domain);
-  if (o.counts.first < 1 || o.counts.second > 4096)
+  // Count 0 is a run too (MPI allows it; docs/language.md, "Count 0").
+  if (o.counts.first < 0 || o.counts.second > 4096)
     throw UsageError(
-        fmt::format("--count {}..{}: counts run from 1 to 4096", o.counts.first, o.counts.second));
+        fmt::format("--count {}..{}: counts run from 0 to 4096", o.counts.first, o.counts.second));
   auto files = model_files(o);
   if (fixed_source) {  // --source must apply to at least one selected model
     bool rooted = false;

@@ -121,8 +121,9 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
     return b;
   };
   // Blocked collectives (reduce-scatter, scatter, alltoall): p blocks of c elements each, c =
-  // the run's count (elements / p; 1 when a schedule file's elements are not p blocks).
-  std::uint32_t c = (e >= p && p > 0 && e % p == 0) ? e / p : 1;
+  // the run's count (elements / p; 1 when a schedule file's elements are not p blocks; 0 at
+  // count 0, where every block is empty).
+  std::uint32_t c = e == 0 ? 0 : (e >= p && p > 0 && e % p == 0) ? e / p : 1;
   switch (t.collective) {
     case Collective::Broadcast:
       for (auto& o : out) o = input_of(t.root);

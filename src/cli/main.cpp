@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   run->add_option("-c,--count", run_opts.run.count,
                   "elements per input (per block for reduce-scatter, scatter, alltoall); the "
                   "model reads it as `count` (default 1)")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(0, 4096));
   run->add_option("-d,--domain", domain, "exact | ordered | fingerprint")
       ->check(CLI::IsMember({"exact", "ordered", "fingerprint"}));
   run->add_option("--seed", run_opts.run.seed, "seed of the fingerprint domain");
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   exp->add_option("-t,--topology", exp_opts.topology,
                   "topology of the run (default: a small member of the model's first family)");
   exp->add_option("-c,--count", exp_opts.run.count, "elements per input (default 1)")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(0, 4096));
   exp->add_option("--msccl-xml", exp_opts.msccl_xml, "the MSCCL-XML file to write (- = stdout)")
       ->required();
   exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");

@@ -108,6 +108,19 @@ struct Stmt {
 };
 using StmtPtr = std::unique_ptr<Stmt>;
 
+// `library openmpi 4.1 coll_tuned_allreduce_algorithm = 4`: the model stands for the algorithm
+// a library runs when told to use it (docs/language.md, "library"). A claim for tools that run
+// the library (collv mpi), checked only for its form here: the library's name, a version or
+// version range, and the selector(s) that choose the algorithm.
+struct LibraryClaim {
+  std::string library;                  // openmpi, mpich or nccl
+  std::string version_lo, version_hi;   // "4.1" .. "4.1" (equal when one version is given)
+  // Selector settings in the library's own names, in the order written: Open MPI's MCA
+  // parameter and its number, MPICH's control variable and its value, NCCL_ALGO and its value.
+  std::vector<std::pair<std::string, std::string>> selectors;
+  SourceLoc loc;
+};
+
 struct ModelHeader {
   std::string name;
   std::string source;
@@ -125,6 +138,7 @@ struct ModelHeader {
   bool steps_at_most = false, cost_at_most = false;
   ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts
   std::vector<std::string> notes;
+  std::vector<LibraryClaim> libraries;  // `library ...` lines, at most one per library
   SourceLoc loc;
 };
 

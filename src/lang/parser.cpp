@@ -106,7 +106,9 @@ const char* op_spelling(Op op) {
 
 namespace {
 
-enum class Tok { Ident, Number, String, Punct, End };
+// Version: digits '.' digits [...] ("4.1", "2.19.3"), only in a `library` line; anywhere else
+// the parser refuses it as it refuses any token it does not expect.
+enum class Tok { Ident, Number, String, Punct, End, Version };
 
 struct Token {
   Tok kind;
@@ -150,6 +152,21 @@ class Lexer {
           if (!too_large && (__builtin_mul_overflow(t.value, 10, &t.value) ||
                              __builtin_add_overflow(t.value, ch - '0', &t.value)))
             too_large = true;
+        }
+        // A version (`library openmpi 4.1`): digits, then '.' and digits, repeated; "0..3" stays
+        // a number and a range.
+        while (i_ + 1 < s_.size() && s_[i_] == '.' &&
+               std::isdigit(static_cast<unsigned char>(s_[i_ + 1]))) {
+          t.kind = Tok::Version;
+          t.text += advance();
+          while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])) &&
+                 t.text.size() < 64)
+            t.text += advance();
+        }
+        if (t.kind == Tok::Version) {
+          if (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))
+            error(t, "version too long: " + t.text + "...");
+          too_large = false;
         }
         if (too_large) {
           std::string shown =
@@ -318,6 +335,8 @@ class Parser {
                "\"";
       case Tok::Number:
         return "number " + t.text;
+      case Tok::Version:
+        return "version " + t.text;
       default:
         return "'" + printable(t.text) + "'";
     }
@@ -436,6 +455,8 @@ class Parser {
       } else if (k == "output") {
         h.output = ident("the output variable's name after 'output'");
         have_output = true;
+      } else if (k == "library") {
+        library_line(key, h);
       } else if (k == "def") {
         helper_def(key);
       } else if (k == "requires") {
@@ -451,7 +472,7 @@ class Parser {
       } else {
         error(key, "unknown header key '" + k +
                        "' (expected source, collective, topology, operator, nodup, layout, input, "
-                       "output, "
+                       "output, library, "
                        "elements, requires, steps, cost, def, note or procedure)");
       }
       accept(";");
@@ -459,7 +480,121 @@ class Parser {
     if (!have_collective) error(peek(), "the header has no 'collective' line");
     if (!have_input) error(peek(), "the header has no 'input' line");
     if (!have_output) error(peek(), "the header has no 'output' line");
+    for (const LibraryClaim& l : h.libraries) check_selectors(l, h.collective);
   }
+
+  // `library NAME VERSION [.. VERSION] KEY = VALUE [KEY = VALUE ...]` (docs/language.md).
+  void library_line(const Token& key, ModelHeader& h) {
+    LibraryClaim l;
+    l.loc = loc(key);
+    const Token& name = peek();
+    l.library = ident("a library after 'library' (openmpi, mpich or nccl)");
+    if (l.library != "openmpi" && l.library != "mpich" && l.library != "nccl")
+      error(name, "unknown library '" + printable(l.library) + "' (expected openmpi, mpich or nccl)");
+    for (const LibraryClaim& o : h.libraries)
+      if (o.library == l.library)
+        error(name, "a second 'library " + l.library + "' line (one line per library)");
+    auto version = [&](const char* what) {
+      const Token& v = peek();
+      if (v.kind != Tok::Version && v.kind != Tok::Number)
+        error(v, std::string("expected ") + what + " (as 4.1 or 2.19.3), found " + describe(v));
+      next();
+      return v.text;
+    };
+    const Token& lo_tok = peek();
+    l.version_lo = version("the library's version after its name");
+    l.version_hi = l.version_lo;
+    if (accept("..")) l.version_hi = version("the last version of the range after '..'");
+    if (version_less(l.version_hi, l.version_lo))
+      error(lo_tok, "empty version range " + l.version_lo + " .. " + l.version_hi +
+                        " (the first version is the older)");
+    while (peek().kind == Tok::Ident && is_punct("=", 1)) {
+      std::string k = next().text;
+      next();
+      const Token& v = peek();
+      if (v.kind != Tok::Ident && v.kind != Tok::Number)
+        error(v, "expected the value of '" + k + "' (a number or a name), found " + describe(v));
+      l.selectors.emplace_back(k, next().text);
+    }
+    if (l.selectors.empty())
+      error(peek(), "expected the algorithm selector after the version (as "
+                    "coll_tuned_allreduce_algorithm = 4, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM = "
+                    "recursive_doubling or NCCL_ALGO = Ring), found " +
+                        describe(peek()));
+    h.libraries.push_back(std::move(l));
+  }
+
+  static bool version_less(const std::string& a, const std::string& b) {
+    auto parts = [](const std::string& v) {
+      std::vector<long> out;
+      std::size_t i = 0;
+      while (i < v.size()) {
+        std::size_t j = v.find('.', i);
+        if (j == std::string::npos) j = v.size();
+        out.push_back(std::stol(v.substr(i, std::min<std::size_t>(j - i, 9))));
+        i = j + 1;
+      }
+      return out;
+    };
+    return parts(a) < parts(b);
+  }
+
+  // The selector names the model's collective in the library's own words: Open MPI's
+  // coll_tuned_<name>_algorithm (a number), MPICH's MPIR_CVAR_<NAME>_INTRA_ALGORITHM (a name),
+  // NCCL's NCCL_ALGO (Ring or Tree, all-reduce only in this library). Other keys of the same
+  // library (a segment size) are accepted after the selector.
+  void check_selectors(const LibraryClaim& l, Collective c) const {
+    std::vector<std::string> names;  // the library's names for the collective
+    switch (c) {
+      case Collective::Broadcast: names = {"bcast"}; break;
+      case Collective::Reduce: names = {"reduce"}; break;
+      case Collective::Allgather: names = {"allgather", "allgatherv"}; break;
+      case Collective::ReduceScatter: names = {"reduce_scatter", "reduce_scatter_block"}; break;
+      case Collective::Allreduce: names = {"allreduce"}; break;
+      case Collective::Scan: names = {"scan"}; break;
+      case Collective::Scatter: names = {"scatter", "scatterv"}; break;
+      case Collective::Gather: names = {"gather", "gatherv"}; break;
+      case Collective::Alltoall: names = {"alltoall", "alltoallv"}; break;
+      case Collective::Barrier: names = {"barrier"}; break;
+      default: break;
+    }
+    auto upper = [](std::string s) {
+      for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      return s;
+    };
+    const auto& [key, value] = l.selectors.front();
+    bool ok = false;
+    std::string want;
+    if (l.library == "openmpi") {
+      for (const auto& n : names) ok = ok || key == "coll_tuned_" + n + "_algorithm";
+      want = "coll_tuned_" + (names.empty() ? std::string("<collective>") : names[0]) +
+             "_algorithm = <number>";
+      if (ok && !std::all_of(value.begin(), value.end(), ::isdigit))
+        error_at(l.loc, "'" + key + "' takes the algorithm's number in Open MPI (as 4), not '" +
+                            value + "'");
+    } else if (l.library == "mpich") {
+      for (const auto& n : names) ok = ok || key == "MPIR_CVAR_" + upper(n) + "_INTRA_ALGORITHM";
+      want = "MPIR_CVAR_" + upper(names.empty() ? std::string("<COLLECTIVE>") : names[0]) +
+             "_INTRA_ALGORITHM = <name>";
+      if (ok && std::isdigit(static_cast<unsigned char>(value[0])))
+        error_at(l.loc, "'" + key + "' takes the algorithm's name in MPICH (as ring), not '" +
+                            value + "'");
+    } else {
+      // NCCL's rings run every collective here; its trees only the all-reduce.
+      ok = key == "NCCL_ALGO" && !names.empty() && c != Collective::Alltoall &&
+           c != Collective::Barrier && c != Collective::Scan && c != Collective::Scatter &&
+           c != Collective::Gather;
+      want = "NCCL_ALGO = Ring or Tree, for a collective NCCL has";
+      if (ok && value != "Ring" && !(value == "Tree" && c == Collective::Allreduce))
+        error_at(l.loc, std::string("NCCL_ALGO is Ring") +
+                            (c == Collective::Allreduce ? " or Tree" : "") + " for a " +
+                            collective_name(c) + ", not '" + value + "'");
+    }
+    if (!ok)
+      error_at(l.loc, "the selector '" + key + "' does not choose a " + collective_name(c) +
+                          " algorithm in " + l.library + " (expected " + want + ")");
+  }
+
 
   // ---- statements ----
   bool at_block_end() const {
