@@ -117,17 +117,17 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
   CHECK(l.selectors[0].second == "4");
   CHECK(l.loc.line == 3);
 
-  Model r = parse_model(
-      lib_model("broadcast",
-                "openmpi 4.1 .. 5.0.3 coll_tuned_bcast_algorithm = 3 "
-                "coll_tuned_bcast_algorithm_segmentsize = 8\n  library mpich 4.0 "
-                "MPIR_CVAR_BCAST_INTRA_ALGORITHM = binomial"),
-      "t.coll");
+  Model r = parse_model(lib_model("broadcast",
+                                  "openmpi 4.1 .. 5.0.3 coll_tuned_bcast_algorithm = 3 "
+                                  "coll_tuned_bcast_algorithm_segmentsize = 8\n  library mpich 4.0 "
+                                  "MPIR_CVAR_BCAST_INTRA_ALGORITHM = binomial"),
+                        "t.coll");
   REQUIRE(r.header.libraries.size() == 2);
   CHECK(r.header.libraries[0].version_hi == "5.0.3");
   CHECK(r.header.libraries[0].selectors.size() == 2);
   CHECK(r.header.libraries[1].selectors[0].second == "binomial");
-  CHECK(parse_model(lib_model("allreduce", "nccl 2.18 NCCL_ALGO = Tree"), "t").header.libraries[0]
+  CHECK(parse_model(lib_model("allreduce", "nccl 2.18 NCCL_ALGO = Tree"), "t")
+            .header.libraries[0]
             .selectors[0]
             .second == "Tree");
 
@@ -149,8 +149,9 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
              Catch::Contains("does not choose a reduce algorithm in mpich"));
   CHECK_THAT(lib_error("allgather", "nccl 2.18 NCCL_ALGO = Tree"),
              Catch::Contains("NCCL_ALGO is Ring for a allgather"));
-  CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = 4\n  library "
-                                    "openmpi 5.0 coll_tuned_allreduce_algorithm = 4"),
+  CHECK_THAT(lib_error("allreduce",
+                       "openmpi 4.1 coll_tuned_allreduce_algorithm = 4\n  library "
+                       "openmpi 5.0 coll_tuned_allreduce_algorithm = 4"),
              Catch::Contains("a second 'library openmpi' line"));
   // A version is no number: it is refused where an expression is expected.
   CHECK_THAT(lib_error("allreduce", "openmpi 4.1 coll_tuned_allreduce_algorithm = 4\n  steps 4.1"),
@@ -172,8 +173,9 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
 }
 
 TEST_CASE("count 0: every library model runs with empty buffers and passes", "[library]") {
-  for (const char* f : {"mpich/bcast_binomial", "mpich/allreduce_rabenseifner", "mpich/alltoall_bruck",
-                        "mpich/alltoall_pairwise", "mpich/reduce_binomial"}) {
+  for (const char* f :
+       {"mpich/bcast_binomial", "mpich/allreduce_rabenseifner", "mpich/alltoall_bruck",
+        "mpich/alltoall_pairwise", "mpich/reduce_binomial"}) {
     INFO(f);
     Trace t = run_lib(f, "complete:5", 0, 2);
     CHECK(passes_all(t));

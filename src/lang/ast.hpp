@@ -113,8 +113,8 @@ using StmtPtr = std::unique_ptr<Stmt>;
 // the library (collv mpi), checked only for its form here: the library's name, a version or
 // version range, and the selector(s) that choose the algorithm.
 struct LibraryClaim {
-  std::string library;                  // openmpi, mpich or nccl
-  std::string version_lo, version_hi;   // "4.1" .. "4.1" (equal when one version is given)
+  std::string library;                 // openmpi, mpich or nccl
+  std::string version_lo, version_hi;  // "4.1" .. "4.1" (equal when one version is given)
   // Selector settings in the library's own names, in the order written: Open MPI's MCA
   // parameter and its number, MPICH's control variable and its value, NCCL_ALGO and its value.
   std::vector<std::pair<std::string, std::string>> selectors;

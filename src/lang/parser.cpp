@@ -490,7 +490,8 @@ class Parser {
     const Token& name = peek();
     l.library = ident("a library after 'library' (openmpi, mpich or nccl)");
     if (l.library != "openmpi" && l.library != "mpich" && l.library != "nccl")
-      error(name, "unknown library '" + printable(l.library) + "' (expected openmpi, mpich or nccl)");
+      error(name,
+            "unknown library '" + printable(l.library) + "' (expected openmpi, mpich or nccl)");
     for (const LibraryClaim& o : h.libraries)
       if (o.library == l.library)
         error(name, "a second 'library " + l.library + "' line (one line per library)");
@@ -517,10 +518,11 @@ class Parser {
       l.selectors.emplace_back(k, next().text);
     }
     if (l.selectors.empty())
-      error(peek(), "expected the algorithm selector after the version (as "
-                    "coll_tuned_allreduce_algorithm = 4, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM = "
-                    "recursive_doubling or NCCL_ALGO = Ring), found " +
-                        describe(peek()));
+      error(peek(),
+            "expected the algorithm selector after the version (as "
+            "coll_tuned_allreduce_algorithm = 4, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM = "
+            "recursive_doubling or NCCL_ALGO = Ring), found " +
+                describe(peek()));
     h.libraries.push_back(std::move(l));
   }
 
@@ -546,17 +548,38 @@ class Parser {
   void check_selectors(const LibraryClaim& l, Collective c) const {
     std::vector<std::string> names;  // the library's names for the collective
     switch (c) {
-      case Collective::Broadcast: names = {"bcast"}; break;
-      case Collective::Reduce: names = {"reduce"}; break;
-      case Collective::Allgather: names = {"allgather", "allgatherv"}; break;
-      case Collective::ReduceScatter: names = {"reduce_scatter", "reduce_scatter_block"}; break;
-      case Collective::Allreduce: names = {"allreduce"}; break;
-      case Collective::Scan: names = {"scan"}; break;
-      case Collective::Scatter: names = {"scatter", "scatterv"}; break;
-      case Collective::Gather: names = {"gather", "gatherv"}; break;
-      case Collective::Alltoall: names = {"alltoall", "alltoallv"}; break;
-      case Collective::Barrier: names = {"barrier"}; break;
-      default: break;
+      case Collective::Broadcast:
+        names = {"bcast"};
+        break;
+      case Collective::Reduce:
+        names = {"reduce"};
+        break;
+      case Collective::Allgather:
+        names = {"allgather", "allgatherv"};
+        break;
+      case Collective::ReduceScatter:
+        names = {"reduce_scatter", "reduce_scatter_block"};
+        break;
+      case Collective::Allreduce:
+        names = {"allreduce"};
+        break;
+      case Collective::Scan:
+        names = {"scan"};
+        break;
+      case Collective::Scatter:
+        names = {"scatter", "scatterv"};
+        break;
+      case Collective::Gather:
+        names = {"gather", "gatherv"};
+        break;
+      case Collective::Alltoall:
+        names = {"alltoall", "alltoallv"};
+        break;
+      case Collective::Barrier:
+        names = {"barrier"};
+        break;
+      default:
+        break;
     }
     auto upper = [](std::string s) {
       for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -594,7 +617,6 @@ class Parser {
       error_at(l.loc, "the selector '" + key + "' does not choose a " + collective_name(c) +
                           " algorithm in " + l.library + " (expected " + want + ")");
   }
-
 
   // ---- statements ----
   bool at_block_end() const {
