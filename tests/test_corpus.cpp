@@ -67,10 +67,12 @@ std::vector<Row> read_rows(const std::string& dir) {
 
 // Runs collv in the corpus folder; the JSON report on stdout, stderr apart. Returns the exit code
 // (-1: it did not exit, e.g. killed by the timeout).
-int run_row(const std::string& dir, const Row& r, std::string& json_out, std::string& err_out) {
+int run_row(const std::string& dir, const Row& r, bool name_collective, std::string& json_out,
+            std::string& err_out) {
   std::string args = "verify '" + r.path + "'";
   if (r.topology != "-") args += " -t '" + r.topology + "'";
   if (r.root != "-") args += " -s '" + r.root + "'";
+  if (name_collective && r.collective != "-") args += " --collective '" + r.collective + "'";
   args += " --json -";
   std::string out = collv::test::unique_temp("collv_corpus_out");
   std::string err = collv::test::unique_temp("collv_corpus_err");
@@ -134,7 +136,9 @@ std::string judge(const Row& r, int rc, const std::string& json_text, const std:
          r.checks + ")";
 }
 
-void run_format(const std::string& format) {
+// name_collective: GOAL rows also get `--collective` with the row's collective (the flow rule
+// per collective and root), besides the default question of the plain command.
+void run_format(const std::string& format, bool name_collective = false) {
   const std::string dir = corpus_dir();
   INFO("corpus folder: " << dir << " (set COLLV_CORPUS to move it)");
   REQUIRE(std::filesystem::is_directory(dir));
@@ -145,11 +149,14 @@ void run_format(const std::string& format) {
     if (r.format != format) continue;
     ++ran;
     std::string json_text, err;
-    int rc = run_row(dir, r, json_text, err);
+    int rc = run_row(dir, r, name_collective, json_text, err);
     std::string w = judge(r, rc, json_text, err);
     if (!w.empty())
-      wrong.push_back(r.path + (r.topology != "-" ? " -t " + r.topology : "") +
-                      (r.root != "-" ? " -s " + r.root : "") + " [" + r.cls + "]: " + w);
+      wrong.push_back(
+          r.path + (r.topology != "-" ? " -t " + r.topology : "") +
+          (r.root != "-" ? " -s " + r.root : "") +
+          (name_collective && r.collective != "-" ? " --collective " + r.collective : "") + " [" +
+          r.cls + "]: " + w);
   }
   INFO(format << ": " << ran << " rows");
   REQUIRE(ran > 0);
@@ -171,4 +178,8 @@ TEST_CASE("corpus: msccl-xml-op files get their verdicts", "[corpus][!mayfail]")
 
 TEST_CASE("corpus: sccl-json files get their verdicts", "[corpus]") { run_format("sccl-json"); }
 
-TEST_CASE("corpus: goal files get their verdicts", "[corpus][!mayfail]") { run_format("goal"); }
+TEST_CASE("corpus: goal files get their verdicts", "[corpus]") { run_format("goal"); }
+
+TEST_CASE("corpus: goal files get their verdicts with --collective", "[corpus]") {
+  run_format("goal", true);
+}

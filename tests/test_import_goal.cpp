@@ -1,12 +1,16 @@
 // GOAL (LogGOPSim) schedules: the real files in ../shared/data/schedules/goal are read and judged,
 // mutants under tests/data/import/goal_*.goal are caught by the check their name says, and
 // malformed input is an error with file:line:col.
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "cli.hpp"
 #include "import/import.hpp"
 #include "util/error.hpp"
 
@@ -62,7 +66,10 @@ TEST_CASE("GOAL: the recursive-doubling allreduce of schedgen2 passes", "[goal]"
   CHECK(r["deadlock"].verdict == Verdict::Pass);
   CHECK(r["single-port"].verdict == Verdict::Pass);
   CHECK(r["flow"].verdict == Verdict::Pass);
-  CHECK(r["flow"].note.find("also all-to-all") != std::string::npos);
+  // As the all-reduce it is, every rank has an op that depends on every rank.
+  CHECK(r["flow"].note.find("give --collective") != std::string::npos);
+  judge_goal_flow(s, "allreduce", std::nullopt);
+  CHECK(results(s)["flow"].verdict == Verdict::Pass);
   CHECK(r["postcondition"].verdict == Verdict::NotChecked);
   CHECK(r["postcondition"].note.find("sizes, not data") != std::string::npos);
   CHECK(failing(s).empty());
@@ -83,8 +90,12 @@ TEST_CASE("GOAL: LogGOPSim's binary tree: its ports serialize rank 0's sends", "
   CHECK(r["match"].verdict == Verdict::Pass);
   CHECK(r["deadlock"].verdict == Verdict::Pass);
   CHECK(r["flow"].verdict == Verdict::Pass);
-  // A broadcast: the leaves hear from rank 0 only, so it is not all-to-all.
-  CHECK(r["flow"].note.find("not all-to-all: 0 of 16") != std::string::npos);
+  // A broadcast from rank 0; the leaves hear from rank 0 only, so it is no all-reduce.
+  judge_goal_flow(s, "broadcast", 0u);
+  CHECK(results(s)["flow"].verdict == Verdict::Pass);
+  judge_goal_flow(s, "allreduce", std::nullopt);
+  CHECK(results(s)["flow"].verdict == Verdict::Fail);
+  judge_goal_flow(s, "", std::nullopt);
   CHECK(r["postcondition"].verdict == Verdict::NotChecked);
   CHECK(failing(s).empty());
 }
@@ -115,13 +126,14 @@ TEST_CASE("GOAL mutants are caught by the check their name says", "[goal]") {
   }
   SECTION("rank 7 cut off from the allreduce: flow") {
     ImportedSchedule s = import_schedule(kMutants + "goal_recdoub_rank7_cut_off.goal");
+    judge_goal_flow(s, "allreduce", std::nullopt);
     auto r = results(s);
     CHECK(r["match"].verdict == Verdict::Pass);
     CHECK(r["deadlock"].verdict == Verdict::Pass);
     CHECK(r["flow"].verdict == Verdict::Fail);
     REQUIRE_FALSE(r["flow"].violations.empty());
     CHECK(r["flow"].violations[0].nodes == std::vector<NodeId>{7});
-    CHECK(r["flow"].note.find("not all-to-all") != std::string::npos);
+    CHECK(r["flow"].note.find("allreduce: every rank has an op") != std::string::npos);
   }
 }
 
@@ -138,8 +150,8 @@ TEST_CASE("GOAL: a receive waiting for a send that comes after it deadlocks", "[
   const char* ok =
       "num_ranks 2\n"
       "rank 0 {\nl1: recv 4b from 1 tag 0\nl2: send 4b to 1 tag 0\nl2 irequires l1\n}\n"
-      "rank 1 {\nl1: recv 4b from 0 tag 0 // comment\nl2: send 4b to 0 tag 0\nl2 irequires l1\n}\n"
-      "# trailing comment\n";
+      "rank 1 {\nl1: recv 4b from 0 tag 0\n// comment\nl2: send 4b to 0 tag 0\nl2 irequires "
+      "l1\n}\n";
   ImportedSchedule s = import_goal(ok, "x.goal");
   CHECK(failing(s).empty());
   CHECK(s.trace.steps == 1);
@@ -201,4 +213,163 @@ TEST_CASE("GOAL: malformed input is an error with file:line:col", "[goal]") {
   CHECK(error_of("num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n").find("defined twice") !=
         std::string::npos);
   CHECK(error_of("").find("no `num_ranks N` line") != std::string::npos);
+}
+
+namespace {
+
+// Rank r's ops for a 4-rank exchange in two rounds (partners r^1, then r^2): each round's send
+// waits for the previous round's receive; `join` adds a calc that waits for both receives.
+std::string recdoub4(bool join) {
+  std::string t = "num_ranks 4\n";
+  for (int r = 0; r < 4; ++r) {
+    t += "rank " + std::to_string(r) + " {\n";
+    t += "l1: send 8b to " + std::to_string(r ^ 1) + " tag 1\n";
+    t += "l2: recv 8b from " + std::to_string(r ^ 1) + " tag 1\n";
+    t += "l3: send 8b to " + std::to_string(r ^ 2) + " tag 2\n";
+    t += "l4: recv 8b from " + std::to_string(r ^ 2) + " tag 2\n";
+    t += "l3 requires l2\n";
+    if (join) t += "l5: calc 1\nl5 requires l2\nl5 requires l4\n";
+    t += "}\n";
+  }
+  return t;
+}
+
+// A binomial tree on 4 ranks rooted at `root` (relative rank v = r - root mod 4): a broadcast
+// sends down the tree, a reduce sends up it.
+std::string tree4(int root, bool reduce) {
+  auto rel = [&](int v) { return std::to_string((v + root) % 4); };
+  std::string t = "num_ranks 4\n";
+  for (int v = 0; v < 4; ++v) {
+    t += "rank " + rel(v) + " {\n";
+    if (!reduce) {
+      if (v == 0) t += "l1: send 8b to " + rel(2) + "\nl2: send 8b to " + rel(1) + "\n";
+      if (v == 2)
+        t += "l1: recv 8b from " + rel(0) + "\nl2: send 8b to " + rel(3) + "\nl2 requires l1\n";
+      if (v == 1 || v == 3) t += "l1: recv 8b from " + rel(v - 1) + "\n";
+    } else {
+      if (v == 0) t += "l1: recv 8b from " + rel(1) + "\nl2: recv 8b from " + rel(2) + "\n";
+      if (v == 2)
+        t += "l1: recv 8b from " + rel(3) + "\nl2: send 8b to " + rel(0) + "\nl2 requires l1\n";
+      if (v == 1 || v == 3) t += "l1: send 8b to " + rel(v - 1) + "\n";
+    }
+    t += "}\n";
+  }
+  return t;
+}
+
+CheckResult flow_of(const std::string& text, const std::string& coll,
+                    std::optional<std::uint32_t> root) {
+  ImportedSchedule s = import_goal(text, "x.goal");
+  if (!coll.empty() || root) judge_goal_flow(s, coll, root);
+  return results(s)["flow"];
+}
+
+}  // namespace
+
+TEST_CASE("GOAL: /* */ block comments where txt2bin reads them", "[goal]") {
+  const std::string body =
+      "rank 0 {\nl1: send 8b to 1 tag 5\nl2: calc 100\nl2 requires l1\n}\n"
+      "rank 1 {\nl1: recv 8b from 0 tag 5\n}\n";
+  // Schedgen writes them on lines of their own, inside and outside rank blocks, and they may
+  // span lines or sit between items.
+  std::string ok = "num_ranks 2 /* two */\n/* a\n   b */\n" + body;
+  ok.insert(ok.find("l2: calc"), "/* Iallreduce begin */\n");
+  ok.insert(ok.find("rank 1"), "/* x */ /* y */\n");
+  ImportedSchedule s = import_goal(ok, "x.goal");
+  CHECK(s.trace.transfers.size() == 1);
+  CHECK(results(s)["flow"].verdict == Verdict::Pass);
+  // Where an item goes on, txt2bin has no comment: an error at the comment.
+  std::string mid = "num_ranks 2\n" + body;
+  mid.insert(mid.find(" tag 5\n}"), " /* no */");
+  CHECK(error_of(mid).find("x.goal:8:20: error: a `/*` comment where an item goes on") == 0);
+  std::string trailing = "num_ranks 2\n" + body;
+  trailing.insert(trailing.find("\nl2: calc"), " // no");
+  CHECK(error_of(trailing).find("x.goal:3:24: error: a `//` comment") == 0);
+  // Not closed: an error where it opened.
+  CHECK(error_of("num_ranks 2\n" + body + "/* open\n")
+            .find("x.goal:10:1: error: the `/*` comment "
+                  "is not closed") == 0);
+  // `#` is no GOAL comment.
+  CHECK(error_of("num_ranks 2\n# hash\n" + body).find("x.goal:2:1: error: `#` is not GOAL") == 0);
+}
+
+TEST_CASE("GOAL: ops as txt2bin reads them", "[goal]") {
+  // An op needs no label; cpu and nic follow tag in that order.
+  const char* ok =
+      "num_ranks 2\nrank 0 {\nsend 8b to 1 tag 5 cpu 0 nic 1\ncalc 5 cpu 1\n}\n"
+      "rank 1 {\nl_1: recv 8b from 0 tag 5 nic 0\n}\n";
+  CHECK(import_goal(ok, "x.goal").trace.transfers.size() == 1);
+  CHECK(error_of("num_ranks 2\nrank 0 {\nl1: send 8 to 1\n}\n")
+            .find("x.goal:3:10: error: expected the size in bytes, `8b`") == 0);
+  CHECK(error_of("num_ranks 2\nrank 0 {\nl1: send 8b to 1 nic 0 tag 5\n}\n")
+            .find("x.goal:3:24: error: unexpected `tag` (end of line expected)") == 0);
+  CHECK(error_of("num_ranks 2\nrank 0 {\nl1: calc 8 nic 0\n}\n")
+            .find("x.goal:3:12: error: unexpected `nic`") == 0);
+  CHECK(error_of("num_ranks 2\nrank 0 {\n1l: calc 8\n}\n").find("is not an identifier") !=
+        std::string::npos);
+}
+
+TEST_CASE("GOAL flow follows the collective and its root", "[goal]") {
+  // Broadcast from rank 2: rank 2 reaches every rank.
+  std::string bcast = tree4(2, false);
+  CHECK(flow_of(bcast, "broadcast", 2u).verdict == Verdict::Pass);
+  CHECK(flow_of(bcast, "scatter", 2u).verdict == Verdict::Pass);
+  CHECK(flow_of(bcast, "broadcast", 0u).verdict == Verdict::Fail);  // rank 0 reaches only rank 0
+  CHECK(flow_of(bcast, "reduce", 2u).verdict == Verdict::Fail);     // nobody sends to rank 2
+  // Reduce to rank 3: every rank reaches the root, which reaches nobody.
+  std::string red = tree4(3, true);
+  CHECK(flow_of(red, "reduce", 3u).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "gather", 3u).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "incast", 3u).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "reduce", 0u).verdict == Verdict::Fail);
+  CHECK(flow_of(red, "broadcast", 3u).verdict == Verdict::Fail);
+  CHECK(flow_of(red, "broadcast", 3u).violations[0].message.find("never depend on root 3") !=
+        std::string::npos);
+  // The default: some rank reaches every rank or every rank reaches some rank; -s fixes it.
+  CHECK(flow_of(bcast, "", std::nullopt).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "", std::nullopt).verdict == Verdict::Pass);
+  CHECK(flow_of(bcast, "", 2u).verdict == Verdict::Pass);
+  CHECK(flow_of(bcast, "", 1u).verdict == Verdict::Fail);
+  CHECK(flow_of(red, "", 3u).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "", 0u).verdict == Verdict::Fail);
+  // All-reduce and barrier: every rank has one op that depends on every rank. Without the join
+  // each rank hears every rank, but never in one op (Schedgen's dissemination pattern).
+  std::string joined = recdoub4(true), split = recdoub4(false);
+  for (const char* c : {"allreduce", "barrier", "allgather"}) {
+    INFO(c);
+    CHECK(flow_of(joined, c, std::nullopt).verdict == Verdict::Pass);
+    CHECK(flow_of(split, c, std::nullopt).verdict == Verdict::Fail);
+  }
+  CHECK(flow_of(split, "alltoall", std::nullopt).verdict == Verdict::Pass);
+  // An all-to-all needs every pair: the broadcast tree is not one.
+  CHECK(flow_of(bcast, "alltoall", std::nullopt).verdict == Verdict::Fail);
+  // Scan: every rank hears every lower rank (the split exchange reaches 0 -> 1 but the reduce
+  // tree to rank 3 does not reach rank 1 from rank 0).
+  CHECK(flow_of(joined, "scan", std::nullopt).verdict == Verdict::Pass);
+  CHECK(flow_of(red, "scan", std::nullopt).verdict == Verdict::Fail);
+  // What is asked is in the note; a name or root it does not know is an error.
+  CHECK(flow_of(red, "reduce", 3u).note.find("reduce to root 3") != std::string::npos);
+  CHECK(flow_of(red, "", std::nullopt).note.find("give --collective") != std::string::npos);
+  ImportedSchedule s = import_goal(red, "x.goal");
+  CHECK_THROWS_WITH(judge_goal_flow(s, "allfoo", std::nullopt), Catch::Contains("not 'allfoo'"));
+  CHECK_THROWS_WITH(judge_goal_flow(s, "reduce", 4u), Catch::Contains("--source 4 is not a rank"));
+}
+
+TEST_CASE("GOAL through verify: --collective, -s, and data reported not checked", "[goal][cli]") {
+  std::string f = collv::test::unique_temp("collv_goal_flow") + ".goal";
+  {
+    std::ofstream out(f);
+    out << tree4(3, true);
+  }
+  std::string out;
+  CHECK(collv::test::run_cli("verify '" + f + "' --collective reduce -s 3", out) == 0);
+  CHECK(out.find("1 passed (1 with data not checked") != std::string::npos);
+  CHECK(collv::test::run_cli("verify '" + f + "' --collective reduce", out) == 1);  // root 0
+  CHECK(collv::test::run_cli("verify '" + f + "' --collective broadcast -s 3", out) == 1);
+  CHECK(collv::test::run_cli("verify '" + f + "' -s 3", out) == 0);
+  CHECK(collv::test::run_cli("verify '" + f + "' -s 1", out) == 1);
+  CHECK(collv::test::run_cli("verify '" + f + "' --collective allfoo", out) == 2);
+  CHECK(collv::test::run_cli("verify '" + f + "' --json -", out) == 0);
+  CHECK(out.find("\"data_checked\": false") != std::string::npos);
+  std::filesystem::remove(f);
 }

@@ -37,6 +37,8 @@ struct VerifyOptions {
   // SCCL files are all-port, GOAL single-port, collv JSON says which).
   std::optional<PortModel> file_port;
   MscclOptions msccl;  // MSCCL-XML files: --msccl-runtime, --msccl-slots
+  // --collective: what a GOAL file implements (GOAL does not declare it; judge_goal_flow).
+  std::string file_collective;
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.
@@ -54,10 +56,11 @@ struct VerifyRun {
   double cost_ts = 0, cost_tw = 0;
   bool streamed = false;  // judged as it ran, no trace kept (RunOptions::stream)
   std::vector<CheckResult> checks;
-  std::string status;     // pass | fail | inconclusive | commutative-only | error
-  std::string error;      // status "error": the message (model or limit error)
-  std::size_t group = 0;  // index into VerifyReport::groups
-  double seconds = 0;     // wall time of the run and its checks (text report only, never JSON)
+  std::string status;             // pass | fail | inconclusive | commutative-only | error
+  std::string error;              // status "error": the message (model or limit error)
+  bool data_not_checked = false;  // a schedule format without data (GOAL): passes judge no data
+  std::size_t group = 0;          // index into VerifyReport::groups
+  double seconds = 0;  // wall time of the run and its checks (text report only, never JSON)
 };
 
 // One model (or schedule file) on one topology family: a line of the per-model summary.

@@ -146,7 +146,12 @@ int main(int argc, char** argv) {
                   "N or A..B: element counts to run, each a run of its own (default 1; models "
                   "read it as `count`; at most 4096)");
   ver->add_option("-s,--source", ver_opts.source,
-                  "root of rooted collectives: all (default) or a node id");
+                  "root of rooted collectives: all (default) or a node id (for a GOAL file, "
+                  "the root its flow is judged from)");
+  ver->add_option("--collective", ver_opts.file_collective,
+                  "the collective a GOAL file implements (GOAL does not say), which sets who "
+                  "must reach whom: broadcast, scatter, outcast, reduce, gather, incast, "
+                  "allreduce, allgather, barrier, alltoall, reduce-scatter, scan");
   ver->add_option("-d,--domain", ver_opts.domain,
                   "exact | ordered | fingerprint | all (default: exact and ordered) | symmetry "
                   "(star:2..13, hypercube:1..32 and ring:2..1048576 programs, one node for all: "

@@ -6,12 +6,14 @@
 // end) and message (start of the send -> end of the receive). The earliest schedule is the
 // longest path in that graph; a cycle is a deadlock; reachability gives the information flow.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <queue>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -21,8 +23,18 @@
 #include "import/import.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
+#include "util/text.hpp"
 
 namespace collv {
+
+// What the flow question needs of a GOAL file (import.hpp): heard[r] is the set of ranks some op
+// of r depends on (r included), hears_all[r] whether one op of r depends on every rank's ops.
+struct GoalReach {
+  std::uint32_t p = 0, words = 0;
+  bool computed = false;             // false: over the bit budget
+  std::vector<std::uint64_t> heard;  // p x words
+  std::vector<bool> hears_all;
+};
 
 namespace {
 
@@ -73,7 +85,7 @@ class Parser {
       std::size_t eol = text_.find('\n', pos);
       if (eol == std::string::npos) eol = text_.size();
       ++line;
-      std::vector<GoalTok> t = tokens(pos, eol);
+      std::vector<GoalTok> t = tokens(pos, eol, line);
       pos = eol + 1;
       if (t.empty()) continue;
       auto err = [&](std::uint32_t col, const std::string& msg) {
@@ -125,61 +137,83 @@ class Parser {
         deps_.push_back({a, b, t[1].text == "irequires"});
         continue;
       }
-      // An op: LABEL: send SIZEb to R [tag T] | recv SIZEb from R [tag T] | calc C; a trailing
-      // `cpu N` / `nic N` is accepted and ignored.
-      if (t[0].text.size() < 2 || t[0].text.back() != ':')
-        err(t[0].col, "expected `LABEL: send|recv|calc ...`, `lA requires lB`, or `}`");
+      // An op: [LABEL:] send SIZEb to R [tag T] [cpu N] [nic N] | recv SIZEb from R [tag T]
+      // [cpu N] [nic N] | calc C [cpu N], in txt2bin's order; cpu and nic are read and ignored.
+      // A label is an identifier ([a-zA-Z][a-zA-Z0-9_]*); txt2bin allows an op without one.
       GoalOp op;
-      op.label = t[0].text.substr(0, t[0].text.size() - 1);
       op.rank = cur_rank;
       op.line = line;
       op.col = t[0].col;
-      if (labels.count(op.label))
-        err(t[0].col, fmt::format("label `{}` is defined twice in rank {}", op.label, cur_rank));
-      if (t.size() < 2) err(t[0].col, "the label has no op");
-      std::size_t k = 2;
-      const std::string& verb = t[1].text;
+      std::size_t v = 0;  // index of the verb
+      if (t[0].text != "send" && t[0].text != "recv" && t[0].text != "calc") {
+        if (t[0].text.size() < 2 || t[0].text.back() != ':')
+          err(t[0].col, "expected `LABEL: send|recv|calc ...`, `lA requires lB`, or `}`");
+        op.label = t[0].text.substr(0, t[0].text.size() - 1);
+        if (!identifier(op.label))
+          err(t[0].col,
+              fmt::format("label `{}` is not an identifier ([a-zA-Z][a-zA-Z0-9_]*)", op.label));
+        if (labels.count(op.label))
+          err(t[0].col, fmt::format("label `{}` is defined twice in rank {}", op.label, cur_rank));
+        if (t.size() < 2) err(t[0].col, "the label has no op");
+        v = 1;
+      }
+      std::size_t k = v + 1;
+      const std::string& verb = t[v].text;
+      std::vector<const char*> suffixes;  // what may follow, in order
       if (verb == "send" || verb == "recv") {
         op.kind = verb == "send" ? GoalKind::Send : GoalKind::Recv;
-        if (t.size() < 5)
-          err(t[1].col, fmt::format("expected `{} SIZEb {} R [tag T]`", verb,
-                                    verb == "send" ? "to" : "from"));
-        GoalTok sz = t[2];
-        if (!sz.text.empty() && sz.text.back() == 'b') sz.text.pop_back();
-        op.size = number(sz, line, "size");
         const char* dir = verb == "send" ? "to" : "from";
-        if (t[3].text != dir) err(t[3].col, fmt::format("expected `{}`", dir));
-        std::uint64_t peer = number(t[4], line, "peer rank");
+        if (t.size() < v + 4)
+          err(t[v].col, fmt::format("expected `{} SIZEb {} R [tag T]`", verb, dir));
+        GoalTok sz = t[v + 1];
+        if (sz.text.empty() || sz.text.back() != 'b')
+          err(sz.col, fmt::format("expected the size in bytes, `{}b`", printable(sz.text, 20)));
+        sz.text.pop_back();
+        op.size = number(sz, line, "size");
+        if (t[v + 2].text != dir) err(t[v + 2].col, fmt::format("expected `{}`", dir));
+        std::uint64_t peer = number(t[v + 3], line, "peer rank");
         if (peer >= num_ranks_)
-          err(t[4].col, fmt::format("rank {} is outside 0..{}", peer, num_ranks_ - 1));
-        if (peer == cur_rank) err(t[4].col, fmt::format("rank {} names itself as its peer", peer));
+          err(t[v + 3].col, fmt::format("rank {} is outside 0..{}", peer, num_ranks_ - 1));
+        if (peer == cur_rank)
+          err(t[v + 3].col, fmt::format("rank {} names itself as its peer", peer));
         op.peer = static_cast<std::uint32_t>(peer);
-        k = 5;
-        if (k < t.size() && t[k].text == "tag") {
-          if (k + 1 >= t.size()) err(t[k].col, "`tag` needs a number");
-          op.tag = number(t[k + 1], line, "tag");
-          k += 2;
-        }
+        k = v + 4;
+        suffixes = {"tag", "cpu", "nic"};
       } else if (verb == "calc") {
         op.kind = GoalKind::Calc;
-        if (t.size() < 3) err(t[1].col, "expected `calc C`");
-        op.size = number(t[2], line, "calc amount");
-        k = 3;
+        if (t.size() < v + 2) err(t[v].col, "expected `calc C`");
+        op.size = number(t[v + 1], line, "calc amount");
+        k = v + 2;
+        suffixes = {"cpu"};
       } else {
-        err(t[1].col, fmt::format("unknown op `{}` (send, recv or calc)", verb));
+        err(t[v].col, fmt::format("unknown op `{}` (send, recv or calc)", printable(verb, 40)));
       }
+      std::size_t next = 0;  // suffixes before this one are used up
       while (k < t.size()) {
-        if ((t[k].text == "cpu" || t[k].text == "nic") && k + 1 < t.size()) {
-          number(t[k + 1], line, t[k].text);
-          k += 2;
-        } else {
-          err(t[k].col, fmt::format("unexpected `{}`", t[k].text));
+        std::size_t f = next;
+        while (f < suffixes.size() && t[k].text != suffixes[f]) ++f;
+        if (f == suffixes.size()) {
+          std::string allowed;
+          for (std::size_t q = next; q < suffixes.size(); ++q)
+            allowed += fmt::format("{}`{}`", allowed.empty() ? "" : ", ", suffixes[q]);
+          err(t[k].col, fmt::format("unexpected `{}`{}", printable(t[k].text, 40),
+                                    allowed.empty() ? std::string(" (end of line expected)")
+                                                    : " (txt2bin expects " + allowed +
+                                                          " or the end of the line here)"));
         }
+        if (k + 1 >= t.size()) err(t[k].col, fmt::format("`{}` needs a number", suffixes[f]));
+        std::uint64_t val = number(t[k + 1], line, suffixes[f]);
+        if (std::string(suffixes[f]) == "tag") op.tag = val;
+        next = f + 1;
+        k += 2;
       }
       if (ops_.size() >= kMaxOps) err(t[0].col, fmt::format("more than {} ops", kMaxOps));
-      labels.emplace(op.label, static_cast<std::uint32_t>(ops_.size()));
+      if (!op.label.empty()) labels.emplace(op.label, static_cast<std::uint32_t>(ops_.size()));
       ops_.push_back(std::move(op));
     }
+    if (in_comment_)
+      throw UsageError(fmt::format("{}:{}:{}: error: the `/*` comment is not closed with `*/`",
+                                   src_, comment_line_, comment_col_));
     if (!num_ranks_) throw UsageError(src_ + ":1:1: error: no `num_ranks N` line");
     if (in_rank)
       throw UsageError(
@@ -191,22 +225,63 @@ class Parser {
   std::vector<GoalDep> deps_;
 
  private:
-  std::vector<GoalTok> tokens(std::size_t b, std::size_t e) {
+  static bool identifier(const std::string& s) {
+    if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+  }
+
+  // The tokens of one line, as LogGOPSim's txt2bin scans them: `//` (to the end of the line) and
+  // `/* ... */` (across lines) are comments only where an item may start (the line's start, after
+  // `{`, `}` or `num_ranks N`); anywhere else, like `#` or any other character txt2bin does not
+  // know, they are an error.
+  std::vector<GoalTok> tokens(std::size_t b, std::size_t e, std::uint32_t line) {
     std::vector<GoalTok> out;
     std::size_t i = b;
+    auto err = [&](std::size_t at, const std::string& msg) {
+      throw UsageError(fmt::format("{}:{}:{}: error: {}", src_, line, at - b + 1, msg));
+    };
+    auto item_start = [&] {
+      return out.empty() || out.back().text == "{" || out.back().text == "}" ||
+             (out.size() == 2 && out[0].text == "num_ranks");
+    };
     while (i < e) {
+      if (in_comment_) {
+        std::size_t close = std::string_view(text_).substr(i, e - i).find("*/");
+        if (close == std::string_view::npos) {
+          i = e;
+          break;
+        }
+        in_comment_ = false;
+        i += close + 2;
+        continue;
+      }
       char c = text_[i];
-      if (c == '#' || (c == '/' && i + 1 < e && text_[i + 1] == '/')) break;  // comment
       if (c == ' ' || c == '\t' || c == '\r') {
         ++i;
         continue;
       }
+      if (c == '/' && i + 1 < e && (text_[i + 1] == '/' || text_[i + 1] == '*')) {
+        if (!item_start())
+          err(i, fmt::format("a `{}` comment where an item goes on (LogGOPSim's txt2bin reads "
+                             "comments only where an item starts)",
+                             text_.substr(i, 2)));
+        if (text_[i + 1] == '/') break;
+        in_comment_ = true;
+        comment_line_ = line;
+        comment_col_ = static_cast<std::uint32_t>(i - b + 1);
+        i += 2;
+        continue;
+      }
+      if (c == '#')
+        err(i, "`#` is not GOAL (LogGOPSim's txt2bin rejects it; comments are // and /* */)");
       std::size_t j = i;
       if (c == '{' || c == '}') {
         ++j;
       } else {
         while (j < e && text_[j] != ' ' && text_[j] != '\t' && text_[j] != '\r' &&
-               text_[j] != '{' && text_[j] != '}' && text_[j] != '#')
+               text_[j] != '{' && text_[j] != '}')
           ++j;
       }
       out.push_back({text_.substr(i, j - i), static_cast<std::uint32_t>(i - b + 1)});
@@ -225,6 +300,8 @@ class Parser {
 
   const std::string& text_;
   const std::string& src_;
+  bool in_comment_ = false;  // inside /* ... */
+  std::uint32_t comment_line_ = 0, comment_col_ = 0;
 };
 
 const char* kind_name(GoalKind k) {
@@ -232,8 +309,9 @@ const char* kind_name(GoalKind k) {
 }
 
 std::string op_name(const GoalOp& o) {
-  if (o.kind == GoalKind::Calc) return fmt::format("rank {} {} (calc {})", o.rank, o.label, o.size);
-  return fmt::format("rank {} {} ({} {}b {} {} tag {})", o.rank, o.label, kind_name(o.kind), o.size,
+  std::string label = o.label.empty() ? fmt::format("(line {})", o.line) : o.label;
+  if (o.kind == GoalKind::Calc) return fmt::format("rank {} {} (calc {})", o.rank, label, o.size);
+  return fmt::format("rank {} {} ({} {}b {} {} tag {})", o.rank, label, kind_name(o.kind), o.size,
                      o.kind == GoalKind::Send ? "to" : "from", o.peer, o.tag);
 }
 
@@ -436,38 +514,12 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
   }
   t.compute_stats();
 
-  // Information flow over the event graph (requires, irequires, messages).
+  // Information flow over the event graph (requires, irequires, messages): for every event, the
+  // ranks with an op it depends on (bit sets of p bits); from them, which rank's ops some op of
+  // which rank depends on, and which ranks have one op that depends on every rank.
   if (deadlock.verdict == Verdict::Pass) {
-    // Reached from rank 0: some event of rank r is reachable from an event of rank 0.
-    std::vector<bool> reach(ne, false);
-    for (std::uint32_t i = 0; i < n; ++i)
-      if (ops[i].rank == 0) reach[2 * i] = true;
-    for (std::uint32_t u : order)
-      if (reach[u] && !never[u])
-        for (const Edge& e : succ[u]) reach[e.to] = true;
-    std::vector<bool> rank_reached(p, false);
-    rank_reached[0] = true;
-    for (std::uint32_t v = 0; v < ne; ++v)
-      if (reach[v] && !never[v]) rank_reached[ops[v / 2].rank] = true;
-    std::vector<std::uint32_t> missing;
-    for (std::uint32_t r = 0; r < p; ++r)
-      if (!rank_reached[r]) missing.push_back(r);
-    if (!missing.empty()) {
-      std::string who;
-      for (std::size_t k = 0; k < missing.size() && k < 16; ++k)
-        who += fmt::format("{}{}", k ? ", " : "", missing[k]);
-      if (missing.size() > 16) who += ", ...";
-      Counterexample c;
-      c.nodes.assign(missing.begin(), missing.end());
-      c.message = fmt::format(
-          "{} of {} ranks are never reached by rank 0: no op of rank(s) {} depends (through "
-          "requires, irequires and messages) on an op of rank 0",
-          missing.size(), p, who);
-      add_violation(flow, std::move(c));
-    }
-    flow.note = "question asked: is every rank reached by rank 0 (GOAL names no collective)";
-    // The all-reduce/barrier question, as a fact in the note: does every rank have an op whose
-    // end depends on every rank's ops?
+    auto reach = std::make_shared<GoalReach>();
+    reach->p = p;
     if (static_cast<std::uint64_t>(p) * ne <= kFlowBitBudget) {
       const std::uint32_t words = (p + 63) / 64;
       std::vector<std::uint64_t> bits(static_cast<std::size_t>(ne) * words, 0);
@@ -481,31 +533,25 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
             bits[static_cast<std::size_t>(e.to) * words + w] |=
                 bits[static_cast<std::size_t>(u) * words + w];
       }
-      std::vector<std::uint32_t> heard(p, 0);  // most ranks one op of r has heard from
-      for (std::uint32_t i = 0; i < n; ++i) {
-        std::uint32_t v = 2 * i + 1;
+      reach->words = words;
+      reach->heard.assign(static_cast<std::size_t>(p) * words, 0);
+      reach->hears_all.assign(p, p == 1);
+      for (std::uint32_t v = 0; v < ne; ++v) {
         if (never[v]) continue;
+        std::uint32_t r = ops[v / 2].rank;
         std::uint32_t cnt = 0;
-        for (std::uint32_t w = 0; w < words; ++w)
-          cnt += static_cast<std::uint32_t>(
-              __builtin_popcountll(bits[static_cast<std::size_t>(v) * words + w]));
-        heard[ops[i].rank] = std::max(heard[ops[i].rank], cnt);
+        for (std::uint32_t w = 0; w < words; ++w) {
+          std::uint64_t b = bits[static_cast<std::size_t>(v) * words + w];
+          reach->heard[static_cast<std::size_t>(r) * words + w] |= b;
+          cnt += static_cast<std::uint32_t>(__builtin_popcountll(b));
+        }
+        if (cnt == p) reach->hears_all[r] = true;
       }
-      std::uint32_t full = 0;
-      for (std::uint32_t r = 0; r < p; ++r) full += heard[r] == p || p == 1;
-      if (full == p)
-        flow.note +=
-            "; also all-to-all: every rank has an op that depends on every rank's ops "
-            "(what an allreduce or barrier needs)";
-      else
-        flow.note += fmt::format(
-            "; not all-to-all: {} of {} ranks have an op that depends on every rank's ops (an "
-            "allreduce or barrier would need all)",
-            full, p);
+      for (std::uint32_t r = 0; r < p; ++r)  // a rank with no op still "hears" itself
+        reach->heard[static_cast<std::size_t>(r) * words + r / 64] |= std::uint64_t{1} << (r % 64);
+      reach->computed = true;
     }
-  } else {
-    flow.verdict = Verdict::NotChecked;
-    flow.note = "the schedule deadlocks (see deadlock)";
+    out.goal_reach = reach;
   }
 
   if (match.verdict == Verdict::Fail)
@@ -514,8 +560,187 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
       "steps: the earliest schedule; a send takes one step from its start (eager), a receive "
       "ends when it has started and its message has arrived";
   out.congestion_note = "GOAL leaves link contention to the simulator (LogGOPSim's LogGP model)";
+  if (!out.goal_reach) {
+    flow.verdict = Verdict::NotChecked;
+    flow.note = "the schedule deadlocks (see deadlock)";
+  }
   out.checks = {match, deadlock, flow};
+  if (out.goal_reach) judge_goal_flow(out, "", std::nullopt);
   return out;
+}
+
+void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
+                     std::optional<std::uint32_t> root) {
+  auto it = std::find_if(s.checks.begin(), s.checks.end(),
+                         [](const CheckResult& r) { return r.name == "flow"; });
+  if (s.format != ScheduleFormat::Goal || it == s.checks.end())
+    throw UsageError("--collective names the collective of a GOAL file; other formats declare it");
+  enum class Q { Default, ToRoot, FromRoot, Everyone, AllPairs, Prefix };
+  Q q = Q::Default;
+  std::string what;
+  if (collective.empty()) {
+    q = Q::Default;
+  } else if (collective == "reduce" || collective == "gather" || collective == "incast") {
+    q = Q::ToRoot;
+  } else if (collective == "broadcast" || collective == "scatter" || collective == "outcast") {
+    q = Q::FromRoot;
+  } else if (collective == "allreduce" || collective == "barrier" || collective == "allgather") {
+    q = Q::Everyone;
+  } else if (collective == "alltoall" || collective == "reduce-scatter") {
+    q = Q::AllPairs;
+  } else if (collective == "scan") {
+    q = Q::Prefix;
+  } else {
+    throw UsageError(
+        "--collective: GOAL flow knows broadcast, scatter, outcast, reduce, gather, "
+        "incast, allreduce, allgather, barrier, alltoall, reduce-scatter and scan, "
+        "not '" +
+        printable(collective, 40) + "'");
+  }
+  CheckResult flow = make_check("flow");
+  if (!s.goal_reach) {  // a deadlock: nothing to ask
+    flow.verdict = Verdict::NotChecked;
+    flow.note = "the schedule deadlocks (see deadlock)";
+    *it = flow;
+    return;
+  }
+  const GoalReach& g = *s.goal_reach;
+  const std::uint32_t p = g.p;
+  if (root && *root >= p)
+    throw UsageError(
+        fmt::format("--source {} is not a rank of the GOAL file (0..{})", *root, p - 1));
+  const std::uint32_t R = root.value_or(0);
+  if (!g.computed) {
+    flow.verdict = Verdict::Unknown;
+    flow.note = fmt::format("not decided: ranks x events is over collv's budget of {} bits",
+                            kFlowBitBudget);
+    *it = flow;
+    return;
+  }
+  // hears(r, s): some op of r depends on an op of s (or r == s).
+  auto hears = [&](std::uint32_t r, std::uint32_t src) {
+    return (g.heard[static_cast<std::size_t>(r) * g.words + src / 64] >> (src % 64)) & 1;
+  };
+  auto list = [](const std::vector<std::uint32_t>& v) {
+    std::string o;
+    for (std::size_t k = 0; k < v.size() && k < 16; ++k)
+      o += fmt::format("{}{}", k ? ", " : "", v[k]);
+    if (v.size() > 16) o += fmt::format(", ... ({} in all)", v.size());
+    return o;
+  };
+  auto deaf_to = [&](std::uint32_t src) {  // ranks that never depend on src
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t r = 0; r < p; ++r)
+      if (!hears(r, src)) v.push_back(r);
+    return v;
+  };
+  auto unheard_by = [&](std::uint32_t r) {  // ranks r never depends on
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t src = 0; src < p; ++src)
+      if (!hears(r, src)) v.push_back(src);
+    return v;
+  };
+  auto fail = [&](std::vector<std::uint32_t> nodes, std::string msg) {
+    Counterexample c;
+    c.nodes.assign(nodes.begin(), nodes.end());
+    c.message = std::move(msg);
+    add_violation(flow, std::move(c));
+  };
+  const std::string via = "(through requires, irequires and messages)";
+  switch (q) {
+    case Q::FromRoot: {
+      auto v = deaf_to(R);
+      if (!v.empty())
+        fail(v, fmt::format("{} of {} ranks never depend on root {} {}: rank(s) {}", v.size(), p, R,
+                            via, list(v)));
+      what = fmt::format("{} from root {}: every rank depends on the root", collective, R);
+      break;
+    }
+    case Q::ToRoot: {
+      auto v = unheard_by(R);
+      if (!v.empty())
+        fail({R}, fmt::format("root {} never depends on {} of {} ranks {}: rank(s) {}", R, v.size(),
+                              p, via, list(v)));
+      what = fmt::format("{} to root {}: the root depends on every rank", collective, R);
+      break;
+    }
+    case Q::Everyone: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        if (g.hears_all[r]) continue;
+        auto v = unheard_by(r);
+        fail({r}, v.empty()
+                      ? fmt::format("rank {} has no op that depends on every rank's ops (each "
+                                    "rank reaches some op of it, none reaches one op)",
+                                    r)
+                      : fmt::format("rank {} never depends on rank(s) {} {}", r, list(v), via));
+      }
+      what = collective + ": every rank has an op that depends on every rank's ops";
+      break;
+    }
+    case Q::AllPairs: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        auto v = unheard_by(r);
+        if (!v.empty())
+          fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, list(v), via));
+      }
+      what = collective + ": every rank depends on every rank";
+      break;
+    }
+    case Q::Prefix: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        std::vector<std::uint32_t> v;
+        for (std::uint32_t src = 0; src < r; ++src)
+          if (!hears(r, src)) v.push_back(src);
+        if (!v.empty())
+          fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, list(v), via));
+      }
+      what = "scan: every rank depends on every lower rank";
+      break;
+    }
+    case Q::Default: {
+      // Some rank reaches every rank (a broadcast shape) or every rank reaches some rank (a
+      // reduce shape); with -s, that rank is the root.
+      std::optional<std::uint32_t> found;
+      bool out_shape = false;
+      for (std::uint32_t r = root.value_or(0); r < (root ? R + 1 : p) && !found; ++r) {
+        if (deaf_to(r).empty())
+          found = r, out_shape = true;
+        else if (unheard_by(r).empty())
+          found = r;
+      }
+      if (!found) {
+        if (root) {
+          auto a = deaf_to(R), b = unheard_by(R);
+          fail({R},
+               fmt::format("root {} neither reaches every rank ({} never depend on it: {}) nor "
+                           "is reached by every rank (it never depends on {})",
+                           R, a.size(), list(a), list(b)));
+        } else {
+          std::uint32_t best = 0;
+          std::size_t most = 0;
+          for (std::uint32_t r = 0; r < p; ++r) {
+            std::size_t k = p - deaf_to(r).size();
+            if (k > most) most = k, best = r;
+          }
+          auto a = deaf_to(best);
+          fail(a, fmt::format("no rank reaches every rank and no rank is reached by every rank {}; "
+                              "rank {} reaches the most, {} of {} (never: {})",
+                              via, best, most, p, list(a)));
+        }
+      } else {
+        what = fmt::format("rank {} {}", *found,
+                           out_shape ? "reaches every rank" : "is reached by every rank");
+      }
+      std::string asked =
+          root ? fmt::format("root {} reaches every rank or every rank reaches it", R)
+               : "some rank reaches every rank, or every rank reaches some rank";
+      what = "GOAL names no collective (give --collective): " + asked +
+             (what.empty() ? std::string() : "; " + what);
+      break;
+    }
+  }
+  flow.note = "question asked: " + what;
+  *it = flow;
 }
 
 }  // namespace collv

@@ -11,6 +11,7 @@
 // `file: key: ...` for JSON.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 namespace collv {
 
 enum class ScheduleFormat { TraceJson, MscclXml, MscclJson, Goal };
+struct GoalReach;  // GOAL: which rank's ops depend on which rank's (goal.cpp)
 const char* schedule_format_name(ScheduleFormat f);  // "collv-json", "msccl-xml", ...
 
 struct ImportedSchedule {
@@ -37,6 +39,9 @@ struct ImportedSchedule {
   // Congestion per directed link is not a property of these schedules (parallel channels and
   // NIC queues are the runtime's business): check_imported marks it not checked, with this note.
   std::string congestion_note;
+  // GOAL: who depends on whom, kept so that judge_goal_flow can ask the question of the
+  // collective the user names (null for other formats, or when the file deadlocks).
+  std::shared_ptr<const GoalReach> goal_reach;
 };
 
 // Which reader a path needs: by content (a leading '<' is XML; JSON with "msccl_type" or
@@ -62,6 +67,14 @@ ImportedSchedule import_msccl_xml(const std::string& text, const std::string& so
                                   const MscclOptions& msccl = {});
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
 ImportedSchedule import_goal(const std::string& text, const std::string& source);
+
+// GOAL names no collective: `flow` asks who must reach whom for `collective` (collv's names plus
+// "incast" and "outcast"; empty: the default, some rank reaches every rank or every rank reaches
+// some rank) and `root` (rooted collectives; for the default, the rank it must be). Replaces the
+// file's `flow` check; throws UsageError for a name it does not know or a root that is no rank.
+// import_goal applies the default.
+void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
+                     std::optional<std::uint32_t> root);
 
 // The trace as MSCCL-XML in the `<step>` format (allgather and allreduce, in place; exact domain;
 // docs/formats.md). Throws UsageError for what the format cannot express.
