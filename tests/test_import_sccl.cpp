@@ -320,3 +320,23 @@ TEST_CASE("SCCL JSON: keys as msccl-tools' loader treats them", "[import][sccl]"
   CHECK_THROWS_WITH(import_msccl_json(zero.dump(), "t.json"),
                     Catch::Contains("topology.switches[0][2]"));
 }
+
+TEST_CASE("SCCL JSON: a pipelined instance adds the overlapping steps' load", "[import][sccl]") {
+  // Broadcast(n=3,root=0) on a line 0-1-2 in two steps, with a switch on rank 0..1 -> 1..2 that
+  // carries one chunk per round: each step uses it once.
+  json line3 = {{0, 1, 0}, {1, 0, 1}, {0, 1, 0}};
+  json ok =
+      algorithm("Broadcast(n=3,root=0)", "custom", 3, {chunk({0}, {0, 1, 2}, 0)},
+                {step({{0, 0, 1}}), step({{0, 1, 2}})}, line3, 1,
+                json::array({json::array({json::array({0, 1}), json::array({1, 2}), 1, "sw"})}));
+  CHECK(failing(ok).empty());
+  // With pipeline 1, step 1 overlaps step 2 (msccl-tools sums steps s, s+1, ...): two chunks.
+  json piped = ok;
+  piped["instance"]["pipeline"] = 1;
+  CHECK(failing(piped) == std::set<std::string>{"links"});
+  CHECK(messages(piped, "links").find("step 1: 2 chunk(s) cross switch sw") != std::string::npos);
+  // With pipeline 2 the steps do not overlap.
+  json apart = ok;
+  apart["instance"]["pipeline"] = 2;
+  CHECK(failing(apart).empty());
+}

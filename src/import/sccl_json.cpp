@@ -394,7 +394,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
     bad(src, "instance.chunks",
         fmt::format("{} chunks x {} on {} ranks is more than collv judges", defined.size(), k_up,
                     p));
-  require_memory(C64 * static_cast<std::uint64_t>(p) * 2 + C64 * 64,
+  require_memory(C64 * static_cast<std::uint64_t>(p) * 2 + C64 * 256,
                  src + ": the chunks of the collective on every rank");
   std::vector<SChunk> chunks;
   chunks.reserve(C64);
@@ -511,7 +511,6 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
     std::vector<int> srcs, dsts;
     std::int64_t bw;
     std::string name;
-    bool is_switch = true;
   };
   std::vector<Constraint> switches;
   const json& js = topo["switches"];
@@ -654,31 +653,51 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
   // Bandwidth: every link and switch constraint, per step, as msccl-tools checks it (a pipelined
   // instance adds the steps that overlap: s, s + pipeline, ...). A send on a pair without a link
   // fails too (msccl-tools' synthesizer never writes one; its loader does not check).
-  std::vector<Constraint> all;
-  for (int dst = 0; dst < p; ++dst)
-    for (int a = 0; a < p; ++a)
-      if (a != dst)
-        all.push_back({{a}, {dst}, links[dst][a], fmt::format("{}->{}", a, dst), false});
-  for (auto& k : switches) all.push_back(k);
-  for (std::size_t s = 0; s < load.size(); ++s)
-    for (const Constraint& k : all) {
+  // Only the pairs that carry sends are visited: the work is the sends times the switches, not
+  // the p^2 pairs of every step. agg[s] holds the sends of step s plus, for a pipelined instance,
+  // those of s + pipeline, s + 2 pipeline, ... (built backwards).
+  const std::size_t S = load.size();
+  std::vector<std::map<std::pair<int, int>, std::int64_t>> agg(S);
+  std::uint64_t entries = 0, sends_total = 0;
+  for (std::size_t s = S; s-- > 0;) {
+    agg[s] = load[s];
+    if (pipeline && s + static_cast<std::size_t>(*pipeline) < S)
+      for (auto& [pair, n] : agg[s + static_cast<std::size_t>(*pipeline)]) agg[s][pair] += n;
+    entries += agg[s].size();
+    if (entries > (std::uint64_t{1} << 26))
+      bad(src, "instance.pipeline", "the overlapping steps are more than collv judges");
+  }
+  for (auto& l : load) sends_total += l.size();
+  if (switches.size() * static_cast<std::uint64_t>(p) > kMaxCells ||
+      switches.size() * std::max<std::uint64_t>(entries, sends_total) > (std::uint64_t{1} << 32))
+    bad(src, "topology.switches",
+        fmt::format("{} switches over these steps are more than collv judges", switches.size()));
+  std::vector<std::vector<bool>> in_src(switches.size(), std::vector<bool>(p, false)),
+      in_dst(switches.size(), std::vector<bool>(p, false));
+  for (std::size_t k = 0; k < switches.size(); ++k) {
+    for (int r : switches[k].srcs) in_src[k][r] = true;
+    for (int r : switches[k].dsts) in_dst[k][r] = true;
+  }
+  auto over = [&](std::size_t s, std::int64_t util, std::int64_t bw, bool is_switch,
+                  const std::string& name) {
+    if (util <= bw * rounds[s]) return;
+    violation(
+        link_check,
+        fmt::format("step {}: {} chunk(s) cross {} {} but it allows {} ({} x {} round(s))", s + 1,
+                    util, is_switch ? "switch" : "link", name, bw * rounds[s], bw, rounds[s]),
+        {}, static_cast<std::uint32_t>(s + 1));
+  };
+  for (std::size_t s = 0; s < S; ++s) {
+    for (auto& [pair, n] : agg[s])
+      over(s, n, links[pair.second][pair.first], false,
+           fmt::format("{}->{}", pair.first, pair.second));
+    for (std::size_t k = 0; k < switches.size(); ++k) {
       std::int64_t util = 0;
-      std::size_t stride = pipeline ? static_cast<std::size_t>(*pipeline) : load.size() + 1;
-      for (std::size_t o = s; o < load.size(); o += stride) {
-        for (int a : k.srcs)
-          for (int b : k.dsts) {
-            auto it = load[o].find({a, b});
-            if (it != load[o].end()) util += it->second;
-          }
-        if (!pipeline) break;
-      }
-      if (util <= k.bw * rounds[s]) continue;
-      violation(link_check,
-                fmt::format("step {}: {} chunk(s) cross {} {} but it allows {} ({} x {} round(s))",
-                            s + 1, util, k.is_switch ? "switch" : "link", k.name, k.bw * rounds[s],
-                            k.bw, rounds[s]),
-                {}, static_cast<std::uint32_t>(s + 1));
+      for (auto& [pair, n] : agg[s])
+        if (in_src[k][pair.first] && in_dst[k][pair.second]) util += n;
+      over(s, util, switches[k].bw, true, switches[k].name);
     }
+  }
   link_check.note = fmt::format(
       "chunks per step on each link (topology.links[dst][src]) and through each of the {} "
       "switch constraint(s), against bandwidth x rounds{}",
