@@ -1,6 +1,8 @@
 // SCCL/msccl algorithm JSON, read as msccl-tools reads it: each rule with a correct file that
 // passes and a wrong twin that fails (or is refused). The files are written here, in the shape
 // msccl-tools' serializer gives them, so the tests need no shared data.
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -8,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "import/import.hpp"
 #include "util/error.hpp"
 
@@ -339,4 +342,25 @@ TEST_CASE("SCCL JSON: a pipelined instance adds the overlapping steps' load", "[
   json apart = ok;
   apart["instance"]["pipeline"] = 2;
   CHECK(failing(apart).empty());
+}
+
+TEST_CASE("SCCL JSON through verify: -s and --collective may not contradict the file",
+          "[import][sccl][cli]") {
+  json line3 = {{0, 1, 0}, {1, 0, 1}, {0, 1, 0}};
+  json gather = algorithm("Gather(n=3,root=1)", "custom", 3,
+                          {chunk({0}, {1}, 0), chunk({1}, {1}, 1), chunk({2}, {1}, 2)},
+                          {step({{0, 0, 1}, {2, 2, 1}})}, line3);
+  std::string f = collv::test::unique_temp("collv_sccl_gather") + ".json";
+  {
+    std::ofstream out(f);
+    out << gather.dump();
+  }
+  std::string out;
+  CHECK(collv::test::run_cli("verify '" + f + "'", out) == 0);
+  CHECK(collv::test::run_cli("verify '" + f + "' -s 1 --collective gather", out) == 0);
+  CHECK(collv::test::run_cli("verify '" + f + "' -s 2", out) == 2);
+  CHECK(out.find("declares root 1, not the --source 2") != std::string::npos);
+  CHECK(collv::test::run_cli("verify '" + f + "' --collective scatter", out) == 2);
+  CHECK(out.find("declares gather, not the --collective scatter") != std::string::npos);
+  std::filesystem::remove(f);
 }
