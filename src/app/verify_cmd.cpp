@@ -1060,15 +1060,16 @@ std::string failures_text(const VerifyReport& rep) {
 
 std::string summary_line(const VerifyReport& rep) {
   Tally t = rep.tally();
-  // A pass of a format without data (GOAL) judged no data: say so, not hide it in the pass.
+  // A pass of a format without data (GOAL) judged no data: say so, not hide it in the pass
+  // (at the end, so that "P passed, F failed" still reads as one phrase).
   std::size_t blind = 0;
   for (const auto& r : rep.runs) blind += r.data_not_checked && r.status == "pass";
   return fmt::format(
-      "{} runs: {} passed{}, {} failed, {} inconclusive, {} commutative-only (expected under the "
-      "ordered domain), {} errors; {} runs skipped by `requires`\n",
-      t.runs, t.passed,
-      blind ? fmt::format(" ({} with data not checked: the format carries none)", blind) : "",
-      t.failed, t.inconclusive, t.commutative_only, t.errors, rep.skipped_runs);
+      "{} runs: {} passed, {} failed, {} inconclusive, {} commutative-only (expected under the "
+      "ordered domain), {} errors; {} runs skipped by `requires`{}\n",
+      t.runs, t.passed, t.failed, t.inconclusive, t.commutative_only, t.errors, rep.skipped_runs,
+      blind ? fmt::format("; {} of the passes judged no data (the format carries none)", blind)
+            : "");
 }
 
 std::string report_to_text(const VerifyReport& rep, bool runs, bool quiet) {
