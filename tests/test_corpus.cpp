@@ -23,7 +23,7 @@ namespace {
 
 std::string corpus_dir() {
   if (const char* env = std::getenv("COLLV_CORPUS")) return env;
-  return COLLV_SOURCE_DIR "/../shared/data/schedules/corpus";
+  return COLLV_SOURCE_DIR + "/../shared/data/schedules/corpus";
 }
 
 struct Row {

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kShared = COLLV_SOURCE_DIR "/../shared/data/schedules/";
-const std::string kMutants = COLLV_SOURCE_DIR "/tests/data/import/";
+const std::string kShared = COLLV_SOURCE_DIR + "/../shared/data/schedules/";
+const std::string kMutants = COLLV_SOURCE_DIR + "/tests/data/import/";
 
 std::map<std::string, Verdict> verdicts(const ImportedSchedule& s) {
   std::map<std::string, Verdict> out;

@@ -18,8 +18,8 @@ using namespace collv;
 
 namespace {
 
-const std::string kGoal = COLLV_SOURCE_DIR "/../shared/data/schedules/goal/";
-const std::string kMutants = COLLV_SOURCE_DIR "/tests/data/import/";
+const std::string kGoal = COLLV_SOURCE_DIR + "/../shared/data/schedules/goal/";
+const std::string kMutants = COLLV_SOURCE_DIR + "/tests/data/import/";
 
 std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
   std::map<std::string, CheckResult> out;

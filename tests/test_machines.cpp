@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kRoot = COLLV_SOURCE_DIR;
-const std::string kShared = COLLV_SOURCE_DIR "/../shared/data/schedules/";
+const std::string kShared = COLLV_SOURCE_DIR + "/../shared/data/schedules/";
 
 std::string write_temp(const std::string& name, const std::string& text) {
   std::string path = collv::test::unique_temp(name) + ".json";
