@@ -18,8 +18,8 @@ using namespace collv;
 
 namespace {
 
-const std::string kCorpus = COLLV_SOURCE_DIR "/../shared/data/schedules/corpus/";
-const std::string kRepro = COLLV_SOURCE_DIR "/../shared/data/reproducers/";
+const std::string kCorpus = COLLV_SOURCE_DIR + "/../shared/data/schedules/corpus/";
+const std::string kRepro = COLLV_SOURCE_DIR + "/../shared/data/reproducers/";
 
 std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
   std::map<std::string, CheckResult> out;
