@@ -166,7 +166,10 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
         "mpich/allreduce_rabenseifner", "mpich/allreduce_recursive_doubling",
         "mpich/alltoall_bruck", "mpich/alltoall_pairwise", "mpich/barrier_dissemination",
         "mpich/bcast_binomial", "mpich/bcast_scatter_ring_allgather", "mpich/reduce_binomial",
-        "mpich/reduce_binomial_commutative", "openmpi/allreduce_ring", "openmpi/bcast_pipeline"}) {
+        "mpich/reduce_binomial_commutative", "mpich/allgather_ring", "mpich/gather_binomial",
+        "mpich/scatter_binomial", "mpich/scan_recursive_doubling", "mpich/reduce_scatter_pairwise",
+        "openmpi/allgather_neighbor_exchange", "openmpi/allreduce_ring",
+        "openmpi/bcast_pipeline"}) {
     INFO(f);
     Model lm = parse_model_file(kRoot + "/models/" + f + ".coll");
     REQUIRE(lm.header.libraries.size() == 1);
