@@ -179,6 +179,7 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
                         "mpich/reduce_scatter_pairwise",
                         "openmpi/allgather_neighbor_exchange",
                         "mpich/alltoall_scattered",
+                        "mpich/reduce_scatter_recursive_halving",
                         "openmpi/allreduce_ring",
                         "openmpi/bcast_pipeline"}) {
     INFO(f);
@@ -353,4 +354,23 @@ TEST_CASE("no library claim is looser than its run by more than its note explain
   REQUIRE(bad.size() == 2);
   CHECK_THAT(bad[0], Catch::Contains("6 steps looser at p = 30, the note explains 2"));
   CHECK_THAT(bad[1], Catch::Contains("a bound and no note of its slack"));
+}
+
+TEST_CASE(
+    "MPICH's recursive-halving reduce-scatter costs what Thakur et al. publish on powers "
+    "of two",
+    "[library]") {
+  // lg p ts + ((p - 1)/p) n tw with n = p count elements: (p - 1) count tw.
+  for (std::uint32_t p : {2u, 4u, 8u, 16u})
+    for (std::uint32_t count : {1u, 3u}) {
+      INFO("p = " << p << ", count = " << count);
+      Trace t =
+          run_lib("mpich/reduce_scatter_recursive_halving", "complete:" + std::to_string(p), count);
+      REQUIRE(passes_all(t));
+      std::uint32_t lg = 0;
+      while ((1u << lg) < p) ++lg;
+      CHECK(t.steps == lg);
+      CHECK(t.cost_ts == Approx(lg));
+      CHECK(t.cost_tw == Approx(double(p - 1) * count));
+    }
 }
