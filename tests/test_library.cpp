@@ -180,6 +180,7 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
                         "openmpi/allgather_neighbor_exchange",
                         "mpich/alltoall_scattered",
                         "mpich/reduce_scatter_recursive_halving",
+                        "openmpi/bcast_knomial",
                         "openmpi/allreduce_ring",
                         "openmpi/bcast_pipeline"}) {
     INFO(f);
