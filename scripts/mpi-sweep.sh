@@ -53,7 +53,10 @@ from collections import defaultdict
 out = sys.argv[1]
 rows = defaultdict(lambda: {"runs": 0, "passed": 0, "refused": [], "fail": [], "ps": defaultdict(lambda: [0, 0]), "errors": []})
 for f in sorted(glob.glob(os.path.join(out, "*.json"))):
-    j = json.load(open(f))
+    try:
+        j = json.load(open(f))
+    except ValueError:
+        continue
     lib = j.get("library")
     if not lib:
         name = os.path.basename(f)

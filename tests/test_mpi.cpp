@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/mpi_cmd.hpp"
+#include "check/checks.hpp"
 #include "cli.hpp"
 #include "util/error.hpp"
 
@@ -250,4 +251,57 @@ TEST_CASE("collv mpi: a run where MPICH says it fell back is not counted as the 
   INFO(out);
   CHECK(rc == 2);
   CHECK_THAT(out, Catch::Contains("fell back"));
+}
+
+TEST_CASE("mpi conformance: the first rank and position whose combinations differ", "[mpi]") {
+  MpiCombinations lib = {{{0, 1, 2}, {1, 1, 2}}, {}};
+  CHECK(compare_combinations(lib, lib).verdict == Verdict::Pass);
+  MpiCombinations swapped = {{{0, 2, 1}, {1, 1, 2}}, {}};
+  auto r = compare_combinations(lib, swapped);
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK_THAT(r.violations.front().message,
+             Catch::Contains("rank 0, position 0, combination 1: the library makes ranks {0} "
+                             "(op) ranks {1} at position 0, the model makes ranks {1} (op) ranks "
+                             "{0}"));
+  MpiCombinations extra = {{{0, 1, 2}, {1, 1, 2}}, {{0, 3, 4}}};
+  r = compare_combinations(lib, extra);
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK_THAT(r.violations.front().message, Catch::Contains("rank 1, position 0"));
+  CHECK_THAT(r.violations.front().message, Catch::Contains("the library makes no more"));
+}
+
+TEST_CASE("mpi conformance: a model's combinations, rank by rank (the ring all-reduce)", "[mpi]") {
+  // The ring at p = 4, count 8: each rank reduces p - 1 = 3 segments of 2 elements, receiving
+  // the left neighbour's partial result as the left operand.
+  auto m = model_combinations(COLLV_SOURCE_DIR "/tests/data/mpi/allreduce_ring_old.coll", 4, 8, 0);
+  REQUIRE(m.size() == 4);
+  for (const auto& rank : m) CHECK(rank.size() == 6);
+  for (std::size_t r = 0; r < 4; ++r)
+    for (const auto& c : m[r]) {
+      CHECK(c.right == (std::uint64_t{1} << r));  // its own contribution on the right
+      CHECK((c.left & c.right) == 0);
+    }
+}
+
+TEST_CASE(
+    "collv mpi --model: Open MPI's ring all-reduce conforms to the ring model at count >= p "
+    "and not below, where it runs recursive doubling",
+    "[mpi]") {
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string model = std::string(COLLV_SOURCE_DIR) + "/tests/data/mpi/allreduce_ring_old.coll";
+  std::string base =
+      "mpi --impl openmpi --collective allreduce --algorithm ring --sizes 4 --model " + model;
+  std::string out;
+  int rc = test::run_cli(base + " --count 4..5", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  rc = test::run_cli(base + " --count 2", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("conformance: rank 0, position 0, combination 1: the library "
+                                  "makes ranks {0} (op) ranks {1} at position 0, the model makes "
+                                  "no more"));
 }

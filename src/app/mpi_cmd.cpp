@@ -18,10 +18,16 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
+#include "app/commands.hpp"
 #include "app/verify_cmd.hpp"
+#include "exec/executor.hpp"
+#include "lang/ast.hpp"
+#include "topology/topology.hpp"
 #include "util/error.hpp"
 #include "util/exit_codes.hpp"
 
@@ -307,6 +313,108 @@ std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir)
   return {runtime.res, nodup.res, operands.res, order.res, post.res};
 }
 
+MpiCombinations library_combinations(const std::string& dir, int p) {
+  MpiCombinations out(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    fs::path file = fs::path(dir) / fmt::format("rank{}.jsonl", r);
+    std::error_code ec;
+    auto size = fs::file_size(file, ec);
+    if (ec) continue;
+    if (size > kMaxRankFile) throw LimitError(file.string() + ": too large");
+    std::ifstream f(file);
+    std::string line;
+    while (std::getline(f, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || j.value("k", std::string()) != "op") continue;
+      auto a = read_elems(j.value("a", nlohmann::json()), file.string());
+      auto b = read_elems(j.value("b", nlohmann::json()), file.string());
+      for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+        out[static_cast<std::size_t>(r)].push_back(
+            {a[i].idx == b[i].idx ? a[i].idx : -2, a[i].mask, b[i].mask});
+    }
+  }
+  return out;
+}
+
+MpiCombinations model_combinations(const std::string& model_file, int p, int count, int root) {
+  Model m = parse_model_file(model_file);
+  const auto& fams = m.header.topologies;
+  std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
+                    : fams.empty()                                                ? "complete"
+                                                                                  : fams.front();
+  Topology t = Topology::parse(fmt::format("{}:{}", fam, p));
+  RunOptions ro;
+  ro.domain = DomainKind::Ordered;
+  ro.count = static_cast<std::uint32_t>(count);
+  ro.root = static_cast<std::uint32_t>(root);
+  std::vector<std::tuple<NodeId, Item, Item>> seen;
+  ro.on_combine = [&](NodeId n, Item a, Item b) {
+    if (seen.size() < 10'000'000) seen.emplace_back(n, a, b);
+  };
+  Trace tr = run_model(m, t, ro);
+  if (tr.failure.kind != RunFailure::Kind::None)
+    throw UsageError("the model's run failed: " + tr.failure.message);
+  const Domain& d = *tr.domain;
+  const std::uint32_t elems = std::max<std::uint32_t>(d.elems(), 1);
+  auto decode = [&](Item it, std::int64_t& pos) {
+    std::uint64_t mask = 0;
+    for (std::uint32_t id : d.terms(it)) {
+      std::int64_t e = id % elems;
+      pos = pos == -1 ? e : pos == e ? pos : -2;
+      if (id / elems < 64) mask |= std::uint64_t{1} << (id / elems);
+    }
+    return mask;
+  };
+  MpiCombinations out(static_cast<std::size_t>(p));
+  for (const auto& [n, a, b] : seen) {
+    std::int64_t pos = -1;
+    std::uint64_t ma = decode(a, pos), mb = decode(b, pos);
+    if (ma == 0 || mb == 0) continue;  // a combination with the identity: no operation in MPI
+    if (n < out.size()) out[n].push_back({pos, ma, mb});
+  }
+  return out;
+}
+
+CheckResult compare_combinations(const MpiCombinations& lib, const MpiCombinations& model) {
+  CheckResult res;
+  res.name = "conformance";
+  res.verdict = Verdict::Pass;
+  auto text = [](const MpiCombination& c) {
+    return fmt::format("ranks {} (op) ranks {} at position {}", ranks_text(c.left),
+                       ranks_text(c.right), c.pos);
+  };
+  for (std::size_t r = 0; r < lib.size() && r < model.size(); ++r) {
+    // Position by position: a library combines whole vectors in one call, a model item by item.
+    std::map<std::int64_t, std::vector<MpiCombination>> L, M;
+    for (const auto& c : lib[r]) L[c.pos].push_back(c);
+    for (const auto& c : model[r]) M[c.pos].push_back(c);
+    std::set<std::int64_t> positions;
+    for (const auto& [k, v] : L) positions.insert(k);
+    for (const auto& [k, v] : M) positions.insert(k);
+    for (std::int64_t pos : positions) {
+      const auto &l = L[pos], &m = M[pos];
+      std::size_t k = 0;
+      while (k < l.size() && k < m.size() && l[k] == m[k]) ++k;
+      if (k == l.size() && k == m.size()) continue;
+      std::string msg =
+          fmt::format("rank {}, position {}, combination {}: the library {}, the model {}", r, pos,
+                      k + 1, k < l.size() ? "makes " + text(l[k]) : "makes no more",
+                      k < m.size() ? "makes " + text(m[k]) : "makes no more");
+      res.verdict = Verdict::Fail;
+      if (res.violations.empty()) {
+        Counterexample cx;
+        cx.invariant = "conformance";
+        cx.nodes.push_back(static_cast<NodeId>(r));
+        cx.message = msg;
+        res.violations.push_back(cx);
+      }
+      ++res.violation_count;
+      break;  // the first position of each rank
+    }
+  }
+  return res;
+}
+
 namespace {
 
 std::string find_program(const std::string& name) {
@@ -497,6 +605,12 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   std::string alg = algorithm_name(o);
+  std::string model_file;
+  if (!o.model.empty()) {
+    model_file =
+        resolve_model_path(o.model, o.models_dir.empty() ? default_models_dir() : o.models_dir);
+    parse_model_file(model_file);  // a model that does not parse is a usage error, up front
+  }
 
   std::string mpicc =
       o.mpicc.empty() ? (o.impl == "openmpi" ? "mpicc.openmpi" : "mpicc.mpich") : o.mpicc;
@@ -630,6 +744,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
               o.in_place ? " --in-place" : "");
           if (o.inject != "none") cmd += " --inject " + o.inject;
+          if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
           if (!o.mpicc.empty()) cmd += " --mpicc " + shell_quote(o.mpicc);
           if (!o.mpirun.empty()) cmd += " --mpirun " + shell_quote(o.mpirun);
           // MPICH says when an algorithm does not apply and falls back to its own choice
@@ -648,6 +763,25 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             continue;
           }
           vr.checks = judge_mpi_run(c, cdir.string());
+          if (!model_file.empty()) {
+            CheckResult conf;
+            conf.name = "conformance";
+            try {
+              if (count == 0) {
+                conf.note = "count 0: models run from count 1";
+              } else {
+                conf =
+                    compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
+                                         model_combinations(model_file, static_cast<int>(p),
+                                                            static_cast<int>(count), root));
+              }
+            } catch (const ModelError& e) {
+              conf.note = std::string("the model does not run here: ") + e.what();
+            } catch (const UsageError& e) {
+              conf.note = std::string("the model does not run here: ") + e.what();
+            }
+            vr.checks.push_back(conf);
+          }
           CheckResult& rt = vr.checks.front();
           if (pr.status == -1) {
             rt.verdict = Verdict::Unknown;

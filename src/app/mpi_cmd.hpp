@@ -35,6 +35,9 @@ struct MpiOptions {
   bool quiet = false;
   bool runs_table = false;
   bool list = false;  // print the selectable algorithms of --impl and --collective, run nothing
+  // Conformance: a model (.coll file or name) whose run at the same p, count and root must make
+  // the same combinations, rank by rank and position by position, as the library.
+  std::string model, models_dir;
 };
 
 // The algorithms a library lets a run select for a collective, in the library's order (Open MPI:
@@ -52,6 +55,23 @@ struct MpiCase {
 // mpi/harness.c). Returns the checks nodup, operands, order, postcondition and runtime. Throws
 // UsageError for a file collv cannot read or that is not the harness's format.
 std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir);
+
+// The combinations of one run, per rank: (position, left ranks, right ranks) in the order the
+// rank made them.
+struct MpiCombination {
+  std::int64_t pos;
+  std::uint64_t left, right;
+  bool operator==(const MpiCombination&) const = default;
+};
+using MpiCombinations = std::vector<std::vector<MpiCombination>>;
+
+// What the library combined (the harness's files in dir).
+MpiCombinations library_combinations(const std::string& dir, int p);
+// What the model combines at the same p, count and root (ordered domain, on complete:p, else its
+// first family at p); throws ModelError/UsageError when it cannot run there.
+MpiCombinations model_combinations(const std::string& model_file, int p, int count, int root);
+// The conformance check: the first rank and position whose sequences differ.
+CheckResult compare_combinations(const MpiCombinations& lib, const MpiCombinations& model);
 
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

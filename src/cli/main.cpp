@@ -369,6 +369,10 @@ int main(int argc, char** argv) {
   mpi->add_option("--junit", mpi_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   mpi->add_flag("--quiet", mpi_opts.quiet, "print only the summary line");
   mpi->add_flag("--runs", mpi_opts.runs_table, "one line per run");
+  mpi->add_option("--model", mpi_opts.model,
+                  "conformance: a model (.coll or name) whose run at the same p, count and root "
+                  "must make the library's combinations, rank by rank");
+  mpi->add_option("--models", mpi_opts.models_dir, "models directory for --model names");
   mpi->add_flag("--list-algorithms", mpi_opts.list,
                 "print the algorithms --impl lets a run select for --collective (the first: the "
                 "library decides), run nothing");

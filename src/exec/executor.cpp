@@ -604,6 +604,8 @@ class Machine {
                   e, nodes[i],
                   fmt::format("'+' combines buffers item by item, but they hold {} and {} items",
                               x.size(), y.size()));
+            if (opts_.on_combine)
+              for (std::uint32_t k = 0; k < x.size(); ++k) opts_.on_combine(nodes[i], x[k], y[k]);
             for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(x[k], y[k]);
           }
         }

@@ -47,6 +47,10 @@ struct RunOptions {
   // Called now and then on long runs (about every 64K transfers) with the transfers recorded so
   // far and the largest step reached; the CLI shows it as a progress line. May be empty.
   std::function<void(std::uint64_t transfers, std::uint32_t step)> progress;
+  // Called for every `+` of two items, at the node that makes it, in the node's program order,
+  // with the left and right operands (`collv mpi --model` compares them with what a library
+  // combines). May be empty.
+  std::function<void(NodeId node, Item left, Item right)> on_combine;
 };
 
 // Throws ModelError (names the topology lacks; a header formula that cannot be evaluated on t, at
