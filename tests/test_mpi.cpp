@@ -273,7 +273,8 @@ TEST_CASE("mpi conformance: the first rank and position whose combinations diffe
 TEST_CASE("mpi conformance: a model's combinations, rank by rank (the ring all-reduce)", "[mpi]") {
   // The ring at p = 4, count 8: each rank reduces p - 1 = 3 segments of 2 elements, receiving
   // the left neighbour's partial result as the left operand.
-  auto m = model_combinations(COLLV_SOURCE_DIR "/tests/data/mpi/allreduce_ring_old.coll", 4, 8, 0);
+  auto m = model_combinations(
+      std::string(COLLV_SOURCE_DIR) + "/tests/data/mpi/allreduce_ring_old.coll", 4, 8, 0);
   REQUIRE(m.size() == 4);
   for (const auto& rank : m) CHECK(rank.size() == 6);
   for (std::size_t r = 0; r < 4; ++r)
