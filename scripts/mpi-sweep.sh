@@ -60,9 +60,10 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     lib = j.get("library")
     if not lib:
         name = os.path.basename(f)
-        rows[tuple(name[:-5].split("-", 3)[:4])]["errors"].append(f"exit {j.get('exit')}: " + open(f + ".err").read().strip()[-300:])
+        m = re.match(r"(\w+)-(\w+)-(.+)-(commutative|noncommutative)-c", name)
+        rows[m.groups() if m else (name, "", "", "")]["errors"].append(f"exit {j.get('exit')}: " + open(f + ".err").read().strip()[-300:])
         continue
-    op = "noncommutative" if "-noncommutative-" in f else "commutative"
+    op = re.search(r"-(commutative|noncommutative)-c[^-]*\.json$", f).group(1)
     key = (lib["impl"], lib["collective"], lib["algorithm"], op)
     r = rows[key]
     r["refused"] += lib.get("fell_back", [])
