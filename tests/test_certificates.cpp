@@ -5,17 +5,21 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
+#include "exec/trace.hpp"
 #include "smt/lemmas.hpp"
 #include "smt/prove.hpp"
 #include "smt/solver.hpp"
@@ -98,22 +102,99 @@ std::vector<Sexp> parse_sexps(const std::string& text) {
   return stack[0].list;
 }
 
-// Every comparison (=, distinct) anywhere in the script with two syntactically identical sides.
-void find_self_comparisons(const Sexp& s, std::vector<std::string>& out) {
-  if (!s.is_list) return;
-  if (!s.list.empty() && !s.list[0].is_list &&
-      (s.list[0].atom == "=" || s.list[0].atom == "distinct")) {
-    for (std::size_t a = 1; a < s.list.size(); ++a)
-      for (std::size_t b = a + 1; b < s.list.size(); ++b)
-        if (s.list[a].print() == s.list[b].print()) out.push_back(s.print().substr(0, 200));
+// Every comparison (=, distinct) anywhere in the script with two sides that are the same term once
+// definitions are expanded: `define-fun` (with or without parameters) and `let` are macros, so
+// `(define-fun a () Int (+ x y)) (define-fun b () Int (+ x y)) (assert (not (= a b)))` compares a
+// term with itself. Terms are hash-consed after expansion (a DAG, not text), so shared
+// definitions are expanded once; `forall`/`exists` variables shadow definitions.
+class ExpandedScan {
+ public:
+  std::vector<std::string> out;
+
+  void command(const Sexp& c) {
+    if (!c.is_list || c.list.empty() || c.list[0].is_list) return;
+    const std::string& head = c.list[0].atom;
+    if (head == "assert" && c.list.size() == 2) {
+      expand(c.list[1], {});
+    } else if (head == "define-fun" && c.list.size() == 5 && !c.list[1].is_list) {
+      const Sexp& params = c.list[2];
+      if (params.is_list && params.list.empty()) {
+        defs_[c.list[1].atom] = expand(c.list[4], {});
+      } else {
+        std::vector<std::string> names;
+        for (const auto& p : params.list)
+          if (p.is_list && !p.list.empty()) names.push_back(p.list[0].atom);
+        fns_[c.list[1].atom] = {names, c.list[4]};
+        // the body alone, parameters as opaque atoms
+        Env env;
+        for (const auto& n : names) env[n] = atom_id("?" + n);
+        expand(c.list[4], env);
+      }
+    }
   }
-  for (const auto& c : s.list) find_self_comparisons(c, out);
-}
+
+ private:
+  using Env = std::map<std::string, int>;
+  struct Fn {
+    std::vector<std::string> params;
+    Sexp body;
+  };
+  std::map<std::string, int> atoms_;
+  std::map<std::vector<int>, int> lists_;
+  std::map<std::string, int> defs_;
+  std::map<std::string, Fn> fns_;
+  int next_ = 0;
+
+  int atom_id(const std::string& a) {
+    auto [it, fresh] = atoms_.emplace(a, next_);
+    if (fresh) ++next_;
+    return it->second;
+  }
+  int list_id(const std::vector<int>& ks) {
+    auto [it, fresh] = lists_.emplace(ks, next_);
+    if (fresh) ++next_;
+    return it->second;
+  }
+  int expand(const Sexp& s, const Env& env) {
+    if (!s.is_list) {
+      if (auto f = env.find(s.atom); f != env.end()) return f->second;
+      if (auto f = defs_.find(s.atom); f != defs_.end()) return f->second;
+      return atom_id(s.atom);
+    }
+    if (s.list.empty()) return list_id({});
+    const std::string head = s.list[0].is_list ? "" : s.list[0].atom;
+    if (head == "let" && s.list.size() == 3 && s.list[1].is_list) {
+      Env inner = env;
+      for (const auto& b : s.list[1].list)
+        if (b.is_list && b.list.size() == 2) inner[b.list[0].atom] = expand(b.list[1], env);
+      return expand(s.list[2], inner);
+    }
+    if ((head == "forall" || head == "exists") && s.list.size() == 3 && s.list[1].is_list) {
+      Env inner = env;
+      for (const auto& b : s.list[1].list)
+        if (b.is_list && !b.list.empty()) inner[b.list[0].atom] = atom_id("?" + b.list[0].atom);
+      return list_id({atom_id(head), expand(s.list[1], {}), expand(s.list[2], inner)});
+    }
+    std::vector<int> ks;
+    for (const auto& c : s.list) ks.push_back(expand(c, env));
+    if (auto f = fns_.find(head); f != fns_.end() && f->second.params.size() + 1 == s.list.size()) {
+      Env call;
+      for (std::size_t i = 0; i < f->second.params.size(); ++i)
+        call[f->second.params[i]] = ks[i + 1];
+      return expand(f->second.body, call);
+    }
+    if (head == "=" || head == "distinct")
+      for (std::size_t a = 1; a < ks.size(); ++a)
+        for (std::size_t b = a + 1; b < ks.size(); ++b)
+          if (ks[a] == ks[b]) out.push_back(s.print().substr(0, 200));
+    return list_id(ks);
+  }
+};
 
 std::vector<std::string> self_comparisons(const std::string& text) {
-  std::vector<std::string> out;
-  for (const auto& s : parse_sexps(text)) find_self_comparisons(s, out);
-  return out;
+  ExpandedScan scan;
+  for (const auto& s : parse_sexps(text)) scan.command(s);
+  return scan.out;
 }
 
 // The emitted certificates of every file in `dir` (recursively not), scanned.
@@ -204,6 +285,43 @@ TEST_CASE("certificate scan: the scanner finds a comparison of a term with itsel
   CHECK(self_comparisons("(assert (distinct x (seq.unit y) x))").size() == 1);
   CHECK(self_comparisons("; (= v v)\n(assert (not (= (+ x1 x2) (+ x2 x1))))").empty());
   CHECK(self_comparisons("(assert (= w_step 3))").empty());
+  // Definitions are expanded: two names defined as the same term are the same term (the
+  // allgather_star certificates before 2026-11-26: o0_10 and e1 both (seq.unit x1_0)).
+  CHECK(self_comparisons("(define-fun o0_10 () (Seq Int) (seq.unit x1_0))\n"
+                         "(define-fun e1 () (Seq Int) (seq.unit x1_0))\n"
+                         "(assert (=> a (or false (not (= o0_10 e1)))))")
+            .size() == 1);
+  CHECK(self_comparisons("(define-fun m1 () Int (+ x1 x2))(define-fun o0 () Int m1)"
+                         "(define-fun e0 () Int (+ x1 x2))(assert (not (= o0 e0)))")
+            .size() == 1);
+  CHECK(self_comparisons("(assert (let ((a (+ x 1)) (b (+ x 1))) (not (= a b))))").size() == 1);
+  CHECK(self_comparisons("(define-fun f ((y Int)) Int (+ y 1))(assert (distinct (f x) (+ x 1)))")
+            .size() == 1);
+  // ... but not a comparison that needs a theory (order of a sum) or rests on a declared fact.
+  CHECK(self_comparisons("(define-fun o () Int (+ x2 x1))(define-fun e () Int (+ x1 x2))"
+                         "(assert (not (= o e)))")
+            .empty());
+  CHECK(self_comparisons("(declare-const m7 Int)(assert (= m7 (+ x1 x2)))"
+                         "(define-fun e () Int (+ x1 x2))(assert (not (= m7 e)))")
+            .empty());
+  CHECK(self_comparisons("(assert (let ((a x)) (forall ((x Int)) (not (= a x)))))").empty());
+}
+
+// By hand: `COLLV_SCAN_DIR=DIR collv_tests "[scan]"` scans the certificates in DIR (e.g. written by
+// `collv prove proofs --emit-smt2 DIR`) and lists every comparison of equal terms.
+TEST_CASE("certificate scan of $COLLV_SCAN_DIR", "[smt][cert][.scan]") {
+  const char* d = std::getenv("COLLV_SCAN_DIR");
+  REQUIRE(d);
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(d)) {
+    if (e.path().extension() != ".smt2") continue;
+    auto bad = self_comparisons(slurp(e.path()));
+    if (!bad.empty())
+      WARN(e.path().filename().string()
+           << ": " << bad.size() << " comparisons of equal terms, e.g. " << bad[0]);
+    n += bad.size();
+  }
+  CHECK(n == 0);
 }
 
 TEST_CASE("certificates of the proofs (star:3, star:4) are no tautologies", "[smt][cert]") {
@@ -258,6 +376,52 @@ TEST_CASE("breaking one transfer of each proved schedule makes its certificate s
 TEST_CASE("breaking one transfer of each proved schedule makes its certificate sat (all)",
           "[smt][cert][.manual]") {
   CHECK(break_each_schedule([](const std::string&) { return true; }) >= 8);
+}
+
+TEST_CASE("allgather_star on star:3: its certificates rest on the transfers", "[smt][cert]") {
+  Model m = parse_model_file(resolve_model_path("allgather_star", kRoot + "/models"));
+  RunOptions ro;
+  ro.domain = DomainKind::Ordered;
+  Trace t = run_model(m, Topology::parse("star:3"), ro);
+  Dataflow df = analyze_dataflow(t, {});
+  fs::path dir = fresh_dir("allgather3");
+  SmtOptions so;
+  so.emit_dir = dir.string();
+  auto rs = smt_check_trace(t, df, so);
+  CHECK(named(rs, "postcondition").verdict == Verdict::Pass);
+  CHECK(named(rs, "final-buffers").verdict == Verdict::Pass);
+  // single-port and congestion compare collv's own counts: not written as certificates
+  CHECK(named(rs, "single-port").verdict == Verdict::Pass);
+  CHECK(named(rs, "single-port").note.find("not written as a certificate") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "allgather_star-star_3-single-port.smt2"));
+  CHECK_FALSE(fs::exists(dir / "allgather_star-star_3-congestion.smt2"));
+  std::string post = slurp(dir / "allgather_star-star_3-postcondition.smt2");
+  CHECK(self_comparisons(post).empty());
+  CHECK(smt::run_smt2_script(post, 60000, 1ull << 30).answer == smt::Answer::Unsat);
+  // Every final item another node sent is reached through transfer facts: deleting the fact of
+  // the item a final buffer uses last makes the certificate sat (z3 alone, no collv terms).
+  auto k = used_payload(df);
+  REQUIRE(k);
+  std::string fact = "(assert (= m" + std::to_string(*k) + " ";
+  auto at = post.find(fact);
+  REQUIRE(at != std::string::npos);
+  std::string cut = post;
+  cut.erase(at, post.find('\n', at) - at);
+  CHECK(smt::run_smt2_script(cut, 60000, 1ull << 30).answer == smt::Answer::Sat);
+  // Breaking that transfer (its sender forwards its own input instead) turns the postcondition
+  // and its emitted certificate sat.
+  Derivation& dv = df.payload[*k];
+  Derivation own;
+  own.found = true;
+  own.parts = {HeldRef{HeldRef::Kind::Input, 0}};
+  dv = dv.parts == own.parts ? Derivation{{}, true} : own;
+  fs::path dir2 = fresh_dir("allgather3_broken");
+  so.emit_dir = dir2.string();
+  rs = smt_check_trace(t, df, so);
+  CHECK(named(rs, "postcondition").verdict == Verdict::Fail);
+  std::string broken = slurp(dir2 / "allgather_star-star_3-postcondition.smt2");
+  CHECK(smt::expected_answer_of(broken) == smt::Answer::Sat);
+  CHECK(smt::run_smt2_script(broken, 60000, 1ull << 30).answer == smt::Answer::Sat);
 }
 
 TEST_CASE("smt engine: a missing derivation is not proved, never a pass", "[smt][cert]") {
@@ -379,6 +543,58 @@ TEST_CASE("verify --engine both: which engine decided each check, disagreements 
       lenient, out, err);
   CHECK(out.str().find("ENGINES DISAGREE on postcondition") != std::string::npos);
   CHECK(out.str().find("exec+smt:") != std::string::npos);
+}
+
+TEST_CASE("verify --trace --engine smt|both: the SMT engine judges the file, or says it cannot",
+          "[smt][verify]") {
+  ExtraEngine real = [](const Model& m, const Topology& t, const RunOptions& ro, const Trace& tr) {
+    return smt_verify_engine(m, t, ro, tr, SmtOptions{});
+  };
+  fs::path dir = fresh_dir("trace_engine");
+  auto write = [&](const std::string& domain, const std::string& name) {
+    Model m = parse_model_file(resolve_model_path("allreduce_star", kRoot + "/models"));
+    RunOptions ro;
+    ro.domain = domain == "exact" ? DomainKind::Exact : DomainKind::Fingerprint;
+    Trace t = run_model(m, Topology::parse("star:3"), ro);
+    std::ofstream(dir / name) << trace_to_json(t).dump(1);
+    return (dir / name).string();
+  };
+  std::string exact = write("exact", "exact.json"), fp = write("fingerprint", "fp.json");
+  for (const char* engine : {"smt", "both"}) {
+    INFO(engine);
+    VerifyOptions o;
+    o.trace_files = {exact};
+    o.quiet = true;
+    o.engine = engine;
+    std::ostringstream err;
+    VerifyReport rep = verify(o, real, err);
+    REQUIRE(rep.runs.size() == 1);
+    CHECK(rep.exit_code == 0);
+    const CheckResult& post = named(rep.runs[0].checks, "postcondition");
+    CHECK(post.decided_by == (std::string(engine) == "smt" ? "smt" : "exec+smt"));
+    CHECK(post.verdict == Verdict::Pass);
+    // the fingerprint domain keeps no terms: inconclusive (exit 3) with the reason, never a pass
+    o.trace_files = {fp};
+    VerifyReport rfp = verify(o, real, err);
+    REQUIRE(rfp.runs.size() == 1);
+    CHECK(rfp.exit_code == 3);
+    CHECK(named(rfp.runs[0].checks, "postcondition").verdict == Verdict::Unknown);
+    CHECK(named(rfp.runs[0].checks, "postcondition").note.find("fingerprint domain") !=
+          std::string::npos);
+  }
+  // A broken file: the SMT engine finds it too (one transfer dropped).
+  std::string text = slurp(exact);
+  auto j = nlohmann::json::parse(text);
+  j["transfers"].erase(j["transfers"].begin());
+  std::ofstream(dir / "broken.json") << j.dump(1);
+  VerifyOptions o;
+  o.trace_files = {(dir / "broken.json").string()};
+  o.quiet = true;
+  o.engine = "smt";
+  std::ostringstream err;
+  VerifyReport rb = verify(o, real, err);
+  REQUIRE(rb.runs.size() == 1);
+  CHECK(rb.exit_code != 0);
 }
 
 TEST_CASE("synth --port all: the schedule is re-checked under all-port rules and exits 0",

@@ -460,15 +460,7 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
   bool seq = so.algebra == SmtAlgebra::Associative ||
              (so.algebra == SmtAlgebra::Auto && trace.op_class == OperatorClass::Associative);
   so.report_order = ro.domain == DomainKind::Ordered && !seq;
-  // The schedule's derivations are read from an ordered-domain run (operand order is the
-  // schedule's combine structure); the schedule does not depend on the domain.
-  if (k == DomainKind::Ordered) return smt_check_trace(trace, so);
-  RunOptions r2 = ro;
-  r2.domain = DomainKind::Ordered;
-  try {
-    Trace t2 = run_model(m, topo, r2);
-    return smt_check_trace(t2, so);
-  } catch (const LimitError& e) {
+  auto cannot = [](const std::string& why) {
     std::vector<CheckResult> rs;
     for (const char* n : kCheckNames) {
       CheckResult r;
@@ -477,12 +469,34 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
       bool decided = nm == "single-port" || nm == "route" || nm == "congestion" || nm == "nodup" ||
                      nm == "postcondition" || nm == "final-buffers";
       r.verdict = decided ? Verdict::Unknown : Verdict::NotChecked;
-      r.note = decided ? std::string("the ordered-domain run the SMT engine needs was refused: ") +
-                             e.what()
-                       : "decided by the executor, not by the SMT engine";
+      r.note = decided ? why : "decided by the executor, not by the SMT engine";
       rs.push_back(std::move(r));
     }
     return rs;
+  };
+  // The schedule's derivations are read from an ordered-domain run (operand order is the
+  // schedule's combine structure); the schedule does not depend on the domain.
+  if (k == DomainKind::Ordered) return smt_check_trace(trace, so);
+  // A schedule file (no model to re-run): its own terms, when its domain has them.
+  if (m.procedure.empty() && m.body.empty()) {
+    if (trace.domain && trace.domain->inspectable()) {
+      so.algebra = SmtAlgebra::Commutative;
+      so.report_order = false;
+      return smt_check_trace(trace, so);
+    }
+    return cannot(
+        "the SMT engine cannot judge this schedule file: its values are in the fingerprint "
+        "domain, which keeps no terms to build a query from (write it in the exact or ordered "
+        "domain, or use --engine exec)");
+  }
+  RunOptions r2 = ro;
+  r2.domain = DomainKind::Ordered;
+  try {
+    Trace t2 = run_model(m, topo, r2);
+    return smt_check_trace(t2, so);
+  } catch (const LimitError& e) {
+    return cannot(std::string("the ordered-domain run the SMT engine needs was refused: ") +
+                  e.what());
   }
 }
 
@@ -565,6 +579,13 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
     std::string verdicts, why;
     auto rs = recheck_synthesized(t, s.port);
     bool ok = synthesized_ok(rs, &why);
+    if (ok && s.nodup)  // asked for: the executor's nodup check must pass too
+      for (auto& c : rs)
+        if (c.name == "nodup" && c.verdict != Verdict::Pass) {
+          ok = false;
+          why = "nodup (asked for with --nodup): " +
+                (c.violations.empty() ? c.note : c.violations[0].message);
+        }
     for (auto& c : rs) {
       if (c.verdict == Verdict::NotChecked) continue;
       verdicts += fmt::format(" {}={}", c.name, verdict_name(c.verdict));

@@ -620,6 +620,20 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       run.group = group_of(t.model_name, file, t.topology.family(), true);
       rep.groups[run.group].specs.push_back(t.topology.spec());
       run.checks = check_imported(judged, CheckOptions{});
+      if (o.engine != "exec") {  // the file's own terms (smt_verify_engine: no model to re-run)
+        RunOptions ro;
+        ro.domain = t.domain->kind();
+        try {
+          merge_engine(run.checks, smt(Model{}, t.topology, ro, t), o.engine);
+        } catch (const UsageError& e) {
+          merge_engine(run.checks, {}, o.engine);
+          for (auto& c : run.checks)
+            if (c.name == "postcondition") {
+              c.verdict = Verdict::Unknown;
+              c.note = std::string("the SMT engine cannot judge this file: ") + e.what();
+            }
+        }
+      }
       run.status = run_status(run.checks, t, t.domain->kind());
       run.data_not_checked = !judged.carries_data;
       if (!o.cex_dir.empty() && run.status == "fail") write_cex_picture(o.cex_dir, run, t, err);

@@ -290,6 +290,12 @@ int main(int argc, char** argv) {
                   "cadical: only schedules invariant under the group these automorphisms span "
                   "(star:n: symbol permutations '(1 2 3),(4 5)'; hypercube:d: xor masks '3,5'); "
                   "unsat is then not a lower bound");
+  syn->add_flag("--nodup", syn_opts.synth.nodup,
+                "cadical, single-port allreduce: no message carries a contribution its receiver "
+                "already holds");
+  syn->add_flag("--exchange", syn_opts.synth.exchange,
+                "cadical, single-port allreduce: one neighbour per node and step (send to and "
+                "receive from the same one)");
   syn->add_option("--root", syn_opts.synth.root, "broadcast source (0)");
   syn->add_option("--json", syn_opts.json_file,
                   "write the schedule (a Trace) as JSON (- = stdout)");

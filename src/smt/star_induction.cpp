@@ -107,7 +107,10 @@ std::string ranges(const Family& f) {
 // w(k) = w'(k).
 std::string rep(const Family& f, const std::string& k) {
   std::string x = k;
-  for (auto it = f.word.rbegin(); it != f.word.rend(); ++it) x = fmt::format("(tr {} {})", *it, x);
+  // t_j maps j to 1 whatever j is (tr's two tests agree), so (tr j j) is written as 1: the
+  // certificate then compares no term with itself, even inside tr once it is expanded.
+  for (auto it = f.word.rbegin(); it != f.word.rend(); ++it)
+    x = *it == x ? std::string("1") : fmt::format("(tr {} {})", *it, x);
   return x;
 }
 

@@ -771,7 +771,11 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
     }
   }
   p.group = group;
+  p.nodup = o.nodup;
+  p.exchange = o.exchange;
   p.name = query_stem(o, topo, k, T);
+  if (o.nodup) p.name.insert(p.name.rfind("-T"), "-nodup");
+  if (o.exchange) p.name.insert(p.name.rfind("-T"), "-exchange");
   std::string restricted;
   if (!group.empty()) {
     // the generators in the file name, made safe: "(1 2 3),(4 5)" -> "inv60-1.2.3_4.5"
@@ -791,10 +795,11 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
         o.invariant, group.size());
   }
   p.comment = fmt::format(
-      "collv synth {} --topology {} --steps {} --port {}{}{} --backend cadical\n"
+      "collv synth {} --topology {} --steps {} --port {}{}{}{}{} --backend cadical\n"
       "meaning: unsat = {}; sat = a {}-step schedule exists",
       kind_name(k), topo.spec(), T, o.port == PortModel::Single ? "single" : "all",
       o.uniform ? " --uniform" : "", group.empty() ? "" : " --invariant '" + o.invariant + "'",
+      o.nodup ? " --nodup" : "", o.exchange ? " --exchange" : "",
       o.uniform             ? "no UNIFORM schedule exists (not a lower bound)"
       : !restricted.empty() ? restricted
                             : fmt::format("no schedule exists (lower bound {} steps)", T + 1),
@@ -820,6 +825,21 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
     else
       a.trace = make_trace(topo, g, k, T, o.root, r.values);
     a.trace->port = o.port;
+    // --nodup is judged by the re-check's nodup check (a failure is then an internal error);
+    // --exchange here: at most one partner per node and step.
+    if (o.nodup) a.trace->nodup_claimed = true;
+    if (o.exchange) {
+      std::map<std::pair<unsigned, NodeId>, std::set<NodeId>> partners;
+      for (const Transfer& x : a.trace->transfers) {
+        partners[{x.step, x.src}].insert(x.dst);
+        partners[{x.step, x.dst}].insert(x.src);
+      }
+      for (const auto& [at, who] : partners)
+        if (who.size() > 1)
+          throw std::logic_error(
+              fmt::format("synth --exchange: node {} talks to {} neighbours in step {}", at.second,
+                          who.size(), at.first));
+    }
   }
   return a;
 }
@@ -914,6 +934,14 @@ SynthResult synthesize(const SynthOptions& o) {
     throw UsageError("synth --cubes needs --backend cadical");
   if (o.cube_depth > 30) throw UsageError("synth --cubes: a depth of at most 30");
   std::vector<std::vector<std::uint32_t>> group;
+  if (o.nodup || o.exchange) {
+    const char* flag = o.nodup ? "--nodup" : "--exchange";
+    if (o.backend != "cadical")
+      throw UsageError(std::string("synth ") + flag + " needs --backend cadical");
+    if (kind_of(o.collective) != Kind::Allreduce || o.port != PortModel::Single || o.uniform)
+      throw UsageError(std::string("synth ") + flag +
+                       " is offered for the single-port one-word allreduce (not --uniform)");
+  }
   if (!o.invariant.empty()) {
     if (o.backend != "cadical") throw UsageError("synth --invariant needs --backend cadical");
     if (o.uniform)

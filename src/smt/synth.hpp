@@ -49,6 +49,13 @@ struct SynthOptions {
   // group of left multiplications): sat gives a real schedule, unsat only says that no invariant
   // one exists. Empty: none.
   std::string invariant;
+  // cadical backend, single-port allreduce only (the stricter questions of issue 21):
+  // nodup: no message carries a contribution its receiver already holds (its own input, or one it
+  // received in an earlier step), so every contribution reaches every node once;
+  // exchange: one neighbour per node and step (a node that sends to v and receives in the same
+  // step receives from v), the paper's pairwise exchanges.
+  bool nodup = false;
+  bool exchange = false;
   std::uint32_t root = 0;                // broadcast source
   unsigned timeout_ms = 60000;           // per query
   std::uint64_t max_terms = 30'000'000;  // per query, counted before it is built

@@ -428,7 +428,18 @@ class Encoder {
             f_.add({r, -m, -x});
           }
           f_.add(any);
+          // --nodup: what arrives holds no contribution v held before (its input, or an atom
+          // received in an earlier step).
+          if (p_.nodup) {
+            if (c == v) f_.add({-r});
+            for (unsigned tau = 1; tau < t; ++tau) f_.add({-r, -R(v, c, tau)});
+          }
         }
+        // --exchange: v sends to u and receives from w in step t only if u = w.
+        if (p_.exchange)
+          for (std::uint32_t u : p_.nbr[v])
+            for (std::uint32_t w : p_.nbr[v])
+              if (u != w) f_.add({-M(v, u, t), -M(w, v, t)});
         std::vector<int> sel;
         for (unsigned j = 0; j < t; ++j) sel.push_back(f_.var(fmt::format("y{}_{}_{}", v, t, j)));
         selection(

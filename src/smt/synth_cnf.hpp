@@ -45,8 +45,11 @@ struct SynthProblem {
   // invariant under it (u sends to v in step t iff g(u) sends to g(v); v holds c iff g(v) holds
   // g(c)), so the encoding keeps the variables of one node per orbit. Empty: no restriction.
   std::vector<std::vector<std::uint32_t>> group;
-  std::string name;     // file stem for the CNF and the proof
-  std::string comment;  // the question, written into the CNF's header
+  // Single-port allreduce only (SynthOptions::nodup, ::exchange).
+  bool nodup = false;     // no received atom meets what the receiver held before
+  bool exchange = false;  // a node's sender and receiver in one step are the same neighbour
+  std::string name;       // file stem for the CNF and the proof
+  std::string comment;    // the question, written into the CNF's header
 };
 
 struct CnfOptions {
