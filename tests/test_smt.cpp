@@ -401,7 +401,9 @@ TEST_CASE("certificates: emitted queries give the same answers under the z3 exec
     (*want == smt::Answer::Sat ? sat : unsat)++;
     ++checked;
   }
-  CHECK(checked >= 11);
+  // 4 lemmas, 2 synthesis queries, and the scan's route, nodup, postcondition (single-port and
+  // congestion are not written as certificates: docs/smt.md)
+  CHECK(checked >= 9);
   CHECK(sat >= 2);
   CHECK(unsat >= 5);
 }
