@@ -107,10 +107,13 @@ std::string ranges(const Family& f) {
 // w(k) = w'(k).
 std::string rep(const Family& f, const std::string& k) {
   std::string x = k;
-  // t_j maps j to 1 whatever j is (tr's two tests agree), so (tr j j) is written as 1: the
-  // certificate then compares no term with itself, even inside tr once it is expanded.
+  // Evaluated where tr's tests are decided by the text alone (t_j maps j to 1 and 1 to j; t_1 is
+  // the identity), so the certificate compares no term with itself, even inside tr once expanded.
   for (auto it = f.word.rbegin(); it != f.word.rend(); ++it)
-    x = *it == x ? std::string("1") : fmt::format("(tr {} {})", *it, x);
+    x = *it == "1" ? x
+        : x == "1" ? *it
+        : *it == x ? std::string("1")
+                   : fmt::format("(tr {} {})", *it, x);
   return x;
 }
 
