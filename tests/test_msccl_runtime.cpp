@@ -4,12 +4,15 @@
 // correct twin (docs/formats.md, "MSCCL-XML").
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "cli.hpp"
 #include "import/import.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
@@ -461,4 +464,119 @@ TEST_CASE("a huge nchunksperloop is refused before allocating", "[import][msccl-
   big = replace(big, "coll=\"allgather\"", "coll=\"allreduce\"");
   CHECK_THROWS_AS(import_msccl_xml(big, "big.xml"), LimitError);
   set_memory_limit(saved);
+}
+
+namespace {
+
+// The loading rules checked on the text of a written file, independently of collv's reader:
+// every <algo> attribute the runtimes read, steps per threadblock, cnt, threadblock ids 0..n-1,
+// send (receive) threadblocks per channel.
+void check_written_file(const std::string& xml, int max_steps) {
+  auto attr = [](const std::string& tag, const std::string& name) -> std::string {
+    auto k = tag.find(" " + name + "=\"");
+    if (k == std::string::npos) return "<none>";
+    k += name.size() + 3;
+    return tag.substr(k, tag.find('"', k) - k);
+  };
+  std::string algo = xml.substr(0, xml.find('>'));
+  for (const char* a : {"proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace",
+                        "outofplace", "minBytes", "maxBytes"}) {
+    INFO(a);
+    CHECK(attr(algo, a) != "<none>");
+  }
+  CHECK(attr(algo, "inplace") != attr(algo, "outofplace"));
+  std::size_t at = 0;
+  int gpus = 0;
+  while ((at = xml.find("<gpu ", at)) != std::string::npos) {
+    std::size_t end = xml.find("</gpu>", at);
+    std::string gpu = xml.substr(at, end - at);
+    ++gpus;
+    std::map<std::string, int> sends, recvs;
+    int expect_id = 0;
+    std::size_t t = 0;
+    while ((t = gpu.find("<tb ", t)) != std::string::npos) {
+      std::size_t tend = gpu.find("</tb>", t);
+      std::string tb = gpu.substr(t, tend - t);
+      std::string head = tb.substr(0, tb.find('>'));
+      CHECK(attr(head, "id") == std::to_string(expect_id++));
+      if (attr(head, "send") != "-1") ++sends[attr(head, "chan")];
+      if (attr(head, "recv") != "-1") ++recvs[attr(head, "chan")];
+      int steps = 0;
+      std::size_t s = 0;
+      while ((s = tb.find("<step ", s)) != std::string::npos) {
+        std::string st = tb.substr(s, tb.find("/>", s) - s);
+        CHECK(attr(st, "s") == std::to_string(steps));
+        CHECK(std::stoi(attr(st, "cnt")) < 72);
+        ++steps;
+        ++s;
+      }
+      CHECK(steps <= max_steps);
+      t = tend;
+    }
+    for (auto& [chan, n] : sends) CHECK(n <= 32);
+    for (auto& [chan, n] : recvs) CHECK(n <= 32);
+    at = end;
+  }
+  CHECK(std::to_string(gpus) == attr(algo, "ngpus"));
+}
+
+}  // namespace
+
+TEST_CASE("export --msccl-xml: every library model that fits loads in the runtime",
+          "[export][msccl-runtime]") {
+  const std::string root = COLLV_SOURCE_DIR;
+  struct Case {
+    std::string model, args;
+    int rc;  // 0 written; 2 refused with the reason
+    std::string reason;
+  };
+  std::vector<Case> cases;
+  for (const char* m : {"allgather_hypercube", "allgather_mesh", "allgather_ring", "allgather_star",
+                        "allreduce_hypercube", "allreduce_hypercube_ordered",
+                        "allreduce_hypercube_reduce_bcast", "allreduce_hypercube_rs_ag"})
+    for (const char* a : {"", "--out-of-place"}) cases.push_back({m, a, 0, ""});
+  // The star all-reduce sends an older partial result than its buffer holds: it needs scratch.
+  cases.push_back({"allreduce_star", "", 2, "holds another value"});
+  for (const char* m :
+       {"mpich/allgather_bruck", "mpich/allgather_recursive_doubling",
+        "mpich/allreduce_rabenseifner", "mpich/allreduce_recursive_doubling",
+        "nccl/allreduce_double_tree", "nccl/allreduce_ring_nccl", "openmpi/allreduce_ring"})
+    for (const char* a : {"-t nvswitch:8 -c 8", "-t nvswitch:8 -c 8 --out-of-place"})
+      cases.push_back({m, a, 0, ""});
+  // 64 chunks of NCCL's ring on 8 GPUs: contiguous chunks merge (14 steps per threadblock, not
+  // 112); 34 GPUs: 33 peers spread over two channels.
+  cases.push_back({"nccl/allreduce_ring_nccl", "-t nvswitch:8 -c 64", 0, ""});
+  cases.push_back({"mpich/allgather_bruck", "-t nvswitch:34", 0, ""});
+  // 40 GPUs of NCCL's ring, 40 chunks: 78 steps per threadblock, above msccl-executor-nccl's 64;
+  // msccl allows 256.
+  cases.push_back(
+      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 40", 2, "MSCCL_MAX_NUM_STEPS is 64"});
+  cases.push_back(
+      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 40 --msccl-runtime msccl", 0, ""});
+  int written = 0;
+  for (const Case& c : cases) {
+    INFO(c.model << " " << c.args);
+    std::string xml = collv::test::unique_temp("export_rt") + ".xml";
+    std::string out;
+    int rc = collv::test::run_cli(
+        fmt::format("export {}/models/{}.coll {} --msccl-xml {}", root, c.model, c.args, xml), out);
+    CHECK(rc == c.rc);
+    if (rc != 0) {
+      CHECK(out.find(c.reason) != std::string::npos);
+      CHECK_FALSE(std::filesystem::exists(xml));
+      continue;
+    }
+    ++written;
+    bool msccl = c.args.find("msccl-runtime msccl") != std::string::npos;
+    std::string text = collv::test::slurp(xml);
+    check_written_file(text, msccl ? 256 : 64);
+    CHECK((c.args.find("--out-of-place") != std::string::npos) ==
+          (text.find("outofplace=\"1\"") != std::string::npos));
+    ImportedSchedule s =
+        import_schedule(xml, rt(msccl ? MscclRuntime::Msccl : MscclRuntime::ExecutorNccl));
+    CHECK(failing(s).empty());
+    CHECK(results(s)["runtime"].verdict == Verdict::Pass);
+    std::filesystem::remove(xml);
+  }
+  CHECK(written == static_cast<int>(cases.size()) - 2);
 }

@@ -233,19 +233,23 @@ int run_export_command(const ExportCommandOptions& o, std::ostream& out, std::os
       return kExitViolation;
     }
   }
-  std::string xml = export_msccl_xml(tr, name);
-  // The file must read back to a schedule that passes every check, carrying every item the trace
-  // carried (one chunk per instruction): otherwise it is not written.
-  ImportedSchedule back = import_msccl_xml(xml, o.msccl_xml == "-" ? "<stdout>" : o.msccl_xml);
+  std::string xml = export_msccl_xml(tr, name, o.msccl);
+  // The file must read back to a schedule that passes every check, the runtime's loading rules
+  // included, carrying every item the trace carried: otherwise it is not written.
+  MscclOptions judge;
+  judge.runtime = o.msccl.runtime;
+  ImportedSchedule back =
+      import_msccl_xml(xml, o.msccl_xml == "-" ? "<stdout>" : o.msccl_xml, judge);
   std::vector<std::string> failed;
   for (const auto& c : check_imported(back, CheckOptions{}))
     if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
       failed.push_back(c.name + (c.violations.empty() ? "" : ": " + c.violations[0].message));
-  std::size_t items = 0;
+  std::size_t items = 0, back_items = 0;
   for (const Transfer& x : tr.transfers) items += x.payload_len;
-  if (back.trace.transfers.size() != items)
-    failed.push_back(fmt::format("transfers: {} chunks sent in the trace, {} in the file", items,
-                                 back.trace.transfers.size()));
+  for (const Transfer& x : back.trace.transfers) back_items += x.payload_len;
+  if (back_items != items)
+    failed.push_back(
+        fmt::format("transfers: {} chunks sent in the trace, {} in the file", items, back_items));
   if (!failed.empty()) {
     err << "collv: error: the MSCCL-XML written for " << name
         << " does not re-import to a passing schedule:\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/executor.hpp"
+#include "import/import.hpp"
 #include "lang/ast.hpp"
 
 namespace collv {
@@ -51,7 +52,8 @@ struct ExportCommandOptions {
   std::string models_dir;
   std::string topology;
   RunOptions run;
-  std::string msccl_xml;  // output path ("-" = stdout)
+  std::string msccl_xml;     // output path ("-" = stdout)
+  MscclExportOptions msccl;  // --out-of-place, --msccl-runtime
 };
 int run_export_command(const ExportCommandOptions& o, std::ostream& out, std::ostream& err);
 

@@ -110,12 +110,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   exp->add_option("--msccl-xml", exp_opts.msccl_xml, "the MSCCL-XML file to write (- = stdout)")
       ->required();
+  exp->add_flag("--out-of-place", exp_opts.msccl.out_of_place,
+                "write an out-of-place algorithm (inplace=\"0\" outofplace=\"1\"): the input is "
+                "copied into the output first");
+  std::string exp_msccl_rt = "msccl-executor-nccl";
+  exp->add_option("--msccl-runtime", exp_msccl_rt,
+                  "the runtime whose limits the file keeps and whose loader re-judges it: "
+                  "msccl-executor-nccl (default) | msccl")
+      ->check(CLI::IsMember({"msccl-executor-nccl", "msccl"}));
   exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");
   exp->add_option("--models", exp_opts.models_dir, "models directory for model names");
   exp->footer(
-      "allgather and allreduce, in place, one threadblock per peer and direction, channel 0\n"
-      "(docs/formats.md). The written file is imported and judged before it is kept: it must\n"
-      "pass every check and carry every chunk the run sent.\n"
+      "allgather and allreduce, in place (or --out-of-place), one threadblock per peer and\n"
+      "direction, up to 32 peers per channel, contiguous chunks merged into one step; within the\n"
+      "limits of --msccl-runtime or refused with the reason (docs/formats.md). The written file\n"
+      "is imported and judged before it is kept: it must pass every check, the runtime's loading\n"
+      "rules included, and carry every chunk the run sent.\n"
       "Exit codes: 0 written and re-judged as passing; 1 the re-import does not pass (nothing\n"
       "written); 2 bad usage or input, or a schedule MSCCL-XML cannot express.\n"
       "Examples:\n  collv export models/mpich/allgather_bruck.coll -t nvswitch:8 --msccl-xml "
@@ -442,6 +452,7 @@ int main(int argc, char** argv) {
     if (*exp) {
       exp_opts.run.max_memory = mib(exp_mem);
       set_memory_limit(exp_opts.run.max_memory);
+      if (exp_msccl_rt == "msccl") exp_opts.msccl.runtime = MscclRuntime::Msccl;
       return run_export_command(exp_opts, std::cout, std::cerr);
     }
     if (*run) {

@@ -76,9 +76,15 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
 void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
                      std::optional<std::uint32_t> root);
 
-// The trace as MSCCL-XML in the `<step>` format (allgather and allreduce, in place; exact domain;
-// docs/formats.md). Throws UsageError for what the format cannot express.
-std::string export_msccl_xml(const Trace& t, const std::string& name);
+// The trace as MSCCL-XML in the `<step>` format (allgather and allreduce, in place or out of
+// place; exact domain; docs/formats.md), within the loading limits of `runtime`. Throws
+// UsageError for what the format or the runtime's limits cannot express.
+struct MscclExportOptions {
+  bool out_of_place = false;
+  MscclRuntime runtime = MscclRuntime::ExecutorNccl;
+};
+std::string export_msccl_xml(const Trace& t, const std::string& name,
+                             const MscclExportOptions& opts = {});
 
 // The time of a file's schedule on a machine with bandwidths (Topology::declares_bandwidth): each
 // step of the file (a dependency level) takes as many machine steps as its busiest directed link
