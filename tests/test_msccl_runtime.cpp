@@ -547,12 +547,12 @@ TEST_CASE("export --msccl-xml: every library model that fits loads in the runtim
   // 112); 34 GPUs: 33 peers spread over two channels.
   cases.push_back({"nccl/allreduce_ring_nccl", "-t nvswitch:8 -c 64", 0, ""});
   cases.push_back({"mpich/allgather_bruck", "-t nvswitch:34", 0, ""});
-  // 40 GPUs of NCCL's ring, 40 chunks: 78 steps per threadblock, above msccl-executor-nccl's 64;
+  // 40 GPUs of NCCL's ring, 80 chunks: 78 steps per threadblock, above msccl-executor-nccl's 64;
   // msccl allows 256.
   cases.push_back(
-      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 40", 2, "MSCCL_MAX_NUM_STEPS is 64"});
+      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 80", 2, "MSCCL_MAX_NUM_STEPS is 64"});
   cases.push_back(
-      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 40 --msccl-runtime msccl", 0, ""});
+      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 80 --msccl-runtime msccl", 0, ""});
   int written = 0;
   for (const Case& c : cases) {
     INFO(c.model << " " << c.args);
