@@ -540,7 +540,8 @@ TEST_CASE("export --msccl-xml: every library model that fits loads in the runtim
   for (const char* m :
        {"mpich/allgather_bruck", "mpich/allgather_recursive_doubling",
         "mpich/allreduce_rabenseifner", "mpich/allreduce_recursive_doubling",
-        "nccl/allreduce_double_tree", "nccl/allreduce_ring_nccl", "openmpi/allreduce_ring"})
+        "nccl/allreduce_double_tree", "nccl/allreduce_ring_nccl", "openmpi/allreduce_ring",
+        "mpich/allgather_ring", "nccl/allgather_ring_nccl", "openmpi/allgather_neighbor_exchange"})
     for (const char* a : {"-t nvswitch:8 -c 8", "-t nvswitch:8 -c 8 --out-of-place"})
       cases.push_back({m, a, 0, ""});
   // 64 chunks of NCCL's ring on 8 GPUs: contiguous chunks merge (14 steps per threadblock, not
