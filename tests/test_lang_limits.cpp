@@ -504,3 +504,169 @@ TEST_CASE("data types propagate through long assignment chains in linear time", 
   for (std::size_t i = 0; i < m.var_names.size(); ++i) CHECK(m.var_types[i] == Type::Data);
   CHECK(s < 10.0);
 }
+
+// ---- Integer semantics that cannot trap or wrap (issue 26) ----
+
+namespace {
+
+// A model on ring:4 whose procedure is `body` (x is the node's input buffer).
+Trace run_body(const std::string& body, RunOptions o = RunOptions{}) {
+  std::string text =
+      "model t\n  collective allgather\n  topology ring\n  layout any\n  input x\n  output x\n"
+      "procedure P(my_id, x)\nbegin\n" +
+      body + "\nend P\n";
+  Model m = parse_model(text, "t.coll");
+  return run_model(m, Topology::parse("ring:4"), o);
+}
+
+// The run's runtime error message ("" when the run finished).
+std::string run_error(const std::string& body) {
+  Trace t = run_body(body);
+  if (t.failure.kind == RunFailure::Kind::None) return "";
+  CHECK(t.failure.kind == RunFailure::Kind::RuntimeError);
+  return t.failure.message;
+}
+
+// `cond` must hold at every node, or the run stops with a division by zero.
+std::string holds(const std::string& cond) {
+  return "if not (" + cond + ") then z := 1 div 0; endif;";
+}
+
+const std::string kMin = "(0 - 9223372036854775807 - 1)";
+
+}  // namespace
+
+TEST_CASE("every integer operator reports overflow at its position, never traps or wraps",
+          "[lang][limits][int]") {
+  struct Case {
+    std::string fires, twin, says;
+  };
+  std::vector<Case> cases = {
+      {"y := " + kMin + " div (0 - 1);", "y := " + kMin + " div 1;", "integer overflow"},
+      {"y := " + kMin + " / (0 - 1);", "y := (0 - 9223372036854775807) / (0 - 1);",
+       "integer overflow"},
+      {"y := " + kMin + "; z := -y;", "y := 0 - 9223372036854775807; z := -y;",
+       "integer overflow: -(-9223372036854775808)"},
+      {"y := 9223372036854775807 + 1;", "y := 9223372036854775806 + 1;",
+       "integer overflow: 9223372036854775807 + 1"},
+      {"y := " + kMin + " - 1;", "y := " + kMin + " + 1;", "integer overflow"},
+      {"y := 4611686018427387904 * 2;", "y := 4611686018427387903 * 2;", "integer overflow"},
+      {"y := 2 ^ 63;", "y := 2 ^ 62;", "2^63 overflows"},
+      {"y := 3 ^ 9223372036854775807;", "y := 1 ^ 9223372036854775807;", "overflows"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.fires);
+    std::string err = run_error(c.fires);
+    CHECK(err.find("t.coll:9:") == 0);
+    CHECK(err.find(c.says) != std::string::npos);
+    INFO(c.twin);
+    CHECK(run_error(c.twin) == "");
+  }
+  // Defined results at the edges: the most negative value, mod by -1 (INT64_MIN % -1 traps in
+  // C++), powers of 0, 1 and -1 with any exponent (decided at once), (-2)^63.
+  CHECK(run_error("y := " + kMin + " mod (0 - 1); " + holds("y = 0")) == "");
+  CHECK(run_error("y := " + kMin + " mod " + kMin + "; " + holds("y = 0")) == "");
+  CHECK(run_error("y := (0 - 5) mod " + kMin + "; " + holds("y = 9223372036854775803")) == "");
+  CHECK(run_error("y := (0 - 1) ^ 9223372036854775807; " + holds("y = 0 - 1")) == "");
+  CHECK(run_error("y := 0 ^ 9223372036854775807; " + holds("y = 0")) == "");
+  CHECK(run_error("y := (0 - 2) ^ 63; " + holds("y = " + kMin)) == "");
+  // The checker of the twins can fire.
+  CHECK(run_error("y := 3; " + holds("y = 4")) != "");
+}
+
+TEST_CASE("sqrt is exact and quick on every 64-bit number", "[lang][limits][int]") {
+  auto start = std::chrono::steady_clock::now();
+  CHECK(run_error("y := sqrt(9223372036854775807); " + holds("y = 3037000499")) == "");
+  CHECK(run_error("y := sqrt(9223372030926249001); " + holds("y = 3037000499")) == "");
+  CHECK(run_error("y := sqrt(9223372030926249000); " + holds("y = 3037000498")) == "");
+  CHECK(run_error("y := sqrt(0 - 1);").find("sqrt(-1) is undefined") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("for loops reach INT64_MAX and INT64_MIN without overflowing their counter",
+          "[lang][limits][int]") {
+  CHECK(run_error("c := 0; for i := 9223372036854775806 to 9223372036854775807 do c := c + 1; "
+                  "endfor; " +
+                  holds("c = 2 and i = 9223372036854775807")) == "");
+  CHECK(run_error("c := 0; for i := " + kMin + " + 1 downto " + kMin + " do c := c + 1; endfor; " +
+                  holds("c = 2 and i = " + kMin)) == "");
+  // Away from the edge the counter still ends one past the limit.
+  CHECK(run_error("for i := 1 to 3 do c := i; endfor; " + holds("i = 4")) == "");
+  CHECK(run_error("for i := 1 to 3 do c := i; endfor; " + holds("i = 3")) != "");
+}
+
+TEST_CASE("a slice at INT64_MIN is an error, not undefined behaviour", "[lang][limits][int]") {
+  CHECK(run_error("y := x[" + kMin + " .. 0];")
+            .find("slice [-9223372036854775808 .. 0] is out "
+                  "of range") != std::string::npos);
+  CHECK(run_error("y := x[" + kMin + " .. " + kMin + " - 1];") != "");  // overflow in the bound
+  CHECK(run_error("y := x[5 .. 4];") == "");                            // the empty slice
+}
+
+TEST_CASE("a loop that makes arrays for ever stops at the operation limit: arrays cost work",
+          "[lang][limits][int]") {
+  auto start = std::chrono::steady_clock::now();
+  Trace t = run_body("while 1 = 1 do array a[1048576]; endwhile");
+  CHECK(t.failure.kind == RunFailure::Kind::OpLimit);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  // Three arrays of 2^18 elements are within 1,000,000 operations per node; the same loop with
+  // a lower --max-ops is not.
+  const std::string three = "for k := 1 to 3 do array a[262144]; endfor";
+  CHECK(run_body(three).failure.kind == RunFailure::Kind::None);
+  RunOptions o;
+  o.max_ops_per_node = 500000;
+  CHECK(run_body(three, o).failure.kind == RunFailure::Kind::OpLimit);
+}
+
+TEST_CASE("header formulas are exact: integers and rationals, never floating point",
+          "[lang][claims][int]") {
+  CHECK(eval_steps("2^70 mod 3", {}) == 1);  // double arithmetic gave 0
+  CHECK(eval_steps("(2^70 + 1) - 2^70", {}) == 1);
+  CHECK(eval_steps("2^64 div 3 - 6148914691236517200", {}) == 5);
+  CHECK(eval_steps("7 / 2 * 2", {}) == 7);
+  CHECK(eval_steps("1 / 3 + 1 / 3 + 1 / 3", {}) == 1);
+  CHECK(eval_steps("2^(0 - 2)", {}) == 0.25);
+  CHECK(eval_steps("(0 - 1)^(2^62)", {}) == 1);
+  CHECK(eval_steps("log2(2^80)", {}) == 80);
+  CHECK(eval_steps("floor(log2(2^60 + 1))", {}) == 60);
+  CHECK(eval_steps("ceil(log2(2^60 + 1))", {}) == 61);  // double: log2(2^60 + 1) is 60.0
+  CHECK(eval_steps("clog2(2^60 + 1)", {}) == 61);
+  CHECK(eval_steps("ilog2(2^60 - 1)", {}) == 59);
+  CHECK(eval_steps("sqrt(2^100)", {}) == 1125899906842624.0);
+  CHECK(eval_steps("floor(sqrt(2^61 - 1))", {}) == 1518500249);
+  CHECK(eval_steps("if log2(6) < 3 then 1 else 2", {}) == 1);
+  CHECK(eval_steps("sum(i, 0, 999999, i)", {}) == 499999500000.0);
+  CHECK(eval_steps("2^999 / 2^998", {}) == 2);
+  // Too large, undefined: errors at the operation, never inf or nan.
+  CHECK(eval_error("2^5000", {}).find("h.coll:6:10: error: 'steps': 2 ^ 5000 is too large") == 0);
+  CHECK(eval_error("2^(2^62)", {}).find("too large for a header formula") != std::string::npos);
+  CHECK(eval_error("2^999 * 2^999", {}).find("too large") != std::string::npos);
+  CHECK(eval_error("0^(0 - 1)", {}).find("is undefined") != std::string::npos);
+  CHECK(eval_error("(0 - 8)^(1/3)", {}).find("is undefined") != std::string::npos);
+  CHECK(eval_error("popcount(2^64)", {}).find("whole numbers from -2^63") != std::string::npos);
+  CHECK(eval_error("2^999", {}) == "");
+}
+
+TEST_CASE("exact header claims decide runs: steps 2^70 mod 3 is 1, a huge cost prints as a number",
+          "[lang][claims][int]") {
+  Model m = parse_model(header_only("  steps 2^70 mod 3\n  cost 2^65 * ts\n"), "h.coll");
+  Trace t = run_model(m, Topology::parse("ring:4"), RunOptions{});
+  REQUIRE(t.claimed_steps);
+  CHECK(*t.claimed_steps == 1);
+  auto rs = check_trace(t, CheckOptions{});
+  CHECK(named(rs, "steps").verdict == Verdict::Fail);  // the run takes 0 steps
+  const auto& cost = named(rs, "cost");
+  REQUIRE(cost.verdict == Verdict::Fail);
+  CHECK(cost.violations.at(0).message ==
+        "the run costs 0 ts + 0 tw*m; the model claims 3.689e+19 ts + 0 tw*m");
+  // The twin: 2^70 mod 3 - 1 = 0 steps, and cost 0, hold.
+  Model ok =
+      parse_model(header_only("  steps 2^70 mod 3 - 1\n  cost (2^65 - 2^65) * ts\n"), "h.coll");
+  auto rs2 = check_trace(run_model(ok, Topology::parse("ring:4"), RunOptions{}), CheckOptions{});
+  CHECK(named(rs2, "steps").verdict == Verdict::Pass);
+  CHECK(named(rs2, "cost").verdict == Verdict::Pass);
+  // A bound beyond 2^63 holds.
+  Model bound = parse_model(header_only("  steps at most 2^70\n"), "h.coll");
+  auto rs3 = check_trace(run_model(bound, Topology::parse("ring:4"), RunOptions{}), CheckOptions{});
+  CHECK(named(rs3, "steps").verdict == Verdict::Pass);
+}

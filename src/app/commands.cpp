@@ -15,6 +15,7 @@
 #include "check/checks.hpp"
 #include "import/import.hpp"
 #include "util/exit_codes.hpp"
+#include "util/number_text.hpp"
 
 namespace collv {
 
@@ -98,11 +99,7 @@ int run_list_command(const ListOptions& o, std::ostream& out, std::ostream& err)
 
 namespace {
 
-std::string fmt_num(double x) {
-  if (x == static_cast<double>(static_cast<long long>(x)))
-    return fmt::format("{}", static_cast<long long>(x));
-  return fmt::format("{:.4g}", x);
-}
+std::string fmt_num(double x) { return number_text(x); }
 
 std::string fmt_cost(double ts, double tw) {
   return fmt::format("{} ts + {} tw*m", fmt_num(ts), fmt_num(tw));
@@ -178,7 +175,10 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
   }
   if (failed) {
     err << "collv: " << tr.failure.message << "\n";
-    return kExitViolation;
+    // A run stopped at --max-steps or --max-ops is undecided, not wrong: limits exit 3.
+    bool limit = tr.failure.kind == RunFailure::Kind::StepLimit ||
+                 tr.failure.kind == RunFailure::Kind::OpLimit;
+    return limit ? kExitInconclusive : kExitViolation;
   }
   bool contradicted = false;
   for (const CheckResult* c : {&steps_claim, &cost_claim})

@@ -4,6 +4,7 @@
 #include "render/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,8 @@
 #include "smt/lemmas.hpp"
 #include "smt/star_induction.hpp"
 #include "util/exit_codes.hpp"
+#include "util/read_file.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -35,14 +38,6 @@ struct Outcome {
   double seconds = 0;
   std::string note;
 };
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 smt::Answer parse_answer(const std::string& s, const std::string& where) {
   if (s == "sat") return smt::Answer::Sat;
@@ -75,9 +70,74 @@ int parse_int(const std::string& s, const std::string& where) {
   }
 }
 
+// Refuses the numbers in an SMT-LIB script that make Z3 allocate or loop before its timeout
+// applies: an index of an indexed identifier `(_ NAME N ...)` (BitVec, bvK, zero_extend,
+// sign_extend, repeat, extract, ...) above 2^16, and `(push N)` / `(pop N)` above 1,000. Comments
+// and string literals are skipped. LimitError names the file, the line and the number.
+void check_smt2_sizes(const std::string& text, const std::string& path) {
+  constexpr std::uint64_t kMaxIndex = 65536, kMaxScopes = 1000;
+  int line = 1;
+  auto numeral = [&](std::size_t& i, std::uint64_t& v) {
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) {
+      if (text[i] == '\n') ++line;
+      ++i;
+    }
+    if (i >= text.size() || text[i] < '0' || text[i] > '9') return false;
+    v = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+      v = v > UINT64_MAX / 20 ? UINT64_MAX / 2 : v * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    return true;
+  };
+  auto symbol = [&](std::size_t& i) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) ++i;
+    std::size_t b = i;
+    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i])) &&
+           text[i] != '(' && text[i] != ')')
+      ++i;
+    return text.substr(b, i - b);
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (c == ';') {  // comment to the end of the line
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '"' || c == '|') {  // a string literal or quoted symbol
+      for (++i; i < text.size() && text[i] != c; ++i)
+        if (text[i] == '\n') ++line;
+      ++i;
+    } else if (c == '(') {
+      ++i;
+      std::size_t j = i;
+      std::string head = symbol(j);
+      std::uint64_t v = 0;
+      if (head == "_") {
+        std::string name = symbol(j);
+        while (numeral(j, v))
+          if (v > kMaxIndex)
+            throw LimitError(fmt::format(
+                "{}:{}: (_ {} {}): an index above {} is refused (Z3 would allocate it before "
+                "any timeout applies)",
+                path, line, printable(name, 40), v, kMaxIndex));
+      } else if (head == "push" || head == "pop") {
+        if (numeral(j, v) && v > kMaxScopes)
+          throw LimitError(fmt::format("{}:{}: ({} {}): more than {} scopes at once is refused",
+                                       path, line, head, v, kMaxScopes));
+      }
+    } else {
+      ++i;
+    }
+  }
+}
+
 Outcome run_smt2(const std::string& path, std::optional<smt::Answer> want_field,
                  const ProveCommandOptions& o) {
-  std::string text = read_file(path);
+  // Bounded before Z3 sees it: the file's size (a file that never ends is refused), and the sizes
+  // Z3 would allocate or loop over before its timeout applies.
+  std::string text = read_file_bounded(path, std::uint64_t{64} << 20, "an SMT-LIB file");
+  check_smt2_sizes(text, path);
   auto want = want_field ? want_field : smt::expected_answer_of(text);
   if (!want || *want == smt::Answer::Unknown)
     throw UsageError(path + ": no '; expected: sat|unsat' line");
@@ -528,9 +588,15 @@ int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostr
       if (!o.quiet || r.status != Status::Ok)
         out << fmt::format("{:<12} {}  [{}] {} in {:.3f} s{}\n", st, f, kind, r.answer, r.seconds,
                            r.note.empty() ? "" : " -- " + r.note);
+    } catch (const LimitError& e) {  // refused at a limit: undecided, exit 3 (exit_codes.hpp)
+      ++unknown;
+      std::string what = e.what();
+      out << fmt::format("{:<12} {}  -- {}\n", "inconclusive", f,
+                         what.rfind(f, 0) == 0 ? what : f + ": " + what);
     } catch (const std::exception& e) {
       ++broken;
-      err << "collv: error: " << f << ": " << e.what() << "\n";
+      std::string what = e.what();  // most messages start with the file already
+      err << "collv: error: " << (what.rfind(f, 0) == 0 ? what : f + ": " + what) << "\n";
     }
   }
   out << fmt::format("{} obligations: {} ok, {} failed, {} inconclusive, {} unreadable\n",

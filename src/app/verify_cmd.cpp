@@ -17,6 +17,7 @@
 #include "import/import.hpp"
 #include "render/render.hpp"
 #include "util/exit_codes.hpp"
+#include "util/number_text.hpp"
 
 namespace collv {
 
@@ -159,11 +160,7 @@ std::string run_status(const std::vector<CheckResult>& checks, const Trace& t, D
 }
 
 std::string short_cost(double ts, double tw) {
-  auto f = [](double x) {
-    return x == static_cast<double>(static_cast<long long>(x))
-               ? fmt::format("{}", static_cast<long long>(x))
-               : fmt::format("{:.4g}", x);
-  };
+  auto f = [](double x) { return number_text(x); };
   return f(ts) + "ts+" + f(tw) + "tw";
 }
 

@@ -3,6 +3,7 @@
 
 #include "check/dataflow.hpp"
 #include "util/memory.hpp"
+#include "util/number_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -945,10 +946,7 @@ CheckResult check_cost(const Trace& t, const CheckOptions& o) {
                               : near(t.cost_ts, *t.claimed_ts) && near(t.cost_tw, *t.claimed_tw);
   if (!holds) {
     Counterexample c;
-    auto f = [](double x) {
-      return x == std::floor(x) ? fmt::format("{}", static_cast<long long>(x))
-                                : fmt::format("{:.4g}", x);
-    };
+    auto f = [](double x) { return number_text(x); };
     c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {}{} ts + {} tw*m",
                             f(t.cost_ts), f(t.cost_tw), t.cost_at_most ? "at most " : "",
                             f(*t.claimed_ts), f(*t.claimed_tw));

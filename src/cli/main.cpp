@@ -473,6 +473,9 @@ int main(int argc, char** argv) {
   } catch (const SpecError& e) {
     std::cerr << "collv: error: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const LimitError& e) {  // a resource limit (memory, size, time): exit_codes.hpp
+    std::cerr << "collv: error: " << e.what() << "\n";
+    return kExitInconclusive;
   } catch (const UsageError& e) {
     std::cerr << "collv: error: " << e.what() << "\n";
     return kExitUsage;

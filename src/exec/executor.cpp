@@ -132,15 +132,31 @@ struct ModelRuntimeError {
   std::string msg;
 };
 
+// b^e for e >= 0 by repeated squaring: at most 63 squarings whatever e is (1^e, 0^e and (-1)^e
+// are decided at once), so a huge exponent never loops.
 std::int64_t ipow(std::int64_t b, std::int64_t e, bool& overflow) {
+  if (e == 0) return 1;
+  if (b == 0 || b == 1) return b;
+  if (b == -1) return (e & 1) ? -1 : 1;
   std::int64_t r = 1;
-  for (std::int64_t i = 0; i < e; ++i) {
-    if (__builtin_mul_overflow(r, b, &r)) {
-      overflow = true;
-      return 0;
-    }
+  for (;;) {
+    if ((e & 1) && __builtin_mul_overflow(r, b, &r)) break;
+    e >>= 1;
+    if (e == 0) return r;
+    if (__builtin_mul_overflow(b, b, &b)) break;  // |b| >= 2 and more factors to come
   }
-  return r;
+  overflow = true;
+  return 0;
+}
+
+// floor(sqrt(x)) for x >= 0, exact on every int64 (no floating-point rounding, no overflow).
+std::int64_t isqrt(std::int64_t x) {
+  auto u = static_cast<std::uint64_t>(x);
+  auto r = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(u)));
+  if (r > 3037000499u) r = 3037000499u;  // floor(sqrt(INT64_MAX))
+  while (r * r > u) --r;
+  while (r < 3037000499u && (r + 1) * (r + 1) <= u) ++r;
+  return static_cast<std::int64_t>(r);
 }
 
 class Machine {
@@ -223,7 +239,7 @@ class Machine {
     all.resize(p_);
     for (NodeId v = 0; v < p_; ++v) all[v] = v;
     mark_ready(0);
-    std::uint64_t op_budget = opts_.max_ops_per_node * std::max<std::uint64_t>(p_, 1);
+    std::uint64_t op_budget = sat_mul(opts_.max_ops_per_node, std::max<std::uint64_t>(p_, 1));
     std::vector<NodeId> batch;
     for (;;) {
       // The lowest program point with waiting nodes. A heap of the non-empty points keeps this
@@ -389,9 +405,11 @@ class Machine {
       case ExprKind::Unary: {
         eval_int(*e.args[0], nodes, cnt, out, depth + 1);
         for (std::size_t i = 0; i < cnt; ++i) {
-          if (e.op == Op::Neg)
+          if (e.op == Op::Neg) {
+            if (out[i] == std::numeric_limits<std::int64_t>::min())
+              rt_error(e, nodes[i], fmt::format("integer overflow: -({})", out[i]));
             out[i] = -out[i];
-          else if (e.op == Op::BitNot)
+          } else if (e.op == Op::BitNot)
             out[i] = ~out[i];
           else
             out[i] = out[i] == 0;
@@ -407,24 +425,31 @@ class Machine {
           std::int64_t r = 0;
           switch (e.op) {
             case Op::Add:
-              if (__builtin_add_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              if (__builtin_add_overflow(x, y, &r))
+                rt_error(e, nodes[i], fmt::format("integer overflow: {} + {}", x, y));
               break;
             case Op::Sub:
-              if (__builtin_sub_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              if (__builtin_sub_overflow(x, y, &r))
+                rt_error(e, nodes[i], fmt::format("integer overflow: {} - {}", x, y));
               break;
             case Op::Mul:
-              if (__builtin_mul_overflow(x, y, &r)) rt_error(e, nodes[i], "integer overflow");
+              if (__builtin_mul_overflow(x, y, &r))
+                rt_error(e, nodes[i], fmt::format("integer overflow: {} * {}", x, y));
               break;
             case Op::Div:
             case Op::IntDiv:
               if (y == 0) rt_error(e, nodes[i], "division by zero");
+              if (y == -1 && x == std::numeric_limits<std::int64_t>::min())
+                rt_error(
+                    e, nodes[i],
+                    fmt::format("integer overflow: {} {} -1", x, e.op == Op::Div ? "/" : "div"));
               r = x / y;
               if ((x % y != 0) && ((x < 0) != (y < 0))) --r;  // floor
               break;
             case Op::Mod:
               if (y == 0) rt_error(e, nodes[i], "'mod 0'");
-              r = x % y;
-              if (r < 0) r += (y < 0 ? -y : y);
+              r = y == -1 ? 0 : x % y;  // INT64_MIN % -1 traps on x86; every x mod -1 is 0
+              if (r < 0) r = y < 0 ? r - y : r + y;  // |r| < |y|: no overflow, not even -y
               break;
             case Op::Pow: {
               if (y < 0) rt_error(e, nodes[i], fmt::format("negative exponent {}", y));
@@ -538,10 +563,7 @@ class Machine {
             out[i] = 63 - __builtin_clzll(static_cast<unsigned long long>(x));
           } else {  // sqrt
             if (x < 0) rt_error(e, nodes[i], fmt::format("sqrt({}) is undefined", x));
-            auto r = static_cast<std::int64_t>(std::sqrt(static_cast<double>(x)));
-            while (r * r > x) --r;
-            while ((r + 1) * (r + 1) <= x) ++r;
-            out[i] = r;
+            out[i] = isqrt(x);
           }
         }
         return;
@@ -627,7 +649,7 @@ class Machine {
           std::int64_t b = e.kind == ExprKind::Slice ? hi_store[i] : a;
           const Buffer& src = base[i];
           // An empty slice reads nothing, wherever it starts (a segment past the data's end).
-          if (b == a - 1 && e.kind == ExprKind::Slice && a >= 0) {
+          if (e.kind == ExprKind::Slice && a >= 0 && b == a - 1) {
             out[i].clear();
             continue;
           }
@@ -754,6 +776,9 @@ class Machine {
                      fmt::format("array '{}' of {} elements (at most {})", s.var, n[i],
                                  kMaxArrayElements));
           auto& arr = arrays_[s.var_slot][nodes[i]];
+          // Work, not statements: an array of n elements costs n operations (a loop that makes
+          // a fresh array of 2^20 elements for ever meets --max-ops, not only the memory limit).
+          ops_ += static_cast<std::uint64_t>(n[i]);
           if (n[i] > 2 * static_cast<std::int64_t>(kChunk))
             watch_.charge(static_cast<std::uint64_t>(n[i]) * sizeof(std::int64_t));
           arr.assign(static_cast<std::size_t>(n[i]), 0);
@@ -801,9 +826,25 @@ class Machine {
         return;
       }
       case IOp::ForNext: {
+        // A counter at INT64_MAX (`to`) or INT64_MIN (`downto`) has no next value: the loop ends
+        // there (the variable keeps it) instead of wrapping round and running again.
         auto& var = ints_[s.var_slot];
-        for (std::size_t i = 0; i < cnt; ++i) var[nodes[i]] += s.downto ? -1 : 1;
-        advance_all(in.target);
+        const std::uint32_t exit_pc = prog_.code[in.target].target;
+        const std::int64_t last = s.downto ? std::numeric_limits<std::int64_t>::min()
+                                           : std::numeric_limits<std::int64_t>::max();
+        bool any_exit = false;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          NodeId v = nodes[i];
+          if (var[v] == last) {
+            ready_[exit_pc].push_back(v);
+            any_exit = true;
+          } else {
+            var[v] += s.downto ? -1 : 1;
+            ready_[in.target].push_back(v);
+          }
+        }
+        if (any_exit) mark_ready(exit_pc);
+        mark_ready(in.target);
         return;
       }
       case IOp::Send: {
@@ -1244,12 +1285,17 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
   // here throws ModelError (never a silently unchecked claim). A step claim that is not a whole
   // number is kept as it is, and check_steps fails it: it is never rounded.
   if (m.header.steps) {
-    double s = eval_header_expr(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    // Evaluated exactly: `steps 2^70 mod 3` is 1 (double arithmetic gave 0).
+    HeaderNumber s = eval_header_exact(*m.header.steps, env, "'steps' on " + t.spec(), &t);
     tr.steps_at_most = m.header.steps_at_most;
-    if (s == std::floor(s) && std::fabs(s) <= 9007199254740992.0)  // 2^53: exact in a double
-      tr.claimed_steps = static_cast<std::int64_t>(s);
+    std::optional<std::int64_t> whole =
+        s.exact && s.value.is_integer() ? s.value.num.to_i64() : std::nullopt;
+    if (!whole && tr.steps_at_most && s.exact && s.value.is_integer() && s.value.num.sign() > 0)
+      whole = std::numeric_limits<std::int64_t>::max();  // a bound beyond 2^63 holds for any run
+    if (whole)
+      tr.claimed_steps = *whole;
     else
-      tr.claimed_steps_real = s;
+      tr.claimed_steps_real = s.approx;  // not a whole number, or beyond 2^63: it cannot hold
   }
   if (m.header.cost) {
     // m is the sources' message size in items: the run's count (per block for the blocked
@@ -1290,7 +1336,10 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
     std::uint64_t per_transfer =
         sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
     if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
-    stored = sat_mul(sat_mul(p, static_cast<std::uint64_t>(*tr.claimed_steps)), per_transfer);
+    // A run never takes more than --max-steps steps, whatever the claim (`at most 2^70`).
+    auto steps =
+        std::min<std::uint64_t>(static_cast<std::uint64_t>(*tr.claimed_steps), opts.max_steps);
+    stored = sat_mul(sat_mul(p, steps), per_transfer);
   }
   std::string unstreamable;
   if (opts.port != PortModel::Single)

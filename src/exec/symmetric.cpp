@@ -662,12 +662,18 @@ class Engine {
     }
     CheckResult steps = result("steps", Verdict::NotChecked, "the model claims no step count");
     if (m_.header.steps && !stopped) {
-      double s = eval_header_expr(*m_.header.steps, env, "'steps' on " + topology_spec());
+      // Exact: `steps 2^70 mod 3` is 1.
+      HeaderNumber s = eval_header_exact(*m_.header.steps, env, "'steps' on " + topology_spec());
       steps = result("steps", Verdict::Pass);
-      bool bad = m_.header.steps_at_most ? steps_ > s : std::fabs(steps_ - s) > 1e-9;
+      Rational ran(BigInt::from_u64(static_cast<std::uint64_t>(steps_)));
+      int c = s.exact ? Rational::cmp(ran, s.value) : (steps_ < s.approx ? -1 : 1);
+      bool bad = m_.header.steps_at_most ? c > 0 : c != 0;
       if (bad)
-        violate(steps, fmt::format("the run takes {} steps; the model claims {}{}", steps_,
-                                   m_.header.steps_at_most ? "at most " : "", s));
+        violate(steps,
+                fmt::format("the run takes {} steps; the model claims {}{}", steps_,
+                            m_.header.steps_at_most ? "at most " : "",
+                            s.exact && s.value.bits() <= 64 ? s.value.str()
+                                                            : fmt::format("{:.6g}", s.approx)));
     }
     CheckResult cost = result("cost", Verdict::NotChecked, "the model claims no cost formula");
     if (m_.header.cost && !stopped) {

@@ -9,6 +9,7 @@
 
 #include "lang/ast.hpp"
 #include "topology/topology.hpp"
+#include "util/bigint.hpp"
 
 namespace collv {
 
@@ -25,11 +26,23 @@ void check_names_on(const Model& m, const Topology& t);
 // Why name `n` (an environment name) is not defined on t, or "" if it is.
 std::string undefined_on(const std::string& n, const Topology& t);
 
-// Evaluates a header formula (requires, steps, cost, elements) with real arithmetic; `and`, `or`
-// and `if C then A else B` evaluate only the operands that decide. Throws ModelError at the
-// position of a name `env` lacks (t, if given, says why it lacks it) or of an operation that is
-// undefined there (log2(0), division by zero, ...); the message starts with `what` (e.g. "'steps'
-// on ring:6").
+// A header formula's value: exact (a rational) unless it went through log2 or sqrt of a number
+// that is not a power of two or a square, or a fractional power; `approx` is always the nearest
+// double (finite: values are bounded by 2^1000).
+struct HeaderNumber {
+  bool exact = true;
+  Rational value;  // when exact
+  double approx = 0;
+};
+
+// Evaluates a header formula (requires, steps, cost, elements) exactly (docs/language.md, "Header
+// formulas"); `and`, `or` and `if C then A else B` evaluate only the operands that decide. Throws
+// ModelError at the position of a name `env` lacks (t, if given, says why it lacks it) or of an
+// operation that is undefined there (log2(0), division by zero, ...) or whose value is too large
+// (beyond 2^1000); the message starts with `what` (e.g. "'steps' on ring:6").
+HeaderNumber eval_header_exact(const Expr& e, const std::map<std::string, double>& env,
+                               const std::string& what, const Topology* t = nullptr);
+// The same, as the nearest double.
 double eval_header_expr(const Expr& e, const std::map<std::string, double>& env,
                         const std::string& what, const Topology* t = nullptr);
 

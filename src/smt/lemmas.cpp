@@ -1,13 +1,18 @@
 // The star paper's lemmas as SMT queries (see lemmas.hpp).
 #include "smt/lemmas.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/read_file.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -139,11 +144,46 @@ smt::Result solve_lemma(const LemmaQuery& q, const smt::Limits& limits, const st
   return r;
 }
 
+namespace {
+
+// The keys of a proof file, and for those with a fixed set of values, the values.
+const std::map<std::string, std::vector<std::string>>& proof_keys() {
+  static const std::map<std::string, std::vector<std::string>> keys = {
+      {"kind", {"model", "induction", "steps", "claim", "recurrence", "synth", "smt2"}},
+      {"expect", {"pass", "fail", "sat", "unsat", "proved", "disproved"}},
+      {"variant", {"true", "false"}},
+      {"part", {"base", "step"}},
+      {"port", {"single", "all"}},
+      {"uniform", {"yes", "no"}},
+      {"executor", {"yes", "no"}},
+      {"algebra", {"commutative", "associative"}},
+      {"model", {}},
+      {"topology", {}},
+      {"n", {}},
+      {"collective", {}},
+      {"steps", {}},
+      {"file", {}},
+      {"timeout", {}},
+      {"check-up-to", {}},
+  };
+  return keys;
+}
+
+std::string one_of(const std::vector<std::string>& vs) {
+  std::string s;
+  for (std::size_t i = 0; i < vs.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == vs.size() ? " or " : ", ") + vs[i];
+  return s;
+}
+
+}  // namespace
+
 ProofObligation parse_proof_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UsageError("cannot read " + path);
+  // Proof files are a few lines; a larger file (or one that never ends) is refused unread.
+  std::istringstream f(read_file_bounded(path, std::uint64_t{1} << 20, "a proof file"));
   ProofObligation o;
   o.path = path;
+  std::map<std::string, int> line_of;
   std::string line;
   int no = 0;
   while (std::getline(f, line)) {
@@ -157,7 +197,23 @@ ProofObligation parse_proof_file(const std::string& path) {
     auto b = rest.find_first_not_of(" \t");
     auto e = rest.find_last_not_of(" \t\r");
     value = b == std::string::npos ? "" : rest.substr(b, e - b + 1);
+    const auto& keys = proof_keys();
+    auto k = keys.find(key);
+    if (k == keys.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, v] : keys) names.push_back(n);
+      throw UsageError(fmt::format("{}:{}: unknown key '{}' (keys: {})", path, no,
+                                   printable(key, 40), one_of(names)));
+    }
     if (value.empty()) throw UsageError(fmt::format("{}:{}: '{}' needs a value", path, no, key));
+    if (auto d = line_of.find(key); d != line_of.end())
+      throw UsageError(
+          fmt::format("{}:{}: '{}' is given twice (first on line {})", path, no, key, d->second));
+    const auto& allowed = k->second;
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), value) == allowed.end())
+      throw UsageError(fmt::format("{}:{}: '{}' must be {}, not '{}'", path, no, key,
+                                   one_of(allowed), printable(value, 40)));
+    line_of[key] = no;
     o.fields[key] = value;
   }
   if (o.get("kind").empty())

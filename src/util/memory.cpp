@@ -1,6 +1,7 @@
 // The process-wide memory budget (see memory.hpp).
 #include "util/memory.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -49,7 +50,13 @@ MemoryWatch::MemoryWatch(std::string what, std::uint64_t limit)
 
 void MemoryWatch::charge(std::uint64_t bytes) {
   pending_ = sat_add(pending_, bytes);
-  if (sat_add(base_, pending_) <= limit_) return;
+  // Charges are estimates (an allocator's overhead, a hash table's growth are not in them), so
+  // the resident size is re-read well before the charges alone reach the limit: whenever they
+  // pass an eighth of the room left at the last reading (at least 1 MiB). The room shrinks as the
+  // limit nears, so the overshoot stays a small fraction of the limit.
+  std::uint64_t room = base_ < limit_ ? limit_ - base_ : 0;
+  std::uint64_t step = std::max<std::uint64_t>(room / 8, std::uint64_t{1} << 20);
+  if (pending_ < step && sat_add(base_, pending_) <= limit_) return;
   // The charges could have crossed the limit; the allocator may have reused freed memory, so
   // read the real size before deciding.
   base_ = resident_bytes();
@@ -68,7 +75,8 @@ void MemoryWatch::over(std::uint64_t in_use, std::uint64_t more) const {
       "{} stopped at the memory limit of {}: the process holds {}{}; use a smaller input or "
       "raise --max-memory",
       what_, mib_text(limit_), mib_text(in_use),
-      more ? fmt::format(" and needs {} more", mib_text(more)) : std::string()));
+      more >= (std::uint64_t{1} << 20) ? fmt::format(" and needs {} more", mib_text(more))
+                                       : std::string()));
 }
 
 }  // namespace collv

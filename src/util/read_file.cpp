@@ -1,0 +1,30 @@
+// Bounded whole-file reading (see read_file.hpp).
+#include "util/read_file.hpp"
+
+#include <fstream>
+
+#include "util/error.hpp"
+#include "util/memory.hpp"
+
+namespace collv {
+
+std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
+                              const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("cannot read " + path);
+  std::string text;
+  char buf[1 << 16];
+  while (f) {
+    f.read(buf, sizeof buf);
+    auto n = static_cast<std::uint64_t>(f.gcount());
+    if (text.size() + n > max_bytes)
+      throw LimitError(path + ": " + what + " larger than " + mib_text(max_bytes) +
+                       " is refused (a file that never ends, such as /dev/zero, is refused "
+                       "here too)");
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  if (f.bad()) throw UsageError("cannot read " + path);
+  return text;
+}
+
+}  // namespace collv
