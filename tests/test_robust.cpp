@@ -490,3 +490,23 @@ TEST_CASE("every reproducer ends quickly with a message naming the problem", "[r
   }
   CHECK(ran >= 35);
 }
+
+TEST_CASE("a report that cannot be written is an error (exit 2), not a silent success",
+          "[robust]") {
+  std::string out;
+  for (const std::string args : {"run allgather_ring -t ring:4 --quiet --json /dev/full",
+                                 "verify allgather_ring -t ring:4 --quiet --json /dev/full",
+                                 "verify allgather_ring -t ring:4 --quiet --junit /dev/full"}) {
+    int rc = cli(args, out, 60);
+    INFO(args << "\n" << out);
+    CHECK(rc == 2);
+    CHECK(has(out, "cannot write '/dev/full': No space left on device"));
+  }
+  // The twin: a writable file gets the report.
+  std::string f = (fs::temp_directory_path() / "collv_report_ok.json").string();
+  int rc = cli("verify allgather_ring -t ring:4 --quiet --json " + f, out, 60);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(fs::file_size(f) > 100);
+  CHECK_THROWS_AS(write_file_checked("/dev/full", "x"), UsageError);
+}

@@ -16,6 +16,7 @@
 #include "import/import.hpp"
 #include "util/exit_codes.hpp"
 #include "util/number_text.hpp"
+#include "util/read_file.hpp"
 
 namespace collv {
 
@@ -126,9 +127,7 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
     if (o.json_file == "-") {
       out << j.dump(2) << "\n";
     } else {
-      std::ofstream f(o.json_file);
-      if (!f) throw UsageError("cannot write '" + o.json_file + "'");
-      f << j.dump(2) << "\n";
+      write_file_checked(o.json_file, j.dump(2) + "\n");  // a full disk is an error too
     }
   }
   bool failed = tr.failure.kind != RunFailure::Kind::None;

@@ -662,12 +662,12 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
       if (o.json_file == "-") {
         out << text;
       } else {
-        std::ofstream f(o.json_file);
-        if (!f) {
-          err << "collv: error: cannot write " << o.json_file << "\n";
+        try {
+          write_file_checked(o.json_file, text);
+        } catch (const UsageError& e) {
+          err << "collv: error: " << e.what() << "\n";
           return kExitUsage;
         }
-        f << text;
       }
     }
     if (!o.picture.empty()) {

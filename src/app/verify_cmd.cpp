@@ -18,6 +18,7 @@
 #include "render/render.hpp"
 #include "util/exit_codes.hpp"
 #include "util/number_text.hpp"
+#include "util/read_file.hpp"
 
 namespace collv {
 
@@ -1097,9 +1098,7 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       std::cout << text;
       return;
     }
-    std::ofstream f(path);
-    if (!f) throw UsageError("cannot write '" + path + "'");
-    f << text;
+    write_file_checked(path, text);  // a full disk is an error (exit 2), not a silent pass
   };
   if (!o.json_file.empty()) write(o.json_file, report_to_json(rep));
   if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));

@@ -1,6 +1,8 @@
 // Bounded whole-file reading (see read_file.hpp).
 #include "util/read_file.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "util/error.hpp"
@@ -25,6 +27,16 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
   }
   if (f.bad()) throw UsageError("cannot read " + path);
   return text;
+}
+
+void write_file_checked(const std::string& path, const std::string& text) {
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (f) f.close();
+  if (!f)
+    throw UsageError("cannot write '" + path + "'" +
+                     (errno ? std::string(": ") + std::strerror(errno) : std::string()));
 }
 
 }  // namespace collv

@@ -14,4 +14,8 @@ namespace collv {
 std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
                               const std::string& what);
 
+// Writes `text` to `path` (replacing it) and closes it; throws UsageError "cannot write 'PATH':
+// REASON" if any part fails, including a full device (/dev/full) that only fails on close.
+void write_file_checked(const std::string& path, const std::string& text);
+
 }  // namespace collv
