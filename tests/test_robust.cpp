@@ -510,3 +510,41 @@ TEST_CASE("a report that cannot be written is an error (exit 2), not a silent su
   CHECK(fs::file_size(f) > 100);
   CHECK_THROWS_AS(write_file_checked("/dev/full", "x"), UsageError);
 }
+
+TEST_CASE("run --timeout stops a long run with exit 3 naming the limit", "[robust]") {
+  std::string out;
+  std::string slow = write_temp(
+      "slow_loop.coll",
+      "model t\n  collective allgather\n  topology ring\n  input x\n  output x\nprocedure P\n"
+      "begin\n  y := 0;\n  while y >= 0 do y := y + 1; endwhile;\nend P\n");
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = cli("run " + slow + " -t ring:4 --max-ops 1000000000000 --timeout 300", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "running t on ring:4 stopped at the time limit of --timeout 300 ms"));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  // The twin: a run that ends in time is not stopped.
+  rc = cli("run allgather_ring -t ring:4 --timeout 60000 --quiet", out, 30);
+  INFO(out);
+  CHECK(rc == 0);
+}
+
+TEST_CASE("topology: construction and --dot are checked against --max-memory first", "[robust]") {
+  std::string out;
+  int rc = cli("topology debruijn:24 --max-memory 1024", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "building debruijn:24 needs about"));
+  rc = cli("topology tree:1*complete:11585 --max-memory 1024", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "needs about"));
+  rc = cli("topology star:12 --dot --max-memory 1024", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "needs about"));
+  // The twins: sizes that fit are built and drawn.
+  CHECK(cli("topology debruijn:12 --max-memory 1024", out, 30) == 0);
+  CHECK(cli("topology star:4 --dot --max-memory 1024", out, 30) == 0);
+  CHECK(has(out, "graph collv"));
+}

@@ -11,6 +11,7 @@
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
 #include "topology/topology_cmd.hpp"
+#include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/memory.hpp"
 
@@ -43,8 +44,12 @@ int main(int argc, char** argv) {
       ->required();
   topo->add_flag("--dot", topo_opts.dot, "write the network as Graphviz DOT");
   topo->add_option("-o,--output", topo_opts.dot_file, "with --dot: file to write (default stdout)");
+  std::uint64_t topo_mem = 8192, topo_timeout = 0;
+  topo->add_option("--max-memory", topo_mem, "memory limit in MiB (default 8192)");
+  topo->add_option("--timeout", topo_timeout, "wall-clock limit in milliseconds (default none)");
   topo->footer(
-      "Exit codes: 0 described, 2 bad usage or a spec collv refuses (with the reason).\n"
+      "Exit codes: 0 described, 2 bad usage or a spec collv refuses (with the reason), 3 stopped\n"
+      "at --max-memory or --timeout.\n"
       "Examples:\n  collv topology star:5\n  collv topology mesh:4x4 --dot -o mesh.dot");
 
   ListOptions list_opts;
@@ -86,11 +91,15 @@ int main(int argc, char** argv) {
   run->add_option("--max-ops", run_opts.run.max_ops_per_node,
                   "operations per node before the run is stopped (default 1000000)");
   run->add_option("--max-memory", max_mem, "memory limit in MiB (default 8192)");
+  std::uint64_t run_timeout = 0;
+  run->add_option("--timeout", run_timeout,
+                  "wall-clock limit for the run in milliseconds (default none; exit 3)");
   run->add_option("--models", run_opts.models_dir, "models directory for model names");
   run->footer(
       "Exit codes: 0 the run finished and its step count and cost equal the model's claims;\n"
-      "1 the run stopped early (deadlock, runtime error, --max-steps/--max-ops), or the measured\n"
-      "steps or cost differ from the claim (said on stderr); 2 bad usage or input.\n"
+      "1 the run stopped at a deadlock or runtime error, or the measured steps or cost differ\n"
+      "from the claim (said on stderr); 2 bad usage or input; 3 stopped at a limit\n"
+      "(--max-steps, --max-ops, --max-memory, --timeout).\n"
       "`collv run` judges only the claims; `collv verify` judges every invariant.\n"
       "Examples:\n  collv run allreduce_star --topology star:3\n"
       "  collv run allgather_hypercube --topology ring:8     # the book's Figure 4.12\n"
@@ -413,7 +422,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*topo) return run_topology_command(topo_opts, std::cout, std::cerr);
+    if (*topo) {
+      set_memory_limit(mib(topo_mem));
+      set_deadline_ms(topo_timeout);
+      return run_topology_command(topo_opts, std::cout, std::cerr);
+    }
     if (*list) return run_list_command(list_opts, std::cout, std::cerr);
     if (*ver) {
       if (!sizes.empty()) ver_opts.sizes = parse_size_range(sizes);
@@ -460,6 +473,7 @@ int main(int argc, char** argv) {
       run_opts.run.port = run_port == "all" ? PortModel::All : PortModel::Single;
       run_opts.run.max_memory = mib(max_mem);
       set_memory_limit(run_opts.run.max_memory);
+      set_deadline_ms(run_timeout);
       run_opts.source_given = run->count("--source") > 0;
       if (isatty(2) && !run_opts.quiet)
         run_opts.run.progress = [](std::uint64_t transfers, std::uint32_t step) {

@@ -14,6 +14,7 @@
 
 #include "exec/timing.hpp"
 #include "lang/check.hpp"
+#include "util/deadline.hpp"
 #include "util/memory.hpp"
 
 namespace collv {
@@ -258,6 +259,8 @@ class Machine {
       if (!std::is_sorted(batch.begin(), batch.end())) std::sort(batch.begin(), batch.end());
       ops_ += batch.size();
       if ((++dispatches_ & 0xFFF) == 0) watch_.check();
+      if ((dispatches_ & 0xFF) == 0 && deadline_passed())  // --timeout: exit 3
+        check_deadline(fmt::format("running {} on {}", m_.header.name, topo_.spec()));
       if (ops_ > op_budget) {
         fail(RunFailure::Kind::OpLimit,
              fmt::format("the run exceeded {} operations per node on average (a loop that never "

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "topology/topology_impl.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 namespace {
@@ -479,6 +480,10 @@ bool Topology::vertex_transitive() const { return impl_->transitive; }
 
 std::string Topology::to_dot() const {
   const Impl& t = *impl_;
+  // About 40 bytes a node line and 24 a link line (the text, with the string's doubling),
+  // checked before the text is built: star:12's drawing would take tens of GiB.
+  require_memory(sat_add(sat_mul(t.n_nodes, 80), sat_mul(t.n_links, 48)),
+                 "the DOT drawing of " + t.spec);
   std::string out;
   out += fmt::format("// collv topology {}: {} nodes, {} links\n", t.spec, t.n_nodes, t.n_links);
   out += "graph collv {\n";

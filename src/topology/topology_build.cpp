@@ -10,6 +10,8 @@
 
 #include "topology/topology.hpp"
 #include "topology/topology_impl.hpp"
+#include "util/deadline.hpp"
+#include "util/memory.hpp"
 
 namespace collv {
 namespace {
@@ -20,6 +22,11 @@ using Impl = Topology::Impl;
 class CsrBuilder {
  public:
   CsrBuilder(Impl& t, std::size_t nodes, std::size_t entries_hint) : t_(t) {
+    // Checked before anything is allocated: the offsets and the link table, twice (finish()'s
+    // shrink_to_fit copies a table that was reserved larger than it grew).
+    require_memory(
+        sat_add(sat_mul(nodes + 1, sizeof(std::uint32_t)), sat_mul(2 * sizeof(Link), entries_hint)),
+        "building " + t.spec);
     t_.n_nodes = nodes;
     t_.offsets.reserve(nodes + 1);
     t_.offsets.push_back(0);
@@ -28,7 +35,10 @@ class CsrBuilder {
   void push(std::uint64_t to, int number) {
     t_.adj.push_back(Link{static_cast<NodeId>(to), number});
   }
-  void end_node() { t_.offsets.push_back(static_cast<std::uint32_t>(t_.adj.size())); }
+  void end_node() {
+    t_.offsets.push_back(static_cast<std::uint32_t>(t_.adj.size()));
+    if ((t_.offsets.size() & 0xFFFF) == 0) check_deadline("building " + t_.spec);
+  }
 
   void finish() {
     if (t_.offsets.size() != t_.n_nodes + 1) throw std::logic_error("CsrBuilder: node count");
