@@ -39,6 +39,9 @@ struct VerifyOptions {
   MscclOptions msccl;  // MSCCL-XML files: --msccl-runtime, --msccl-slots
   // --collective: what a GOAL file implements (GOAL does not declare it; judge_goal_flow).
   std::string file_collective;
+  // --strict: the collective's own rules whatever a file or model declares (MPI's positional
+  // layout; operands in rank order, as for a non-commutative operator).
+  bool strict = false;
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.
@@ -59,8 +62,11 @@ struct VerifyRun {
   std::string status;             // pass | fail | inconclusive | commutative-only | error
   std::string error;              // status "error": the message (model or limit error)
   bool data_not_checked = false;  // a schedule format without data (GOAL): passes judge no data
-  std::size_t group = 0;          // index into VerifyReport::groups
-  double seconds = 0;  // wall time of the run and its checks (text report only, never JSON)
+  // A verdict that held only under the rules the file or model loosened (`layout any`,
+  // `operator commutative`): what the collective's own rules (--strict) say instead; "" if none.
+  std::string loosened;
+  std::size_t group = 0;  // index into VerifyReport::groups
+  double seconds = 0;     // wall time of the run and its checks (text report only, never JSON)
 };
 
 // One model (or schedule file) on one topology family: a line of the per-model summary.

@@ -237,6 +237,15 @@ CheckResult check_route(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("route");
   for (auto i : t.ordered_transfers()) {
     const Transfer& x = t.transfers[i];
+    if (x.src == x.dst) {  // no link joins a node to itself (every reader refuses it too)
+      Counterexample c;
+      c.step = x.step;
+      c.nodes = {x.src};
+      c.transfers = {i};
+      c.message = fmt::format("step {}: {} sends to itself", x.step, t.topology.label(x.src));
+      add_violation(r, o, std::move(c));
+      continue;
+    }
     if (t.topology.adjacent(x.src, x.dst)) continue;
     auto path = t.route(x);
     for (std::size_t h = 0; h + 1 < path.size(); ++h) {
@@ -602,7 +611,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         for (auto x : d.terms_view(t.payload[y.payload_begin + k]))
           if (x == c) return fmt::format("step {}", y.step);
     }
-    return "an earlier step";
+    return "";  // received earlier in the same step
   };
   // Exact terms: nodes whose every step receives one dup-free item are first tried on shared
   // held sets (HeldSets above); a node that shares a term, receives otherwise, or comes after the
@@ -721,22 +730,22 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
             rebuild(v, g);
           }
         }
+        // Each item is checked against what the node held before the step and the items it
+        // received before it in the step (the same message or another one): an item twice in
+        // one message or one step's received buffers is received data already held.
         for (std::uint32_t q = g; q < e; ++q) {
           const Transfer& x = t.transfers[received[q]];
           bool reported = false;
-          for (std::uint32_t k = 0; k < x.payload_len && !reported; ++k) {
+          for (std::uint32_t k = 0; k < x.payload_len; ++k) {
             Item it = t.payload[x.payload_begin + k];
             for (auto c : d.terms_view(it)) {
-              if (!(w[c / 64] >> (c % 64) & 1)) continue;
+              if (reported || !(w[c / 64] >> (c % 64) & 1)) continue;
               reported = true;
               keep({s, v, q, it, c});
               break;
             }
+            add(it);
           }
-        }
-        for (std::uint32_t q = g; q < e; ++q) {
-          const Transfer& x = t.transfers[received[q]];
-          for (std::uint32_t k = 0; k < x.payload_len; ++k) add(t.payload[x.payload_begin + k]);
         }
         g = e;
       }
@@ -770,9 +779,17 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     std::string term = d.elems() == 1
                            ? fmt::format("x{}", h.term)
                            : fmt::format("x{}.{}", h.term / d.elems(), h.term % d.elems());
-    ce.message = fmt::format("step {}: {} receives {} from {}, but it already holds {} (since {})",
-                             h.step, t.topology.label(x.dst), d.describe(h.item),
-                             t.topology.label(x.src), term, since(x.dst, h.term, h.step));
+    std::string when = since(x.dst, h.term, h.step);
+    ce.message =
+        when.empty()
+            ? fmt::format(
+                  "step {}: {} receives {} from {}, but {} comes twice in step {} (within "
+                  "one message, or in two messages of the step)",
+                  h.step, t.topology.label(x.dst), d.describe(h.item), t.topology.label(x.src),
+                  term, h.step)
+            : fmt::format("step {}: {} receives {} from {}, but it already holds {} (since {})",
+                          h.step, t.topology.label(x.dst), d.describe(h.item),
+                          t.topology.label(x.src), term, when);
     add_violation(r, o, std::move(ce));
   }
   r.violation_count += total - all.size();
@@ -785,17 +802,42 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
 // node must know of every node's entry. A message carries its sender's whole past, whatever its
 // data (empty messages included).
 CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
-  if (t.events.size() < t.transfers.size())  // every send must be there (a schedule file has none)
-    return not_checked("postcondition",
-                       "a barrier is judged by the order of sends and receives at each node, which "
-                       "only a run of a model records (schedule files do not carry it)");
+  // A schedule file records no events: its steps give the order. A transfer of step s is sent
+  // with what its sender knew before step s and received at step s (as the dataflow check reads
+  // steps), so every send of a step comes before every receive of it; a transfer marked never
+  // received is sent and not received.
+  std::vector<std::uint32_t> from_steps;
+  const std::vector<std::uint32_t>* events = &t.events;
+  if (t.events.size() < t.transfers.size()) {
+    if (!t.from_file || t.failure.kind != RunFailure::Kind::None) {
+      CheckResult r = make("postcondition");
+      r.verdict = Verdict::Unknown;
+      r.note = t.from_file ? "the schedule stopped early: its causal order is incomplete"
+                           : "the run recorded no order of sends and receives";
+      return r;
+    }
+    std::vector<std::uint8_t> lost(t.transfers.size(), 0);
+    for (auto i : t.unreceived)
+      if (i < lost.size()) lost[i] = 1;
+    auto order = t.ordered_transfers();
+    from_steps.reserve(2 * order.size());
+    for (std::size_t a = 0; a < order.size();) {
+      std::size_t b = a;
+      while (b < order.size() && t.transfers[order[b]].step == t.transfers[order[a]].step) ++b;
+      for (std::size_t k = a; k < b; ++k) from_steps.push_back(order[k] << 1);
+      for (std::size_t k = a; k < b; ++k)
+        if (!lost[order[k]]) from_steps.push_back((order[k] << 1) | 1);
+      a = b;
+    }
+    events = &from_steps;
+  }
   CheckResult r = make("postcondition");
   std::size_t p = t.topology.num_processors();
   std::size_t words = (p + 63) / 64;
   require_memory(sat_mul(sat_mul(p + t.transfers.size(), words), 8), "the barrier check");
   std::vector<std::uint64_t> know(p * words, 0), sent(t.transfers.size() * words, 0);
   for (std::size_t v = 0; v < p; ++v) know[v * words + v / 64] |= 1ULL << (v % 64);
-  for (std::uint32_t e : t.events) {
+  for (std::uint32_t e : *events) {
     std::uint32_t tid = e >> 1;
     const Transfer& x = t.transfers[tid];
     if ((e & 1) == 0) {
@@ -821,6 +863,10 @@ CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
         t.topology.label(static_cast<NodeId>(v)), list, missing.size(), p);
     add_violation(r, o, std::move(c));
   }
+  if (events == &from_steps)
+    r.note =
+        "causal order from the file's steps: a transfer carries what its sender knew before "
+        "its step";
   return r;
 }
 
@@ -908,11 +954,23 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
 }
 
 CheckResult check_steps(const Trace& t, const CheckOptions& o) {
-  if (!t.claimed_steps && !t.claimed_steps_real)
+  if (!t.claimed_steps && !t.claimed_steps_real && !t.recorded_steps && t.recorded_disagree.empty())
     return not_checked("steps", "the model claims no step count here");
   if (t.failure.kind != RunFailure::Kind::None)
     return not_checked("steps", "the run did not finish");
   CheckResult r = make("steps");
+  if (t.recorded_steps && *t.recorded_steps != static_cast<std::int64_t>(t.steps)) {
+    Counterexample c;
+    c.message = fmt::format("the file records \"steps\": {}, but its transfers take {} steps",
+                            *t.recorded_steps, t.steps);
+    add_violation(r, o, std::move(c));
+  }
+  for (const auto& m : t.recorded_disagree) {
+    Counterexample c;
+    c.message = "the file's recorded statistics disagree with its transfers: " + m;
+    add_violation(r, o, std::move(c));
+  }
+  if (!t.claimed_steps && !t.claimed_steps_real) return r;
   if (t.claimed_steps_real) {  // not a whole number, or beyond 2^53: it cannot hold
     Counterexample c;
     double v = *t.claimed_steps_real;
@@ -931,14 +989,56 @@ CheckResult check_steps(const Trace& t, const CheckOptions& o) {
   return r;
 }
 
+// The message-size claims (Trace::words_per_message, Trace::claimed_words) against the payloads:
+// an item is one word.
+void check_words(const Trace& t, const CheckOptions& o, CheckResult& r) {
+  for (auto i : t.ordered_transfers()) {
+    const Transfer& x = t.transfers[i];
+    std::string claim;
+    if (!t.claimed_words.empty() && t.claimed_words[i] != kNoWordsClaim &&
+        t.claimed_words[i] != x.payload_len)
+      claim = fmt::format("its \"words\" says {}", t.claimed_words[i]);
+    else if (t.words_per_message && x.payload_len > *t.words_per_message)
+      claim = fmt::format("the schedule claims at most {} word(s) per message (words_per_message)",
+                          *t.words_per_message);
+    if (claim.empty()) continue;
+    Counterexample c;
+    c.step = x.step;
+    c.nodes = {x.src, x.dst};
+    c.transfers = {i};
+    c.buffers.push_back({x.src, "sent", payload_to_string(t, x)});
+    c.message = fmt::format("step {}: transfer #{} ({} -> {}) carries {} word(s) {}, but {}",
+                            x.step, i, t.topology.label(x.src), t.topology.label(x.dst),
+                            x.payload_len, payload_to_string(t, x), claim);
+    add_violation(r, o, std::move(c));
+  }
+}
+
 CheckResult check_cost(const Trace& t, const CheckOptions& o) {
-  if (!t.claimed_ts) return not_checked("cost", "the model claims no cost formula here");
+  const bool words = t.words_per_message || !t.claimed_words.empty();
+  if (!t.claimed_ts && !t.recorded_ts && !words)
+    return not_checked("cost", "the model claims no cost formula here");
   if (t.failure.kind != RunFailure::Kind::None)
     return not_checked("cost", "the run did not finish");
   CheckResult r = make("cost");
+  if (words) {
+    check_words(t, o, r);
+    if (t.words_per_message)
+      r.note =
+          fmt::format("message size judged: at most {} word(s) per message", *t.words_per_message);
+  }
   auto near = [](double a, double b) {
     return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
   };
+  auto f = [](double x) { return number_text(x); };
+  if (t.recorded_ts && !(near(t.cost_ts, *t.recorded_ts) && near(t.cost_tw, *t.recorded_tw))) {
+    Counterexample c;
+    c.message = fmt::format(
+        "the file records \"cost\": {} ts + {} tw*m, but its transfers cost {} ts + {} tw*m",
+        f(*t.recorded_ts), f(*t.recorded_tw), f(t.cost_ts), f(t.cost_tw));
+    add_violation(r, o, std::move(c));
+  }
+  if (!t.claimed_ts) return r;
   auto within = [&](double got, double bound) {
     return got <= bound + 1e-6 * std::max(1.0, bound);
   };
@@ -946,7 +1046,6 @@ CheckResult check_cost(const Trace& t, const CheckOptions& o) {
                               : near(t.cost_ts, *t.claimed_ts) && near(t.cost_tw, *t.claimed_tw);
   if (!holds) {
     Counterexample c;
-    auto f = [](double x) { return number_text(x); };
     c.message = fmt::format("the run costs {} ts + {} tw*m; the model claims {}{} ts + {} tw*m",
                             f(t.cost_ts), f(t.cost_tw), t.cost_at_most ? "at most " : "",
                             f(*t.claimed_ts), f(*t.claimed_tw));

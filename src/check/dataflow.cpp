@@ -10,7 +10,10 @@
 //             (backtracking over the smallest uncovered contribution, budgeted);
 //   ordered:  the item's sequence as a concatenation of held sequences (word-break DP; a
 //             budgeted search when a contribution repeats, so no occurrence is used twice);
-//   fingerprint: membership only; a combination cannot be decomposed (not checked).
+//   fingerprint: a run's items: membership only (a combination cannot be decomposed; not
+//             checked). A schedule file's items (Trace::from_file): a sum of held values, each
+//             held occurrence used at most once (meet in the middle over the node's held values,
+//             budgeted): equal 64-bit sums, so probabilistic, and blind to overlapping parts.
 #include "check/dataflow.hpp"
 
 #include <algorithm>
@@ -233,7 +236,17 @@ class Analyzer {
       }
       return Outcome::Derived;
     }
-    if (!d_.inspectable()) return Outcome::Undecidable;
+    if (!d_.inspectable()) {
+      if (!t_.from_file) return Outcome::Undecidable;
+      parts_.clear();
+      Outcome r = held_sum(it);
+      if (r == Outcome::Derived && out) {
+        out->parts.clear();
+        for (auto i : parts_) out->parts.push_back(held_[i].ref);
+        out->found = true;
+      }
+      return r;
+    }
     parts_.clear();
     if (d_.kind() == DomainKind::Exact && made_of_held(it)) {
       if (out) {
@@ -403,6 +416,45 @@ class Analyzer {
     return false;
   }
 
+  // ---- fingerprint (schedule files): a sum of held values ----
+  // Whether `target` is the sum (mod 2^64, as the fingerprint domain combines) of some of the
+  // held values, each occurrence used at most once: both halves of the held values are
+  // enumerated and one half's sums looked up for the other's. Decided exactly when the 2^(k/2)
+  // sums of each half fit in the budget; otherwise out of budget (never a pass).
+  Outcome held_sum(Item target) {
+    std::vector<std::uint32_t> idx;
+    for (std::uint32_t i = 0; i < held_.size(); ++i)
+      if (held_[i].item != 0) idx.push_back(i);
+    const std::size_t k = idx.size(), a = k / 2, b = k - a;
+    if (k > 40) return Outcome::OutOfBudget;
+    const std::uint64_t cost = (1ULL << a) + (1ULL << b);
+    if (cost > item_budget_now() || cost > total_budget_) return Outcome::OutOfBudget;
+    total_budget_ -= cost;
+    std::vector<std::pair<Item, std::uint64_t>> left(1ULL << a);
+    for (std::uint64_t m = 0; m < left.size(); ++m) {
+      Item sum = 0;
+      for (std::size_t q = 0; q < a; ++q)
+        if (m >> q & 1) sum += held_[idx[q]].item;
+      left[m] = {sum, m};
+    }
+    std::sort(left.begin(), left.end());
+    for (std::uint64_t m = 0; m < (1ULL << b); ++m) {
+      Item sum = 0;
+      for (std::size_t q = 0; q < b; ++q)
+        if (m >> q & 1) sum += held_[idx[a + q]].item;
+      Item need = target - sum;
+      auto f = std::lower_bound(left.begin(), left.end(), std::make_pair(need, std::uint64_t{0}));
+      if (f == left.end() || f->first != need) continue;
+      for (std::size_t q = 0; q < a; ++q)
+        if (f->second >> q & 1) parts_.push_back(idx[q]);
+      for (std::size_t q = 0; q < b; ++q)
+        if (m >> q & 1) parts_.push_back(idx[a + q]);
+      return Outcome::Derived;
+    }
+    return Outcome::NotDerivable;
+  }
+  std::uint64_t item_budget_now() const { return o_.dataflow_item_budget; }
+
   // ---- ordered: a concatenation of held sequences ----
   bool matches_at(const std::vector<std::uint32_t>& seq, std::size_t i,
                   std::span<const std::uint32_t> hs) {
@@ -495,7 +547,9 @@ class Analyzer {
 
   // Why an item is not derivable, in the words of its contributions.
   std::string why_not(Item it) {
-    if (!d_.inspectable()) return "";
+    if (!d_.inspectable())
+      return t_.from_file ? ": no sum of the values it holds, each used at most once, equals it"
+                          : "";
     std::vector<std::uint32_t> have;
     for (const auto& h : held_) {
       if (h.item == 0) continue;
@@ -588,7 +642,12 @@ class Analyzer {
           "items)",
           out_of_budget_));
     }
-    if (d_.kind() == DomainKind::Fingerprint) {
+    if (d_.kind() == DomainKind::Fingerprint && t_.from_file) {
+      notes.push_back(
+          "fingerprint domain: each item sent or kept is its node's held value or a sum of held "
+          "values, each used once (equal 64-bit sums: probabilistic; overlapping parts are not "
+          "seen: run the exact domain for that)");
+    } else if (d_.kind() == DomainKind::Fingerprint) {
       if (undecidable_) {
         if (r.verdict == Verdict::Pass) r.verdict = Verdict::NotChecked;
         notes.push_back(fmt::format(

@@ -180,6 +180,9 @@ int main(int argc, char** argv) {
   ver->add_option("--json", ver_opts.json_file, "write the report as JSON (- = stdout)");
   ver->add_option("--junit", ver_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   ver->add_flag("--quiet", ver_opts.quiet, "print only the summary line");
+  ver->add_flag("--strict", ver_opts.strict,
+                "judge by the collective's own rules whatever the file or model declares: MPI's "
+                "positional layout, operands in rank order (a non-commutative operator)");
   ver->add_flag("--runs", ver_opts.runs_table,
                 "one line per run and every failing run in full, instead of one line per model "
                 "and family");

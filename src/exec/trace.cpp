@@ -229,6 +229,15 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   }
   j["per_step"] = std::move(steps);
   j["transfer_count"] = t.transfers.size();
+  // The message size the schedule keeps to: the largest message, in words (an item each), or
+  // the schedule's own claim when it has one.
+  if (t.words_per_message) {
+    j["words_per_message"] = *t.words_per_message;
+  } else if (!t.transfers.empty()) {
+    std::uint32_t largest = 0;
+    for (const Transfer& x : t.transfers) largest = std::max<std::uint32_t>(largest, x.payload_len);
+    j["words_per_message"] = largest;
+  }
   if (max_transfers == 0 || t.transfers.size() <= max_transfers) {
     json xs = json::array();
     std::vector<std::uint8_t> lost(t.transfers.size(), 0);
@@ -244,7 +253,9 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
                     {"dst", x.dst},
                     {"route", t.route(x)},
                     {"items", std::move(items)},
-                    {"words", x.payload_len},
+                    {"words", !t.claimed_words.empty() && t.claimed_words[i] != kNoWordsClaim
+                                  ? t.claimed_words[i]
+                                  : x.payload_len},
                     {"line", x.line}});
       if (lost[i]) xs.back()["received"] = false;
     }

@@ -55,6 +55,8 @@ struct StepStats {
   std::uint32_t max_link_transfers = 0;
 };
 
+inline constexpr std::uint32_t kNoWordsClaim = 0xFFFFFFFFu;
+
 struct Trace {
   std::string model_name, model_file;
   Collective collective = Collective::Allreduce;
@@ -102,6 +104,24 @@ struct Trace {
   // The claims are bounds (`steps at most`, `cost at most`): the run may take fewer steps, or
   // cost at most the claimed ts and tw coefficients.
   bool steps_at_most = false, cost_at_most = false;
+
+  // Read from a schedule file (trace_from_json): its payloads and final buffers are claims, and
+  // the dataflow check decides fingerprint items by searching sums of held values (a run's own
+  // values are made of what the node holds by construction).
+  bool from_file = false;
+  // Message size (docs/trace-format.md): the claim that no transfer carries more than this many
+  // words (an item is one word: a reduction value, an element), and per transfer (indexed like
+  // transfers; empty when no transfer claims one) the words it claims to carry, kNoWordsClaim
+  // where it claims nothing. The cost check judges both against the payloads.
+  std::optional<std::uint64_t> words_per_message;
+  std::vector<std::uint32_t> claimed_words;
+  // The step count and cost a schedule file recorded (`steps`, `cost`): claims about its
+  // transfers, judged by the steps and cost checks.
+  std::optional<std::int64_t> recorded_steps;
+  std::optional<double> recorded_ts, recorded_tw;
+  // Other statistics the file recorded (`transfer_count`, `per_step`) where they disagree with
+  // its transfers, each with its JSON path: the steps check reports them.
+  std::vector<std::string> recorded_disagree;
 
   std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }
   // Transfer indices sorted by (step, src, dst, issue order): the order people read schedules in.

@@ -1,7 +1,9 @@
 // Reading a Trace back from JSON (see trace.hpp, trace_from_json).
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 
@@ -34,6 +36,20 @@ class Reader {
     if (!j.is_object() || !j.contains(key)) fail(where, fmt::format("missing \"{}\"", key));
     return j.at(key);
   }
+  // Every key of object j must be one of `keys`: a misspelt key would switch a claim off
+  // silently. `where` is the object's JSON path ("" for the top level).
+  void known_keys(const nlohmann::json& j, std::initializer_list<const char*> keys,
+                  const std::string& where) const {
+    if (!j.is_object()) return;
+    for (const auto& [k, v] : j.items()) {
+      (void)v;
+      if (std::any_of(keys.begin(), keys.end(), [&](const char* n) { return k == n; })) continue;
+      std::string list;
+      for (const char* n : keys) list += (list.empty() ? "" : ", ") + std::string(n);
+      fail(where.empty() ? printable(k) : where + "." + printable(k),
+           fmt::format("unknown key (known here: {})", list));
+    }
+  }
   std::string str(const nlohmann::json& j, const char* key, const std::string& where) const {
     const auto& v = field(j, key, where);
     if (!v.is_string()) fail(where + "." + key, "expected a string");
@@ -42,7 +58,9 @@ class Reader {
   std::uint64_t uint(const nlohmann::json& j, const char* key, const std::string& where,
                      std::uint64_t max = std::numeric_limits<std::uint32_t>::max()) const {
     const auto& v = field(j, key, where);
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max)
+    // A whole number written as such (a writer may store small ones signed); not 3.0 or -1.
+    bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+    if (!whole || v.get<std::uint64_t>() > max)
       fail(where + "." + key, fmt::format("expected a whole number from 0 to {}", max));
     return v.get<std::uint64_t>();
   }
@@ -157,9 +175,41 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
                            std::uint64_t max_memory) {
   Reader r(source, max_memory);
   if (!j.is_object()) r.fail("top level", "expected a JSON object");
+  // Every key is known: a misspelt one would switch a claim off. `expect` and `note` are free
+  // annotations (a test's expected verdict, a comment) that collv does not read.
+  r.known_keys(j,
+               {"model",
+                "file",
+                "collective",
+                "topology",
+                "p",
+                "domain",
+                "elements",
+                "operator",
+                "nodup",
+                "layout",
+                "count",
+                "source",
+                "q",
+                "port",
+                "steps",
+                "cost",
+                "claimed",
+                "per_step",
+                "transfer_count",
+                "transfers",
+                "final",
+                "failure",
+                "words_per_message",
+                "expect",
+                "note"},
+               "");
   Trace t;
-  t.model_name =
-      j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : "imported";
+  t.from_file = true;
+  t.model_name = j.contains("model") ? r.str(j, "model", "top level") : "imported";
+  if (j.contains("file")) (void)r.str(j, "file", "top level");
+  for (const char* key : {"expect", "note"})
+    if (j.contains(key)) (void)r.str(j, key, "top level");
   t.model_file = source;
   auto coll = collective_from_name(r.str(j, "collective", "top level"));
   if (!coll) r.fail("collective", "unknown collective");
@@ -246,6 +296,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("claimed")) {
     const auto& c = j["claimed"];
     if (!c.is_object()) r.fail("claimed", "expected an object");
+    r.known_keys(c, {"steps", "cost", "steps_at_most", "cost_at_most"}, "claimed");
     if (c.contains("steps")) {
       const auto& s = c["steps"];
       // A whole number; JSON writers may write it as 3.0. Checked before conversion: a double
@@ -258,6 +309,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     }
     if (c.contains("cost")) {
       const auto& k = c["cost"];
+      r.known_keys(k, {"ts", "tw"}, "claimed.cost");
       auto coef = [&](const char* key) {
         if (!k.is_object() || !k.contains(key) || !k[key].is_number() ||
             !std::isfinite(k[key].get<double>()))
@@ -273,6 +325,27 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       (std::string(key) == "steps_at_most" ? t.steps_at_most : t.cost_at_most) = c[key].get<bool>();
     }
   }
+  // The statistics a writer recorded (`steps`, `cost`): claims about the transfers below, judged
+  // by the steps and cost checks.
+  if (j.contains("steps")) {
+    const auto& s = j["steps"];
+    double v = s.is_number() ? s.get<double>() : -1;
+    if (!s.is_number() || !(v >= 0 && v <= 9.0e15) || v != std::floor(v))
+      r.fail("steps", "expected a whole number from 0 to 9e15");
+    t.recorded_steps = static_cast<std::int64_t>(v);
+  }
+  if (j.contains("cost")) {
+    const auto& k = j["cost"];
+    if (!k.is_object()) r.fail("cost", "expected an object {\"ts\", \"tw\"}");
+    r.known_keys(k, {"ts", "tw"}, "cost");
+    for (const char* key : {"ts", "tw"})
+      if (!k.contains(key) || !k[key].is_number() || !std::isfinite(k[key].get<double>()))
+        r.fail(fmt::format("cost.{}", key), "expected a finite number");
+    t.recorded_ts = k["ts"].get<double>();
+    t.recorded_tw = k["tw"].get<double>();
+  }
+  if (j.contains("words_per_message"))
+    t.words_per_message = r.uint(j, "words_per_message", "top level", 0xFFFFFFFFull);
   if (!j.contains("transfers"))
     r.fail("top level", "no \"transfers\" (the trace was written without them: too many to list?)");
   const auto& xs = j["transfers"];
@@ -295,6 +368,8 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   for (std::size_t k = 0; k < xs.size(); ++k) {
     std::string where = fmt::format("transfers[{}]", k);
     const auto& x = xs[k];
+    if (!x.is_object()) r.fail(where, "expected an object");
+    r.known_keys(x, {"step", "src", "dst", "route", "items", "words", "line", "received"}, where);
     Transfer tr{};
     tr.step = static_cast<std::uint32_t>(r.uint(x, "step", where));
     if (tr.step == 0) r.fail(where + ".step", "steps count from 1");
@@ -303,16 +378,38 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     if (tr.src >= p || tr.dst >= p)
       r.fail(where,
              fmt::format("a node id is not a processor of {} (0 .. {})", t.topology.spec(), p - 1));
+    if (tr.src == tr.dst)
+      r.fail(where,
+             fmt::format("node {} sends to itself (a transfer joins two different nodes)", tr.src));
+    if (x.contains("route")) {
+      // collv routes a transfer by the topology's own route; a file that says another is refused
+      // rather than judged on a route it did not take.
+      const auto& rt = x["route"];
+      std::vector<NodeId> want = t.topology.route(tr.src, tr.dst);
+      bool same = rt.is_array() && rt.size() == want.size();
+      for (std::size_t h = 0; same && h < want.size(); ++h)
+        same = rt[h].is_number_unsigned() && rt[h].get<std::uint64_t>() == want[h];
+      if (!same)
+        r.fail(
+            where + ".route",
+            fmt::format("{} is not the route of {} -> {} on {}: {} (collv judges transfers on "
+                        "the topology's own routes)",
+                        rt.dump(), tr.src, tr.dst, t.topology.spec(), nlohmann::json(want).dump()));
+    }
     Buffer b = r.buffer(r.field(x, "items", where), *t.domain, where + ".items");
     if (b.size() > 0xFFFF) r.fail(where, "more than 65535 items (the message size limit)");
     if (t.payload.size() + b.size() > 0xFFFFFFFFull)
       throw LimitError(source + ": the transfers carry more than 2^32-1 items in all");
     tr.payload_begin = static_cast<std::uint32_t>(t.payload.size());
     tr.payload_len = static_cast<std::uint16_t>(b.size());
-    tr.line = x.contains("line") && x["line"].is_number_unsigned()
-                  ? static_cast<std::uint16_t>(
-                        std::min<std::uint64_t>(x["line"].get<std::uint64_t>(), 0xFFFF))
-                  : 0;
+    tr.line = x.contains("line") ? static_cast<std::uint16_t>(std::min<std::uint64_t>(
+                                       r.uint(x, "line", where, UINT64_MAX), 0xFFFF))
+                                 : 0;
+    if (x.contains("words")) {
+      // A claim about the message's size, judged by the cost check against the items.
+      if (t.claimed_words.empty()) t.claimed_words.assign(xs.size(), kNoWordsClaim);
+      t.claimed_words[k] = static_cast<std::uint32_t>(r.uint(x, "words", where, kNoWordsClaim - 1));
+    }
     if (x.contains("received")) {
       if (!x["received"].is_boolean()) r.fail(where + ".received", "expected true or false");
       if (!x["received"].get<bool>())
@@ -325,10 +422,23 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("final")) {
     const auto& fs = j["final"];
     if (!fs.is_array()) r.fail("final", "expected an array");
+    std::vector<std::uint8_t> seen_final(p, 0);
     for (std::size_t k = 0; k < fs.size(); ++k) {
       std::string where = fmt::format("final[{}]", k);
+      if (!fs[k].is_object()) r.fail(where, "expected an object");
+      r.known_keys(fs[k], {"node", "label", "output"}, where);
       auto v = r.uint(fs[k], "node", where);
       if (v >= p) r.fail(where + ".node", "not a processor");
+      if (seen_final[v])
+        r.fail(where + ".node", fmt::format("node {} is listed twice in \"final\"", v));
+      seen_final[v] = 1;
+      if (fs[k].contains("label")) {
+        std::string label = r.str(fs[k], "label", where);
+        if (label != t.topology.label(static_cast<NodeId>(v)))
+          r.fail(where + ".label",
+                 fmt::format("node {} of {} is '{}', not '{}'", v, t.topology.spec(),
+                             t.topology.label(static_cast<NodeId>(v)), printable(label)));
+      }
       t.final_output[v] = r.buffer(r.field(fs[k], "output", where), *t.domain, where + ".output");
     }
   }
@@ -336,6 +446,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("failure")) {
     const auto& f = j["failure"];
     if (!f.is_object()) r.fail("failure", "expected an object");
+    r.known_keys(f, {"kind", "message", "waiting", "cycle", "cycle_closed"}, "failure");
     static const char* names[] = {"none", "deadlock", "step-limit", "op-limit", "runtime-error"};
     if (f.contains("kind")) {
       std::string kind = r.str(f, "kind", "failure");
@@ -371,6 +482,45 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     nodes("waiting", t.failure.waiting);
   }
   t.compute_stats();
+  // `p` restates the topology's processor count (checked last: the limits above come first).
+  if (j.contains("p") && r.uint(j, "p", "top level", UINT64_MAX) != p)
+    r.fail("p", fmt::format("the file says {} processors; {} has {}", j["p"].dump(),
+                            t.topology.spec(), p));
+  // The statistics a writer listed per step and in all are claims about the transfers: each
+  // disagreement is kept for the steps check (Trace::recorded_disagree).
+  if (j.contains("transfer_count") &&
+      r.uint(j, "transfer_count", "top level", UINT64_MAX) != t.transfers.size())
+    t.recorded_disagree.push_back(
+        fmt::format("transfer_count: the file says {} but lists {} transfers",
+                    j["transfer_count"].dump(), t.transfers.size()));
+  if (j.contains("per_step")) {
+    const auto& ps = j["per_step"];
+    if (!ps.is_array()) r.fail("per_step", "expected an array");
+    if (ps.size() != t.per_step.size())
+      t.recorded_disagree.push_back(fmt::format(
+          "per_step: {} entries, but the transfers take {} steps", ps.size(), t.per_step.size()));
+    for (std::size_t s = 0; s < ps.size(); ++s) {
+      std::string where = fmt::format("per_step[{}]", s);
+      r.known_keys(ps[s], {"step", "transfers", "max_link_items", "max_link_transfers"}, where);
+      if (s >= t.per_step.size()) {
+        (void)r.uint(ps[s], "step", where, UINT64_MAX);
+        continue;
+      }
+      const StepStats& st = t.per_step[s];
+      std::pair<const char*, std::uint64_t> want[] = {
+          {"step", s + 1},
+          {"transfers", st.transfers},
+          {"max_link_items", st.max_link_items},
+          {"max_link_transfers", st.max_link_transfers}};
+      for (const auto& [key, value] : want)
+        if (ps[s].contains(key) && r.uint(ps[s], key, where, UINT64_MAX) != value &&
+            t.recorded_disagree.size() < 8)
+          t.recorded_disagree.push_back(
+              fmt::format("{}.{}: the file says {} but its transfers "
+                          "give {}",
+                          where, key, ps[s][key].dump(), value));
+    }
+  }
   return t;
 }
 
