@@ -241,7 +241,7 @@ TEST_CASE("SCCL JSON: instance.chunks chunks the collective up as msccl-tools do
   CHECK(f.count("postcondition"));
 }
 
-TEST_CASE("SCCL JSON: output_map is a set; a wrong one fails attributes", "[import][sccl]") {
+TEST_CASE("SCCL JSON: output_map is a set, a wrong one fails attributes", "[import][sccl]") {
   json ok = allgather3();
   json shuffled = ok;
   shuffled["output_map"]["1"] = {2, 0, 1, 1};

@@ -109,7 +109,7 @@ TEST_CASE("steps floor(log2(p)) + 2 is evaluated and checked at every size", "[l
   CHECK(s.violations.at(0).message == "the run takes 5 steps; the model claims 6");
 }
 
-TEST_CASE("a step claim that is not a whole number fails; it is never rounded", "[lang][claims]") {
+TEST_CASE("a step claim that is not a whole number fails, it is never rounded", "[lang][claims]") {
   // p - 3/5 on ring:5 is 4.4, and the ring allgather takes p - 1 = 4 steps: rounding would pass.
   Model m = parse_model_file(kRoot + "/models/allgather_ring.coll");
   m.header.steps = std::move(parse_model(header_only("  steps p - 3/5\n"), "h.coll").header.steps);
@@ -243,7 +243,7 @@ TEST_CASE("header functions and the conditional", "[lang][claims]") {
   CHECK(eval_error("sqrt(0 - p)", {{"p", 2}}).find("sqrt(-2) is undefined") != std::string::npos);
 }
 
-TEST_CASE("the conditional needs else; header-only functions stay out of procedures",
+TEST_CASE("the conditional needs else, header-only functions stay out of procedures",
           "[lang][claims]") {
   CHECK(load_error(header_only("  steps if p = 1 then 0\n")).find("expected 'else'") !=
         std::string::npos);

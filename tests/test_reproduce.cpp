@@ -25,7 +25,7 @@ TEST_CASE("Table 1 agrees with collv's topologies", "[reproduce]") {
   CHECK(s.find("0 disagreements") != std::string::npos);
 }
 
-TEST_CASE("Table 2: collv's step counts agree; the paper's Tseng entry for n = 8 does not",
+TEST_CASE("Table 2: collv's step counts agree, the paper's Tseng entry for n = 8 does not",
           "[reproduce]") {
   ReproduceOptions o;
   o.what = "table2";

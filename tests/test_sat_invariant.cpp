@@ -139,7 +139,7 @@ TEST_CASE("invariant: the general single-port all-reduce on star:5 is built unde
   CHECK(r.attempts[0].reason.find("refused") != std::string::npos);
 }
 
-TEST_CASE("invariant: unsat is not a lower bound; the CNF says so and its proof checks",
+TEST_CASE("invariant: unsat is not a lower bound, the CNF says so and its proof checks",
           "[sat][invariant]") {
   fs::path d = test::unique_temp("collv_test_sat_invariant");
   fs::remove_all(d);
@@ -311,7 +311,7 @@ TEST_CASE("cubes: cube and conquer gives the one-solve answers", "[sat][cubes]")
   }
 }
 
-TEST_CASE("cubes: a timeout says how many cubes were refuted; no proof; z3 refused",
+TEST_CASE("cubes: a timeout says how many cubes were refuted, no proof, z3 refused",
           "[sat][cubes]") {
   fs::path d = test::unique_temp("collv_test_cubes");
   SynthOptions o = cadical("allgather", "star:4", 5, "");

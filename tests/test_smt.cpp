@@ -292,7 +292,7 @@ TEST_CASE("smt engine: size cap refuses before building, verdict unknown", "[smt
   CHECK(verdict_of(rs, "cost") == Verdict::NotChecked);
 }
 
-TEST_CASE("synth: hypercube:3 gossip is impossible in 2 steps, possible in 3; ring:8 needs 4",
+TEST_CASE("synth: hypercube:3 gossip is impossible in 2 steps, possible in 3, ring:8 needs 4",
           "[smt]") {
   CHECK(synth("allgather", "hypercube:3", 2).answer == smt::Answer::Unsat);
   auto r = synth("allgather", "hypercube:3", 3);
@@ -346,7 +346,7 @@ TEST_CASE("synth: least gossip time equals exhaustive search on tiny graphs", "[
   }
 }
 
-TEST_CASE("lemmas: Theorem 2's claim holds for n = 3..7 and symbolic n; false variants are refuted",
+TEST_CASE("lemmas: Theorem 2's claim holds for n = 3..7 and symbolic n, false variants are refuted",
           "[smt]") {
   smt::Limits lim{20000, 1000000};
   for (int n = 3; n <= 7; ++n) {

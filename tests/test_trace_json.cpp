@@ -432,7 +432,8 @@ TEST_CASE("nodup sees inside a message and a received buffer", "[trace][issue21]
   CHECK(named(check_trace(mt, {}), "nodup").verdict == Verdict::Fail);
 }
 
-TEST_CASE("--strict imposes the collective's rules; a loosened pass says so", "[trace][issue21]") {
+TEST_CASE("verify --strict imposes the collective's rules, a loosened pass says so",
+          "[trace][issue21]") {
   // An allgather with two blocks swapped at node 0, declared `layout any`.
   auto ag = nlohmann::json::parse(R"({"collective": "allgather", "topology": "complete:2",
     "domain": "exact", "layout": "any",
