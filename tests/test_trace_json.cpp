@@ -171,7 +171,7 @@ TEST_CASE("fingerprint schedule files are replayed: no transfers or constant pay
   none.erase("cost");
   none.erase("words_per_message");
   Trace t = trace_from_json(none, "none.json");
-  const CheckResult& df = named(check_trace(t, {}), "dataflow");
+  const CheckResult df = named(check_trace(t, {}), "dataflow");
   CHECK(df.verdict == Verdict::Fail);
   REQUIRE(!df.violations.empty());
   CHECK(df.violations[0].message.find("no sum of the values it holds") != std::string::npos);
@@ -236,7 +236,7 @@ TEST_CASE("barrier files are judged by causal order from their steps", "[trace][
   CHECK(verify_file(good, out) == 0);
   // One message 0 -> 1 is no barrier.
   auto one = barrier_file(8, {{1, 0, 1}});
-  const CheckResult& pc = named(check_trace(trace_from_json(one, "one.json"), {}), "postcondition");
+  const CheckResult pc = named(check_trace(trace_from_json(one, "one.json"), {}), "postcondition");
   CHECK(pc.verdict == Verdict::Fail);
   CHECK(pc.violation_count == 8);
   CHECK(verify_file(one, out) == 1);
@@ -390,7 +390,7 @@ TEST_CASE("nodup sees inside a message and a received buffer", "[trace][issue21]
   // One item twice in one message.
   auto twice = base;
   twice["transfers"][0]["items"] = {"x0", "x0"};
-  const CheckResult& r = named(check_trace(trace_from_json(twice, "n.json"), {}), "nodup");
+  const CheckResult r = named(check_trace(trace_from_json(twice, "n.json"), {}), "nodup");
   CHECK(r.verdict == Verdict::Fail);
   REQUIRE(!r.violations.empty());
   CHECK(r.violations[0].message.find("comes twice in step 1") != std::string::npos);

@@ -596,18 +596,14 @@ class HeaderEval {
       : env_(env), what_(what), t_(t), work_(work) {}
 
   HVal eval(const Expr& e) const {
-    if (++work_ > kMaxWork)
-      fail(e, "the formula needs more than " + std::to_string(kMaxWork) +
-                  " operations to evaluate (a sum of too many large terms?)");
+    if (++work_ > kMaxWork) too_much_work(e);
     switch (e.kind) {
       case ExprKind::Number:
         return HVal::of(Rational(BigInt(e.value)));
       case ExprKind::Name: {
         auto it = env_.find(e.name);
         if (it != env_.end()) return it->second;
-        std::string why = t_ ? undefined_on(e.name, *t_) : "";
-        fail(e, "'" + e.name + "' is not defined " +
-                    (t_ ? "on " + t_->spec() + (why.empty() ? "" : ": " + why) : "here"));
+        undefined_name(e);
       }
       case ExprKind::Unary: {
         HVal a = eval(*e.args[0]);
@@ -633,6 +629,16 @@ class HeaderEval {
  private:
   [[noreturn]] void fail(const Expr& e, const std::string& msg) const {
     throw ModelError(e.loc, what_ + ": " + msg);
+  }
+  // eval's error paths, out of line to keep its recursive frame small (see combine).
+  [[noreturn, gnu::noinline]] void too_much_work(const Expr& e) const {
+    fail(e, "the formula needs more than " + std::to_string(kMaxWork) +
+                " operations to evaluate (a sum of too many large terms?)");
+  }
+  [[noreturn, gnu::noinline]] void undefined_name(const Expr& e) const {
+    std::string why = t_ ? undefined_on(e.name, *t_) : "";
+    fail(e, "'" + e.name + "' is not defined " +
+                (t_ ? "on " + t_->spec() + (why.empty() ? "" : ": " + why) : "here"));
   }
   static std::string num(const HVal& x) {
     if (x.exact && x.r.is_integer() && x.r.bits() <= 64) return x.r.str();
@@ -724,6 +730,13 @@ class HeaderEval {
     if (e.op == Op::Or)
       return HVal::truth(!eval(*e.args[0]).is_zero() || !eval(*e.args[1]).is_zero());
     HVal x = eval(*e.args[0]), y = eval(*e.args[1]);
+    return combine(e, x, y);
+  }
+
+  // Out of line so that the recursion through eval and binary keeps small frames: a 999-term sum
+  // is a chain 999 deep, and this body's temporaries (under AddressSanitizer each has a slot of
+  // its own) would otherwise sit in every frame of the chain.
+  [[gnu::noinline]] HVal combine(const Expr& e, const HVal& x, const HVal& y) const {
     bool ex = x.exact && y.exact;
     switch (e.op) {
       case Op::Add:
