@@ -41,8 +41,8 @@ class Reader {
   void known_keys(const nlohmann::json& j, std::initializer_list<const char*> keys,
                   const std::string& where) const {
     if (!j.is_object()) return;
-    for (const auto& [k, v] : j.items()) {
-      (void)v;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();  // not a structured binding: clang 14 cannot capture one
       if (std::any_of(keys.begin(), keys.end(), [&](const char* n) { return k == n; })) continue;
       std::string list;
       for (const char* n : keys) list += (list.empty() ? "" : ", ") + std::string(n);
