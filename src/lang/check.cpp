@@ -605,16 +605,8 @@ class HeaderEval {
         if (it != env_.end()) return it->second;
         undefined_name(e);
       }
-      case ExprKind::Unary: {
-        HVal a = eval(*e.args[0]);
-        if (e.op == Op::Neg) {
-          if (!a.exact) return HVal::inexact(-a.approx);
-          a.r.num = -a.r.num;
-          return a;
-        }
-        if (e.op == Op::Not) return HVal::truth(a.is_zero());
-        return from_i64(e, ~whole(e, a, "NOT"));
-      }
+      case ExprKind::Unary:
+        return unary(e);
       case ExprKind::Cond:
         return !eval(*e.args[0]).is_zero() ? eval(*e.args[1]) : eval(*e.args[2]);
       case ExprKind::Binary:
@@ -629,6 +621,16 @@ class HeaderEval {
  private:
   [[noreturn]] void fail(const Expr& e, const std::string& msg) const {
     throw ModelError(e.loc, what_ + ": " + msg);
+  }
+  [[gnu::noinline]] HVal unary(const Expr& e) const {  // out of line: see combine
+    HVal a = eval(*e.args[0]);
+    if (e.op == Op::Neg) {
+      if (!a.exact) return HVal::inexact(-a.approx);
+      a.r.num = -a.r.num;
+      return a;
+    }
+    if (e.op == Op::Not) return HVal::truth(a.is_zero());
+    return from_i64(e, ~whole(e, a, "NOT"));
   }
   // eval's error paths, out of line to keep its recursive frame small (see combine).
   [[noreturn, gnu::noinline]] void too_much_work(const Expr& e) const {
@@ -785,7 +787,7 @@ class HeaderEval {
     }
   }
 
-  HVal call(const Expr& e) const {
+  [[gnu::noinline]] HVal call(const Expr& e) const {  // out of line: see combine
     if (e.name == "sum") {
       HVal lo = eval(*e.args[1]), hi = eval(*e.args[2]);
       std::int64_t a = whole(e, lo, "sum"), b = whole(e, hi, "sum");
