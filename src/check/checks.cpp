@@ -49,14 +49,6 @@ void add_violation(CheckResult& r, const CheckOptions& o, Counterexample c) {
   if (r.violations.size() < o.max_violations) r.violations.push_back(std::move(c));
 }
 
-CheckResult not_checked(const char* name, std::string why) {
-  CheckResult r;
-  r.name = name;
-  r.verdict = Verdict::NotChecked;
-  r.note = std::move(why);
-  return r;
-}
-
 std::string xfer_text(const Trace& t, const Transfer& x) {
   return fmt::format("{} -> {} {}", t.topology.label(x.src), t.topology.label(x.dst),
                      payload_to_string(t, x));
@@ -184,6 +176,14 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       break;
   }
   return out;
+}
+
+CheckResult not_checked(const char* name, std::string why) {
+  CheckResult r;
+  r.name = name;
+  r.verdict = Verdict::NotChecked;
+  r.note = std::move(why);
+  return r;
 }
 
 CheckResult check_single_port(const Trace& t, const CheckOptions& o) {

@@ -24,14 +24,6 @@ const char* msccl_runtime_name(MscclRuntime r) {
 
 namespace {
 
-CheckResult not_checked(const char* name, std::string note) {
-  CheckResult r;
-  r.name = name;
-  r.verdict = Verdict::NotChecked;
-  r.note = std::move(note);
-  return r;
-}
-
 // The loading limits of the two runtimes (docs/formats.md cites each constant's source).
 struct RuntimeLimits {
   const char* name;
