@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "import/import.hpp"
+#include "import_util.hpp"
 #include "util/error.hpp"
 
 using namespace collv;
@@ -21,18 +22,8 @@ namespace {
 const std::string kGoal = COLLV_SOURCE_DIR + "/../shared/data/schedules/goal/";
 const std::string kMutants = COLLV_SOURCE_DIR + "/tests/data/import/";
 
-std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
-  std::map<std::string, CheckResult> out;
-  for (const auto& r : check_imported(s, CheckOptions{})) out[r.name] = r;
-  return out;
-}
-
-std::set<std::string> failing(const ImportedSchedule& s) {
-  std::set<std::string> out;
-  for (const auto& r : check_imported(s, CheckOptions{}))
-    if (r.verdict == Verdict::Fail) out.insert(r.name);
-  return out;
-}
+using test::failing;
+using test::results;
 
 std::string error_of(const std::string& text) {
   try {

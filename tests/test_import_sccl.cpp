@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "import/import.hpp"
+#include "import_util.hpp"
 #include "util/error.hpp"
 
 using namespace collv;
@@ -19,17 +20,10 @@ using nlohmann::json;
 
 namespace {
 
-std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
-  std::map<std::string, CheckResult> out;
-  for (const auto& r : check_imported(s, CheckOptions{})) out[r.name] = r;
-  return out;
-}
+using test::results;
 
 std::set<std::string> failing(const json& j) {
-  std::set<std::string> out;
-  for (const auto& r : check_imported(import_msccl_json(j.dump(), "t.json"), CheckOptions{}))
-    if (r.verdict == Verdict::Fail) out.insert(r.name);
-  return out;
+  return test::failing(import_msccl_json(j.dump(), "t.json"));
 }
 
 std::string messages(const json& j, const std::string& check) {

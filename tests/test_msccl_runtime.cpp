@@ -14,6 +14,7 @@
 
 #include "cli.hpp"
 #include "import/import.hpp"
+#include "import_util.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
 
@@ -24,18 +25,8 @@ namespace {
 const std::string kCorpus = COLLV_SOURCE_DIR + "/../shared/data/schedules/corpus/";
 const std::string kRepro = COLLV_SOURCE_DIR + "/../shared/data/reproducers/";
 
-std::map<std::string, CheckResult> results(const ImportedSchedule& s) {
-  std::map<std::string, CheckResult> out;
-  for (const auto& r : check_imported(s, CheckOptions{})) out[r.name] = r;
-  return out;
-}
-
-std::set<std::string> failing(const ImportedSchedule& s) {
-  std::set<std::string> out;
-  for (const auto& [name, r] : results(s))
-    if (r.verdict == Verdict::Fail) out.insert(name);
-  return out;
-}
+using test::failing;
+using test::results;
 
 // The first runtime violation's text ("" when the check passes).
 std::string runtime_msg(const ImportedSchedule& s) {
