@@ -200,7 +200,7 @@ TEST_CASE("MSCCL-XML: malformed input gives errors, never a crash", "[import]") 
                     "send=\"-1\" recv=\"-1\" chan=\"0\">\n      <step s=\"0\" type=\"s\""))
             .find("no send peer") != std::string::npos);
   CHECK(err(replace("chan=\"0\"", "chan=\"3\"")).find("nchannels") != std::string::npos);
-  CHECK(err(replace("coll=\"allgather\"", "coll=\"reduce\"")).find("coll") != std::string::npos);
+  CHECK(err(replace("coll=\"allgather\"", "coll=\"gather\"")).find("coll") != std::string::npos);
   // Steps numbered out of order are misread by the runtime: an attributes violation.
   auto s =
       import_msccl_xml(replace("<step s=\"1\" type=\"r\"", "<step s=\"5\" type=\"r\""), "t.xml");

@@ -308,9 +308,12 @@ TEST_CASE("export --msccl-xml: the file re-imports to the same transfers and ver
 TEST_CASE("export refuses what MSCCL-XML cannot say and runs that fail", "[export]") {
   std::string xml = collv::test::unique_temp("refused") + ".xml";
   std::string out;
-  // A broadcast has no MSCCL collective type.
-  CHECK(collv::test::run_cli("export broadcast_hypercube --msccl-xml " + xml, out) == 2);
-  CHECK(out.find("a broadcast cannot be written") != std::string::npos);
+  // A gather has no layout in the runtimes; a scan no collective at all.
+  CHECK(collv::test::run_cli("export gather_hypercube --msccl-xml " + xml, out) == 2);
+  CHECK(out.find("a gather cannot be written") != std::string::npos);
+  CHECK(collv::test::run_cli("export scan_hypercube --msccl-xml " + xml, out) == 2);
+  CHECK(out.find("the runtimes load no such collective") != std::string::npos);
+  CHECK_FALSE(fs::exists(xml));
   // A wrong schedule is not exported right: the rotated Bruck's data land in the wrong place.
   CHECK(collv::test::run_cli("export " + kRoot +
                                  "/tests/mutants/postcondition_allgather_bruck_rotated.coll -t "

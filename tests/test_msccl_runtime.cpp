@@ -4,6 +4,7 @@
 // correct twin (docs/formats.md, "MSCCL-XML").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -515,49 +516,82 @@ void check_written_file(const std::string& xml, int max_steps) {
 
 }  // namespace
 
-TEST_CASE("export --msccl-xml: every library model that fits loads in the runtime",
+TEST_CASE("export --msccl-xml: every model that fits loads in the runtime, the others are refused",
           "[export][msccl-runtime]") {
+  namespace fs = std::filesystem;
   const std::string root = COLLV_SOURCE_DIR;
+  // Refused whatever the size: the collective has no MSCCL layout or no MSCCL collective.
+  auto refused_kind = [](const std::string& model) -> std::string {
+    auto base = model.substr(model.rfind('/') + 1);
+    for (const char* k : {"gather_", "scatter_"})
+      if (base.rfind(k, 0) == 0) return "cannot be written for the runtime";
+    for (const char* k : {"scan_", "shift_", "barrier_"})
+      if (base.rfind(k, 0) == 0) return "the runtimes load no such collective";
+    return "";
+  };
+  // Refused for one run: sends of older partial results (scratch), in-place overwrites.
+  const std::map<std::string, std::string> refused_run = {
+      {"allreduce_star|", "holds another value"},
+      {"allreduce_star|--out-of-place", "holds another value"},
+      {"mpich/allreduce_recursive_doubling|-t nvswitch:6 -c 3 -s 4", "holds another value"},
+      {"mpich/allreduce_recursive_doubling|-t nvswitch:5 -c 5 -s 2 --out-of-place",
+       "holds another value"},
+      {"openmpi/allreduce_ring|-t nvswitch:6 -c 3 -s 4", "holds another value"},
+      {"mpich/alltoall_bruck|-t nvswitch:6 -c 3 -s 4", "still has to send what that chunk holds"},
+  };
   struct Case {
     std::string model, args;
     int rc;  // 0 written; 2 refused with the reason
     std::string reason;
   };
   std::vector<Case> cases;
-  for (const char* m : {"allgather_hypercube", "allgather_mesh", "allgather_ring", "allgather_star",
-                        "allreduce_hypercube", "allreduce_hypercube_ordered",
-                        "allreduce_hypercube_reduce_bcast", "allreduce_hypercube_rs_ag"})
-    for (const char* a : {"", "--out-of-place"}) cases.push_back({m, a, 0, ""});
-  // The star all-reduce sends an older partial result than its buffer holds: it needs scratch.
-  cases.push_back({"allreduce_star", "", 2, "holds another value"});
-  for (const char* m :
-       {"mpich/allgather_bruck", "mpich/allgather_recursive_doubling",
-        "mpich/allreduce_rabenseifner", "mpich/allreduce_recursive_doubling",
-        "nccl/allreduce_double_tree", "nccl/allreduce_ring_nccl", "openmpi/allreduce_ring",
-        "mpich/allgather_ring", "nccl/allgather_ring_nccl", "openmpi/allgather_neighbor_exchange"})
-    for (const char* a : {"-t nvswitch:8 -c 8", "-t nvswitch:8 -c 8 --out-of-place"})
-      cases.push_back({m, a, 0, ""});
+  std::vector<std::string> models;
+  for (const auto& e : fs::recursive_directory_iterator(root + "/models"))
+    if (e.path().extension() == ".coll")
+      models.push_back(fs::relative(e.path(), root + "/models").replace_extension().string());
+  std::sort(models.begin(), models.end());
+  REQUIRE(models.size() >= 60);
+  for (const auto& m : models) {
+    std::vector<std::string> argsets = {"", "--out-of-place"};
+    if (m.find('/') != std::string::npos)  // library models: a GPU machine, sizes, roots
+      argsets = {"-t nvswitch:8 -c 8", "-t nvswitch:8 -c 8 --out-of-place",
+                 "-t nvswitch:6 -c 3 -s 4", "-t nvswitch:5 -c 5 -s 2 --out-of-place"};
+    for (const auto& a : argsets) {
+      std::string why = refused_kind(m);
+      if (auto it = refused_run.find(m + "|" + a); it != refused_run.end()) why = it->second;
+      cases.push_back({m, a, why.empty() ? 0 : 2, why});
+    }
+  }
   // 64 chunks of NCCL's ring on 8 GPUs: contiguous chunks merge (14 steps per threadblock, not
-  // 112); 34 GPUs: 33 peers spread over two channels.
+  // 112); 34 GPUs: 33 peers spread over two channels; 40 GPUs, 80 chunks: 78 steps per
+  // threadblock on one channel, so the threadblocks are split over more channels.
   cases.push_back({"nccl/allreduce_ring_nccl", "-t nvswitch:8 -c 64", 0, ""});
   cases.push_back({"mpich/allgather_bruck", "-t nvswitch:34", 0, ""});
-  // 40 GPUs of NCCL's ring, 80 chunks: 78 steps per threadblock, above msccl-executor-nccl's 64;
-  // msccl allows 256.
-  cases.push_back(
-      {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 80", 2, "MSCCL_MAX_NUM_STEPS is 64"});
+  cases.push_back({"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 80", 0, ""});
   cases.push_back(
       {"nccl/allreduce_ring_nccl", "-t nvswitch:40 -c 80 --msccl-runtime msccl", 0, ""});
-  int written = 0;
+  // One message per element: 2100 steps do not fit 64 per threadblock on 32 channels; they fit
+  // 256 (msccl, on 9 channels); 4096 are over the parser's MAX_NODES.
+  const std::string el = "../tests/data/export/bcast_elementwise";
+  cases.push_back({el, "-t complete:2 -c 2100", 2,
+                   "needs 66 steps (its chunks do not merge into fewer) even on 32 channels; "
+                   "MSCCL_MAX_NUM_STEPS is 64"});
+  cases.push_back({el, "-t complete:2 -c 2100 --msccl-runtime msccl", 0, ""});
+  cases.push_back({el, "-t complete:2 -c 4096 --msccl-runtime msccl", 2, "MAX_NODES = 4096"});
+  int written = 0, refused = 0;
+  std::set<std::string> colls;
   for (const Case& c : cases) {
     INFO(c.model << " " << c.args);
     std::string xml = collv::test::unique_temp("export_rt") + ".xml";
     std::string out;
     int rc = collv::test::run_cli(
         fmt::format("export {}/models/{}.coll {} --msccl-xml {}", root, c.model, c.args, xml), out);
+    INFO(out);
     CHECK(rc == c.rc);
     if (rc != 0) {
+      ++refused;
       CHECK(out.find(c.reason) != std::string::npos);
-      CHECK_FALSE(std::filesystem::exists(xml));
+      CHECK_FALSE(fs::exists(xml));
       continue;
     }
     ++written;
@@ -566,11 +600,68 @@ TEST_CASE("export --msccl-xml: every library model that fits loads in the runtim
     check_written_file(text, msccl ? 256 : 64);
     CHECK((c.args.find("--out-of-place") != std::string::npos) ==
           (text.find("outofplace=\"1\"") != std::string::npos));
-    ImportedSchedule s =
-        import_schedule(xml, rt(msccl ? MscclRuntime::Msccl : MscclRuntime::ExecutorNccl));
+    auto coll_at = text.find("coll=\"") + 6;
+    std::string coll = text.substr(coll_at, text.find('"', coll_at) - coll_at);
+    colls.insert(coll);
+    // The names each runtime's loader knows.
+    CHECK(coll != (msccl ? "reducescatter" : "reduce_scatter"));
+    // Re-judged as a user would: the runtime check and the postcondition, at the run's root.
+    std::string src;
+    if (auto k = c.args.find("-s "); k != std::string::npos) src = " " + c.args.substr(k, 4);
+    MscclOptions o = rt(msccl ? MscclRuntime::Msccl : MscclRuntime::ExecutorNccl);
+    if (!src.empty()) o.root = static_cast<std::uint32_t>(std::stoi(src.substr(4)));
+    ImportedSchedule s = import_schedule(xml, o);
     CHECK(failing(s).empty());
-    CHECK(results(s)["runtime"].verdict == Verdict::Pass);
-    std::filesystem::remove(xml);
+    auto res = results(s);
+    CHECK(res["runtime"].verdict == Verdict::Pass);
+    CHECK(res["postcondition"].verdict == Verdict::Pass);
+    CHECK(collv::test::run_cli(
+              fmt::format("verify {}{}{} --quiet", xml, src, msccl ? " --msccl-runtime msccl" : ""),
+              out) == 0);
+    fs::remove(xml);
   }
-  CHECK(written == static_cast<int>(cases.size()) - 2);
+  // Every collective the runtimes load and collv replays was written.
+  for (const char* k :
+       {"allgather", "allreduce", "reducescatter", "alltoall", "broadcast", "reduce"})
+    CHECK(colls.count(k) == 1);
+  CHECK(written >= 100);
+  CHECK(refused >= 20);
+}
+
+TEST_CASE("export --msccl-xml: a rooted file is for its root; verify -s names it",
+          "[export][msccl-runtime]") {
+  const std::string root = COLLV_SOURCE_DIR;
+  std::string xml = collv::test::unique_temp("export_root") + ".xml";
+  std::string out;
+  // MPICH's scatter + ring allgather broadcast from root 4: every gpu receives in the ring, so
+  // the root cannot be inferred; the runtime runs the file for whatever root the call names.
+  REQUIRE(collv::test::run_cli(
+              fmt::format("export {}/models/mpich/bcast_scatter_ring_allgather.coll -t "
+                          "nvswitch:6 -c 3 -s 4 --msccl-xml {}",
+                          root, xml),
+              out) == 0);
+  CHECK(collv::test::run_cli(fmt::format("verify {} -s 4 --quiet", xml), out) == 0);
+  CHECK(collv::test::run_cli(fmt::format("verify {} -s 3 --quiet", xml), out) == 1);
+  MscclOptions o;
+  ImportedSchedule s = import_schedule(xml, o);
+  CHECK(results(s)["postcondition"].verdict == Verdict::Fail);
+  CHECK(results(s)["postcondition"].note.find("give the root with -s") != std::string::npos);
+  o.root = 4;
+  CHECK(failing(import_schedule(xml, o)).empty());
+  o.root = 6;
+  CHECK_THROWS_AS(import_schedule(xml, o), UsageError);
+  // A reduce (coll="reduce", read since the exporter writes it): the root's sum is judged. With
+  // one reduction turned into a copy, a contribution is lost on the way to the root.
+  REQUIRE(collv::test::run_cli(
+              fmt::format("export {}/models/mpich/reduce_binomial.coll -t nvswitch:6 -c 3 -s 4 "
+                          "--msccl-xml {}",
+                          root, xml),
+              out) == 0);
+  std::string red = collv::test::slurp(xml);
+  o.root = 4;
+  CHECK(failing(import_msccl_xml(red, "red.xml", o)).empty());
+  REQUIRE(red.find("type=\"rrc\"") != std::string::npos);
+  std::string lost = replace(red, "type=\"rrc\"", "type=\"r\"");
+  CHECK(failing(import_msccl_xml(lost, "red.xml", o)).count("postcondition") == 1);
+  std::filesystem::remove(xml);
 }

@@ -237,6 +237,7 @@ int run_export_command(const ExportCommandOptions& o, std::ostream& out, std::os
   // included, carrying every item the trace carried: otherwise it is not written.
   MscclOptions judge;
   judge.runtime = o.msccl.runtime;
+  if (collective_is_rooted(tr.collective)) judge.root = tr.root;
   ImportedSchedule back =
       import_msccl_xml(xml, o.msccl_xml == "-" ? "<stdout>" : o.msccl_xml, judge);
   std::vector<std::string> failed;

@@ -548,7 +548,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     auto t0 = Clock::now();
     ImportedSchedule imported;
     try {
-      imported = import_schedule(file, o.msccl);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
+      MscclOptions mo = o.msccl;
+      mo.root = fixed_source;                // MSCCL-XML has no root: -s is the call's
+      imported = import_schedule(file, mo);  // collv JSON, MSCCL-XML, SCCL JSON, GOAL
       // GOAL declares no collective: --collective and -s say whose flow to ask for. The other
       // formats declare theirs, which the options may not contradict.
       if (imported.format == ScheduleFormat::Goal) {

@@ -117,11 +117,13 @@ int main(int argc, char** argv) {
                   "topology of the run (default: a small member of the model's first family)");
   exp->add_option("-c,--count", exp_opts.run.count, "elements per input (default 1)")
       ->check(CLI::Range(0, 4096));
+  exp->add_option("-s,--source", exp_opts.run.root,
+                  "root of a broadcast or reduce (default 0; the file is for that root only)");
   exp->add_option("--msccl-xml", exp_opts.msccl_xml, "the MSCCL-XML file to write (- = stdout)")
       ->required();
   exp->add_flag("--out-of-place", exp_opts.msccl.out_of_place,
-                "write an out-of-place algorithm (inplace=\"0\" outofplace=\"1\"): the input is "
-                "copied into the output first");
+                "write an out-of-place algorithm (inplace=\"0\" outofplace=\"1\"): the input "
+                "buffer is only read");
   std::string exp_msccl_rt = "msccl-executor-nccl";
   exp->add_option("--msccl-runtime", exp_msccl_rt,
                   "the runtime whose limits the file keeps and whose loader re-judges it: "
@@ -130,9 +132,11 @@ int main(int argc, char** argv) {
   exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");
   exp->add_option("--models", exp_opts.models_dir, "models directory for model names");
   exp->footer(
-      "allgather and allreduce, in place (or --out-of-place), one threadblock per peer and\n"
-      "direction, up to 32 peers per channel, contiguous chunks merged into one step; within the\n"
-      "limits of --msccl-runtime or refused with the reason (docs/formats.md). The written file\n"
+      "allgather, allreduce, reduce_scatter, alltoall, broadcast and reduce, in place (or\n"
+      "--out-of-place), one threadblock per peer, direction and channel, up to 32 peers per\n"
+      "channel, contiguous chunks merged into one step, threadblocks over the step limit split\n"
+      "over more channels; within the limits of --msccl-runtime or refused with the reason\n"
+      "(docs/formats.md); gather, scatter, scan, shift and barrier are refused. The written file\n"
       "is imported and judged before it is kept: it must pass every check, the runtime's loading\n"
       "rules included, and carry every chunk the run sent.\n"
       "Exit codes: 0 written and re-judged as passing; 1 the re-import does not pass (nothing\n"

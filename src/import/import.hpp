@@ -60,6 +60,9 @@ struct MscclOptions {
   MscclRuntime runtime = MscclRuntime::ExecutorNccl;
   // Sends a connection (sender, receiver, channel) holds before the next send blocks: NCCL_STEPS.
   int slots = 8;
+  // A broadcast's or reduce's root: the call's argument (the file has none). Unset: inferred
+  // (broadcast: the gpu that receives nothing; reduce: the gpu that sends nothing).
+  std::optional<std::uint32_t> root;
 };
 
 ImportedSchedule import_schedule(const std::string& path, const MscclOptions& msccl = {});

@@ -2,39 +2,68 @@
 // that msccl-executor-nccl (or microsoft/msccl) loads: every attribute its loader reads, steps
 // and counts within its limits, threadblocks spread over channels within the per-channel limit.
 //
-// Layout: allgather (rank r's input is output chunks r*c .. r*c+c-1, c elements per rank, MPI's
-// layout) and allreduce (chunk k is element k), in place or out of place. Out of place, a local
-// threadblock first copies the input into the output and everything after works on the output.
-// Every GPU gets one threadblock per peer it sends to and one per peer it receives from; the pair
-// (r, q) talks on channel ((q - r) mod p - 1) / 32, so no channel has more than 32 threadblocks
-// with a send (receive) peer. Sends and receives match FIFO per (sender, receiver, channel) in the
-// trace's order. Each transfer's items, sorted by chunk, become one instruction per run of
-// contiguous chunks of the same kind (cnt up to MSCCL_MAX_COUNT - 1). Each GPU's instructions are
-// laid out in the trace's step order, sends of a step before its receives (a send reads what the
-// GPU held at the end of the previous step). Ordering across threadblocks comes from
-// dependencies: an instruction waits for the last write of each chunk it reads or writes in
-// another threadblock, and a write waits for every read of the old value in other threadblocks
-// (no race); a `<step>` names one dependency, so extra ones go on `nop` steps before it.
+// Collectives: allgather, allreduce, reduce_scatter, alltoall, broadcast and reduce, the ones
+// both runtimes load and collv replays (docs/formats.md), in place or out of place, with the
+// buffers laid out as the runtime's callers lay them out (MPI's layout; expected_outputs).
 //
-// An allreduce receive either replaces the chunk (the value received includes everything held:
-// `r`) or reduces into it (disjoint contributions: `rrc`); anything else cannot be written in
-// MSCCL-XML and is refused. A threadblock over MSCCL_MAX_NUM_STEPS steps is refused with the
-// reason. The import of the written file is judged by the same checks, the runtime's loading
-// rules included, so a wrong reading would show as a failed verdict, never as a pass.
+// Where a chunk lives. Without reduction (allgather, alltoall, broadcast) a chunk is one input
+// element x{j}.{e}: on its owner it starts in the input (allgather in place: the output at r*c+e);
+// on a GPU whose output holds it, it is received into that output position; anywhere else (an
+// intermediate hop of Bruck's alltoall, say) into a scratch chunk of its own. With reduction
+// (allreduce, reduce_scatter, reduce) a chunk is an element k: every GPU starts with its
+// contribution in i[k], and the first receive moves it to the element's home (the output
+// position, or scratch where the GPU's output does not hold k or must not be written: a reduce's
+// non-roots, an out-of-place reduce_scatter's other blocks), reducing (`rrc`, src = where it is,
+// dst = home) or replacing (`r`). At the end, every output position not yet holding its value is
+// copied there by a local threadblock (out of place: allgather's own block, a broadcast root).
+//
+// Every GPU gets one threadblock per (peer, channel) it sends to and one per (peer, channel) it
+// receives from; the pair (r, q) talks on channel ((q - r) mod p - 1) / 32, so no channel has
+// more than 32 threadblocks with a send (receive) peer. When a threadblock needs more than
+// MSCCL_MAX_NUM_STEPS steps, the n-th transfer of a pair goes to the (n mod k)-th set of those
+// channels, k = 2, 3, ... as long as the channels stay within the runtime's 32 (MAXCHANNELS):
+// each threadblock then has about 1/k of the steps. Sends and receives match FIFO per (sender,
+// receiver, channel) in the trace's order. Each transfer's items, sorted by where they are read,
+// become one instruction per run contiguous on both sides (cnt up to MSCCL_MAX_COUNT - 1). Each
+// GPU's instructions are laid out in the trace's step order, sends of a step before its receives
+// (a send reads what the GPU held at the end of the previous step). Ordering across threadblocks
+// comes from dependencies: an instruction waits for the last write of each chunk it reads or
+// writes in another threadblock, and a write waits for every read of the old value in other
+// threadblocks (no race); a `<step>` names one dependency, so extra ones go on `nop` steps.
+//
+// Refused with the reason (UsageError, exit 2): a collective the runtimes have no layout for, a
+// send of an older value than the chunk holds or a receive that is neither a copy nor a
+// reduction (they need scratch the exporter does not plan), an in-place overwrite of a value
+// still to be sent, and every limit: steps per threadblock after splitting over channels,
+// threadblocks per GPU, XML nodes per rank. The import of the written file is judged by the same
+// checks, the runtime's loading rules included, so a wrong reading would show as a failed
+// verdict, never as a pass.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "check/checks.hpp"
 #include "import/import.hpp"
 #include "util/error.hpp"
 
 namespace collv {
 namespace {
+
+constexpr int kIn = 0, kOut = 1, kScr = 2;
+constexpr int kShift = 24;  // a location is buf << kShift | offset
+int loc_of(int buf, int off) { return (buf << kShift) | off; }
+int buf_of(int loc) { return loc >> kShift; }
+int off_of(int loc) { return loc & ((1 << kShift) - 1); }
+const char* buf_name(int loc) {
+  static const char* names[] = {"i", "o", "s"};
+  return names[buf_of(loc)];
+}
 
 struct Dep {
   int tb = -1, step = -1;
@@ -42,9 +71,7 @@ struct Dep {
 
 struct Instr {
   const char* type;
-  const char* sbuf = "o";
-  const char* dbuf = "o";
-  int soff = 0, doff = 0, cnt = 1;
+  int src = 0, dst = 0, cnt = 1;  // locations
   Dep dep;  // a `<step>` waits for at most one step of another threadblock (depid, deps)
   bool hasdep = false;
 };
@@ -57,9 +84,11 @@ struct Tb {
 struct Gpu {
   std::vector<Tb> tbs;
   std::map<std::pair<int, int>, int> send_tb, recv_tb;  // (peer, channel) -> tb index
-  // Per chunk: the last write (tb, step) and the reads since it.
+  int local_tb = -1;
+  // Per location: the last write (tb, step) and the reads since it.
   std::map<int, Dep> last_write;
   std::map<int, std::vector<Dep>> reads;
+  int scratch = 0;  // scratch chunks used
   int tb_for(bool sending, int peer, int chan) {
     auto& m = sending ? send_tb : recv_tb;
     auto it = m.find({peer, chan});
@@ -71,48 +100,102 @@ struct Gpu {
     m[{peer, chan}] = static_cast<int>(tbs.size()) - 1;
     return m[{peer, chan}];
   }
+  int local() {
+    if (local_tb < 0) {
+      tbs.push_back(Tb{});
+      local_tb = static_cast<int>(tbs.size()) - 1;
+    }
+    return local_tb;
+  }
 };
 
 // The runtime's limits the file is written within (docs/formats.md, "The runtime check").
 struct Limits {
-  int max_steps, max_count, per_channel, max_tbs;
+  int max_steps, max_count, per_channel, max_tbs, max_channels, max_nodes;
 };
 
-}  // namespace
+struct Layout {
+  const char* coll;  // as the chosen runtime names it
+  bool reduces;
+  int in_chunks, out_chunks, nchunksperloop;
+};
 
-std::string export_msccl_xml(const Trace& t, const std::string& name,
-                             const MscclExportOptions& opts) {
-  if (t.collective != Collective::Allgather && t.collective != Collective::Allreduce)
-    throw UsageError(fmt::format(
-        "export --msccl-xml: a {} cannot be written yet (allgather and allreduce can; MSCCL's "
-        "alltoall and reduce_scatter layouts are not exported)",
-        collective_name(t.collective)));
-  if (t.failure.kind != RunFailure::Kind::None)
-    throw UsageError("export --msccl-xml: the run did not complete (" + t.failure.message + ")");
-  if (!t.unreceived.empty())
-    throw UsageError("export --msccl-xml: the schedule has sends that are never received");
-  if (!t.domain->inspectable())
-    throw UsageError("export --msccl-xml: needs the exact domain (items must show their parts)");
-  const bool msccl = opts.runtime == MscclRuntime::Msccl;
-  const Limits lim{msccl ? 256 : 64, 72, 32, msccl ? 216 : 1024};
+// Appends an instruction reading `reads` and writing `writes` on gpu G's threadblock tbi, after
+// the dependencies that order it with the other threadblocks.
+void add(Gpu& G, int tbi, Instr in, const std::vector<int>& reads, const std::vector<int>& writes) {
+  std::map<int, int> latest;  // of each other threadblock, the latest step waited for
+  auto wait_for = [&](const Dep& x) {
+    if (x.tb == tbi) return;
+    auto [it, fresh] = latest.emplace(x.tb, x.step);
+    if (!fresh) it->second = std::max(it->second, x.step);
+  };
+  for (const auto* v : {&reads, &writes})
+    for (int c : *v) {
+      auto w = G.last_write.find(c);
+      if (w != G.last_write.end()) wait_for(w->second);
+    }
+  for (int c : writes)
+    for (const Dep& rd : G.reads[c]) wait_for(rd);
+  Tb& tb = G.tbs[static_cast<std::size_t>(tbi)];
+  std::vector<Dep> list;
+  for (auto [b, s] : latest) {
+    list.push_back({b, s});
+    G.tbs[static_cast<std::size_t>(b)].steps[static_cast<std::size_t>(s)].hasdep = true;
+  }
+  for (std::size_t k = 0; k + 1 < list.size(); ++k) {
+    Instr nop;
+    nop.type = "nop";
+    nop.cnt = 0;
+    nop.dep = list[k];
+    tb.steps.push_back(nop);
+  }
+  if (!list.empty()) in.dep = list.back();
+  tb.steps.push_back(in);
+  Dep me{tbi, static_cast<int>(tb.steps.size()) - 1};
+  for (int c : reads) G.reads[c].push_back(me);
+  for (int c : writes) {
+    G.last_write[c] = me;
+    G.reads[c].clear();
+  }
+}
+
+std::vector<int> range(int loc, int cnt) {
+  std::vector<int> v;
+  for (int k = 0; k < cnt; ++k) v.push_back(loc + k);
+  return v;
+}
+
+// The instructions of every GPU for the trace, with the n-th transfer of a pair on the
+// (n mod sets)-th set of channels.
+std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions& opts,
+                       const Limits& lim, int sets) {
   const Domain& d = *t.domain;
   const auto p = static_cast<int>(t.topology.num_processors());
   const int elems = static_cast<int>(d.elems());
-  const bool gather = t.collective == Collective::Allgather;
-  const int chunks = gather ? p * elems : elems;
-  // In place: allgather's chunks are output chunks, allreduce's input chunks. Out of place: the
-  // output, after the input is copied into it.
-  const char* buf = opts.out_of_place || gather ? "o" : "i";
+  const Collective coll = t.collective;
+  const bool inplace = !opts.out_of_place;
+  const int c = (coll == Collective::ReduceScatter || coll == Collective::Alltoall)
+                    ? elems / p
+                    : elems;  // chunks per rank (block)
+  const int nbase = (p - 2) / lim.per_channel + 1;
 
-  // The chunk an item lives in, and (allreduce) its contributions.
-  auto chunk_of = [&](Item it) -> int {
+  // The output each GPU must end with (MPI's layout), and where output position q lives.
+  std::vector<std::optional<Buffer>> want = expected_outputs(t);
+  auto home_of_pos = [&](int r, int q) {
+    if (!inplace) return loc_of(kOut, q);
+    if (coll == Collective::Allgather) return loc_of(kOut, q);
+    if (coll == Collective::ReduceScatter) return loc_of(kIn, r * c + q);
+    return loc_of(kIn, q);
+  };
+  // The key of an item: the element (with reduction) or the input term (without).
+  auto key_of = [&](Item it) -> int {
     auto ts = d.terms_view(it);
     if (ts.empty()) throw UsageError("export --msccl-xml: a transfer carries the identity");
-    if (gather) {
+    if (!L.reduces) {
       if (ts.size() != 1)
-        throw UsageError("export --msccl-xml: an allgather transfer carries a combined item " +
-                         d.describe(it));
-      return static_cast<int>(ts[0]);  // node * elems + elem: MPI's output position
+        throw UsageError(fmt::format("export --msccl-xml: a {} transfer carries a combined item {}",
+                                     collective_name(coll), d.describe(it)));
+      return static_cast<int>(ts[0]);
     }
     int k = static_cast<int>(ts[0] % static_cast<std::uint32_t>(elems));
     for (auto x : ts)
@@ -125,168 +208,314 @@ std::string export_msccl_xml(const Trace& t, const std::string& name,
     for (auto x : d.terms_view(it)) s.insert(x / static_cast<std::uint32_t>(elems));
     return s;
   };
-  // The channel of the connection src -> dst: at most 32 peers of a GPU per channel and
-  // direction.
-  auto channel = [&](int src, int dst) {
-    return (((dst - src) % p + p) % p - 1) / lim.per_channel;
-  };
+  // Per GPU: key -> output position (where the GPU's output holds it).
+  std::vector<std::map<int, int>> out_pos(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    if (!want[r]) continue;
+    const Buffer& w = *want[r];
+    for (std::size_t q = 0; q < w.size(); ++q) {
+      int key = L.reduces ? static_cast<int>(q) + (coll == Collective::ReduceScatter ? r * c : 0)
+                          : key_of(w[q]);
+      out_pos[r][key] = static_cast<int>(q);
+    }
+  }
 
   std::vector<Gpu> g(static_cast<std::size_t>(p));
-  // What each GPU's chunks hold (allreduce: which ranks' contributions), to choose r or rrc.
-  std::vector<std::vector<std::multiset<std::uint32_t>>> held(
-      static_cast<std::size_t>(p), std::vector<std::multiset<std::uint32_t>>(chunks));
-  if (!gather)
-    for (int r = 0; r < p; ++r)
-      for (int k = 0; k < chunks; ++k) held[r][k] = {static_cast<std::uint32_t>(r)};
-
-  // Appends an instruction on chunks [chunk, chunk + in.cnt) of gpu r's threadblock tbi.
-  auto add = [&](int r, int tbi, Instr in, int chunk, bool writes) {
-    Gpu& G = g[static_cast<std::size_t>(r)];
-    // The steps of other threadblocks this one waits for; of each threadblock only its latest.
-    std::map<int, int> latest;
-    auto wait_for = [&](const Dep& x) {
-      if (x.tb == tbi) return;
-      auto [it, fresh] = latest.emplace(x.tb, x.step);
-      if (!fresh) it->second = std::max(it->second, x.step);
-    };
-    for (int c = chunk; c < chunk + in.cnt; ++c) {
-      auto w = G.last_write.find(c);
-      if (w != G.last_write.end()) wait_for(w->second);
-      if (writes)
-        for (const Dep& rd : G.reads[c]) wait_for(rd);
+  // Where each key is on each GPU, what it holds (with reduction: whose contributions), which
+  // key occupies a location, and how many sends of each key are still to come.
+  std::vector<std::map<int, int>> where(static_cast<std::size_t>(p));
+  std::vector<std::map<int, std::multiset<std::uint32_t>>> held(static_cast<std::size_t>(p));
+  std::vector<std::map<int, int>> occupant(static_cast<std::size_t>(p));
+  std::vector<std::map<int, int>> sends_left(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r)
+    for (int e = 0; e < elems; ++e) {
+      int key = L.reduces ? e : r * elems + e;
+      int l = inplace && coll == Collective::Allgather ? loc_of(kOut, r * c + e) : loc_of(kIn, e);
+      where[r][key] = l;
+      occupant[r][l] = key;
+      if (L.reduces) held[r][key] = {static_cast<std::uint32_t>(r)};
     }
-    Tb& tb = G.tbs[static_cast<std::size_t>(tbi)];
-    std::vector<Dep> list;
-    for (auto [b, s] : latest) {
-      list.push_back({b, s});
-      G.tbs[static_cast<std::size_t>(b)].steps[static_cast<std::size_t>(s)].hasdep = true;
+  for (const Transfer& x : t.transfers)
+    for (std::uint32_t k = 0; k < x.payload_len; ++k)
+      ++sends_left[x.src][key_of(t.payload[x.payload_begin + k])];
+  // Where a key received at r goes.
+  auto home = [&](int r, int key) {
+    auto op = out_pos[r].find(key);
+    bool root_only = coll == Collective::Reduce && r != static_cast<int>(t.root);
+    if (op != out_pos[r].end() && !root_only) return home_of_pos(r, op->second);
+    if (L.reduces && inplace && coll != Collective::Reduce) return loc_of(kIn, key);
+    if (L.reduces) {
+      g[r].scratch = std::max(g[r].scratch, elems);
+      return loc_of(kScr, key);
     }
-    // All but the last dependency go on nop steps before the instruction.
-    for (std::size_t k = 0; k + 1 < list.size(); ++k) {
-      Instr nop;
-      nop.type = "nop";
-      nop.cnt = 0;
-      nop.dep = list[k];
-      tb.steps.push_back(nop);
-    }
-    if (!list.empty()) in.dep = list.back();
-    tb.steps.push_back(in);
-    Dep me{tbi, static_cast<int>(tb.steps.size()) - 1};
-    for (int c = chunk; c < chunk + in.cnt; ++c) {
-      if (writes) {
-        G.last_write[c] = me;
-        G.reads[c].clear();
-      } else {
-        G.reads[c].push_back(me);
-      }
-    }
+    auto w = where[r].find(key);
+    if (w != where[r].end() && buf_of(w->second) == kScr) return w->second;
+    return loc_of(kScr, g[r].scratch++);
   };
+  auto channel = [&](int src, int dst, int n) {
+    return (((dst - src) % p + p) % p - 1) / lim.per_channel + (n % sets) * nbase;
+  };
+  std::map<std::pair<int, int>, int> pair_count;
 
-  // Out of place: a local threadblock copies the input into the output first.
-  if (opts.out_of_place)
-    for (int r = 0; r < p; ++r) {
-      Gpu& G = g[static_cast<std::size_t>(r)];
-      G.tbs.push_back(Tb{});
-      const int base = gather ? r * elems : 0;
-      for (int k = 0; k < elems; k += lim.max_count - 1) {
-        Instr in;
-        in.type = "cpy";
-        in.sbuf = "i";
-        in.soff = k;
-        in.dbuf = "o";
-        in.doff = base + k;
-        in.cnt = std::min(lim.max_count - 1, elems - k);
-        add(r, 0, in, base + k, true);
-      }
-    }
-
-  // Events in step order; per step, every send (reading the state before the step) first.
   std::vector<std::uint32_t> order = t.ordered_transfers();
-  std::size_t i = 0;
-  struct Group {
-    int chunk, cnt;
-    const char* recv_type;
+  struct Move {
+    int key, sloc, rsrc, rdst;  // sender's location; receiver's source and destination
+    const char* type;
+    Item item;
   };
+  struct Group {
+    int sloc, rsrc, rdst, cnt;
+    const char* type;
+  };
+  std::size_t i = 0;
   while (i < order.size()) {
     std::size_t j = i;
     const std::uint32_t step = t.transfers[order[i]].step;
     while (j < order.size() && t.transfers[order[j]].step == step) ++j;
-    // Each transfer's items by chunk (stable: a chunk received twice keeps its order).
-    std::vector<std::vector<std::pair<int, Item>>> items(j - i);
+    // The sends read the state before the step.
+    std::vector<std::vector<Move>> moves(j - i);
     for (std::size_t q = i; q < j; ++q) {
       const Transfer& x = t.transfers[order[q]];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
         Item it = t.payload[x.payload_begin + k];
-        items[q - i].emplace_back(chunk_of(it), it);
+        int key = key_of(it);
+        auto w = where[x.src].find(key);
+        if (w == where[x.src].end())
+          throw UsageError(
+              fmt::format("export --msccl-xml: step {}: gpu {} sends {}, which it "
+                          "does not hold",
+                          step, x.src, d.describe(it)));
+        if (L.reduces && ranks_of(it) != held[x.src][key])
+          throw UsageError(fmt::format(
+              "export --msccl-xml: step {}: gpu {} sends {} from chunk {}, which holds another "
+              "value at that point (the run keeps an older partial result; writing it needs "
+              "scratch buffers, which the exporter does not use)",
+              step, x.src, d.describe(it), key));
+        moves[q - i].push_back({key, w->second, 0, 0, "r", it});
       }
-      std::stable_sort(items[q - i].begin(), items[q - i].end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      // A send carries what the chunk holds before the step.
-      if (!gather)
-        for (const auto& [c, it] : items[q - i])
-          if (ranks_of(it) != held[x.src][static_cast<std::size_t>(c)])
-            throw UsageError(fmt::format(
-                "export --msccl-xml: step {}: gpu {} sends {} from chunk {}, which holds another "
-                "value at that point (the run keeps an older partial result; writing it needs "
-                "scratch buffers, which the exporter does not use)",
-                step, x.src, d.describe(it), c));
+      std::stable_sort(moves[q - i].begin(), moves[q - i].end(),
+                       [](const Move& a, const Move& b) { return a.sloc < b.sloc; });
     }
-    // How each item is received (r or rrc), in that order; then the runs of contiguous chunks
-    // received alike, which are one instruction on both sides.
-    std::vector<std::vector<Group>> groups(j - i);
+    // The step's sends are issued before its receives write.
+    for (std::size_t q = i; q < j; ++q)
+      for (const Move& m : moves[q - i]) --sends_left[t.transfers[order[q]].src][m.key];
     for (std::size_t q = i; q < j; ++q) {
       const Transfer& x = t.transfers[order[q]];
-      for (const auto& [c, it] : items[q - i]) {
-        const char* type = "r";
-        if (!gather) {
-          auto got = ranks_of(it);
-          auto& mine = held[x.dst][static_cast<std::size_t>(c)];
+      const int r = static_cast<int>(x.dst);
+      for (Move& m : moves[q - i]) {
+        m.rdst = home(r, m.key);
+        m.rsrc = m.rdst;
+        if (L.reduces) {
+          std::multiset<std::uint32_t> got = ranks_of(m.item);
+          auto& mine = held[r][m.key];
           bool covers = std::includes(got.begin(), got.end(), mine.begin(), mine.end());
           bool disjoint = true;
           for (auto v : got) disjoint = disjoint && mine.count(v) == 0;
           if (covers) {
             mine = got;
           } else if (disjoint) {
-            type = "rrc";
+            m.type = "rrc";
+            m.rsrc = where[r].at(m.key);
             mine.insert(got.begin(), got.end());
           } else {
             throw UsageError(fmt::format(
-                "export --msccl-xml: step {}: gpu {} receives {} into chunk {}, which overlaps "
-                "what it holds without including it: neither a copy nor a reduction",
-                step, x.dst, d.describe(it), c));
+                "export --msccl-xml: step {}: gpu {} receives a value of element {} that "
+                "overlaps what it holds without including it: neither a copy nor a reduction",
+                step, r, m.key));
           }
         }
-        auto& gs = groups[q - i];
-        if (!gs.empty() && gs.back().chunk + gs.back().cnt == c && gs.back().recv_type == type &&
-            gs.back().cnt < lim.max_count - 1)
-          ++gs.back().cnt;
-        else
-          gs.push_back({c, 1, type});
+        // Writing over a value still to be sent loses it (in place only: out of place every
+        // key has a location of its own).
+        auto occ = occupant[r].find(m.rdst);
+        if (occ != occupant[r].end() && occ->second != m.key && sends_left[r][occ->second] > 0)
+          throw UsageError(fmt::format(
+              "export --msccl-xml: step {}: gpu {} receives into {}[{}] in place while it still "
+              "has to send what that chunk holds (write it --out-of-place)",
+              step, r, buf_name(m.rdst), off_of(m.rdst)));
+        if (auto w = where[r].find(m.key); w != where[r].end() && occupant[r][w->second] == m.key)
+          occupant[r].erase(w->second);
+        where[r][m.key] = m.rdst;
+        occupant[r][m.rdst] = m.key;
       }
+    }
+    // Runs contiguous on both sides and received alike are one instruction on each side.
+    std::vector<std::vector<Group>> groups(j - i);
+    for (std::size_t q = i; q < j; ++q)
+      for (const Move& m : moves[q - i]) {
+        auto& gs = groups[q - i];
+        if (!gs.empty()) {
+          Group& b = gs.back();
+          if (b.sloc + b.cnt == m.sloc && b.rsrc + b.cnt == m.rsrc && b.rdst + b.cnt == m.rdst &&
+              b.type == m.type && b.cnt < lim.max_count - 1) {
+            ++b.cnt;
+            continue;
+          }
+        }
+        gs.push_back({m.sloc, m.rsrc, m.rdst, 1, m.type});
+      }
+    std::vector<int> chans(j - i);
+    for (std::size_t q = i; q < j; ++q) {
+      const Transfer& x = t.transfers[order[q]];
+      chans[q - i] = channel(static_cast<int>(x.src), static_cast<int>(x.dst),
+                             pair_count[{static_cast<int>(x.src), static_cast<int>(x.dst)}]++);
     }
     for (int phase = 0; phase < 2; ++phase)
       for (std::size_t q = i; q < j; ++q) {
         const Transfer& x = t.transfers[order[q]];
         const int src = static_cast<int>(x.src), dst = static_cast<int>(x.dst);
-        const int chan = channel(src, dst);
+        const int chan = chans[q - i];
         for (const Group& gr : groups[q - i]) {
           Instr in;
-          in.sbuf = in.dbuf = buf;
-          in.soff = in.doff = gr.chunk;
           in.cnt = gr.cnt;
           if (phase == 0) {
             in.type = "s";
-            add(src, g[x.src].tb_for(true, dst, chan), in, gr.chunk, false);
+            in.src = in.dst = gr.sloc;
+            Gpu& G = g[static_cast<std::size_t>(src)];
+            add(G, G.tb_for(true, dst, chan), in, range(gr.sloc, gr.cnt), {});
           } else {
-            in.type = gr.recv_type;
-            add(dst, g[x.dst].tb_for(false, src, chan), in, gr.chunk, true);
+            in.type = gr.type;
+            in.src = gr.rsrc;
+            in.dst = gr.rdst;
+            Gpu& G = g[static_cast<std::size_t>(dst)];
+            std::vector<int> reads;
+            if (gr.rsrc != gr.rdst) reads = range(gr.rsrc, gr.cnt);
+            add(G, G.tb_for(false, src, chan), in, reads, range(gr.rdst, gr.cnt));
           }
         }
       }
     i = j;
   }
 
-  // The runtime's limits: refused with the reason rather than written to be refused.
+  // Every output position not yet holding its value is copied there.
+  for (int r = 0; r < p; ++r) {
+    if (!want[r] || (coll == Collective::Reduce && r != static_cast<int>(t.root))) continue;
+    std::vector<std::pair<int, int>> copies;  // (from, to)
+    for (auto [key, q] : out_pos[r]) {
+      int to = home_of_pos(r, q), from = where[r].at(key);
+      if (from != to) copies.emplace_back(from, to);
+    }
+    std::sort(copies.begin(), copies.end(), [](auto a, auto b) { return a.second < b.second; });
+    std::size_t k = 0;
+    while (k < copies.size()) {
+      std::size_t e = k + 1;
+      while (e < copies.size() && copies[e].first == copies[k].first + int(e - k) &&
+             copies[e].second == copies[k].second + int(e - k) && int(e - k) < lim.max_count - 1)
+        ++e;
+      Instr in;
+      in.type = "cpy";
+      in.src = copies[k].first;
+      in.dst = copies[k].second;
+      in.cnt = static_cast<int>(e - k);
+      Gpu& G = g[static_cast<std::size_t>(r)];
+      add(G, G.local(), in, range(in.src, in.cnt), range(in.dst, in.cnt));
+      k = e;
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string export_msccl_xml(const Trace& t, const std::string& name,
+                             const MscclExportOptions& opts) {
+  const bool msccl = opts.runtime == MscclRuntime::Msccl;
+  const char* rtname = msccl_runtime_name(opts.runtime);
+  switch (t.collective) {
+    case Collective::Allgather:
+    case Collective::Allreduce:
+    case Collective::ReduceScatter:
+    case Collective::Alltoall:
+    case Collective::Broadcast:
+    case Collective::Reduce:
+      break;
+    case Collective::Gather:
+    case Collective::Scatter:
+      throw UsageError(fmt::format(
+          "export --msccl-xml: a {} cannot be written for the runtime: microsoft/msccl loads no "
+          "coll=\"{}\", and msccl-executor-nccl loads it with sizeMultiplier 1 (nchunksperloop "
+          "spans one rank's count, not the root's p-block buffer) and NCCL has no {} call to "
+          "run it; collv does not replay it either",
+          collective_name(t.collective), collective_name(t.collective),
+          collective_name(t.collective)));
+    default:
+      throw UsageError(fmt::format(
+          "export --msccl-xml: a {} cannot be written: the runtimes load no such collective "
+          "(reduce, broadcast, allreduce, reducescatter, allgather, alltoall and, in "
+          "msccl-executor-nccl, send, recv, gather, scatter, alltoallv)",
+          collective_name(t.collective)));
+  }
+  if (t.failure.kind != RunFailure::Kind::None)
+    throw UsageError("export --msccl-xml: the run did not complete (" + t.failure.message + ")");
+  if (!t.unreceived.empty())
+    throw UsageError("export --msccl-xml: the schedule has sends that are never received");
+  if (!t.domain->inspectable())
+    throw UsageError("export --msccl-xml: needs the exact domain (items must show their parts)");
+  const Limits lim{msccl ? 256 : 64, 72, 32, msccl ? 216 : 1024, 32, 4096};
+  const auto p = static_cast<int>(t.topology.num_processors());
+  const int elems = static_cast<int>(t.domain->elems());
+  if (elems == 0)
+    throw UsageError(
+        "export --msccl-xml: count 0 has no chunks (the runtimes need nchunksperloop > 0)");
+  const Collective coll = t.collective;
+  if ((coll == Collective::ReduceScatter || coll == Collective::Alltoall) && elems % p != 0)
+    throw UsageError(fmt::format("export --msccl-xml: a {} needs p blocks of elements ({} on {})",
+                                 collective_name(coll), elems, p));
+  if (p * elems >= (1 << kShift)) throw UsageError("export --msccl-xml: too many chunks to write");
+  Layout L{};
+  switch (coll) {
+    case Collective::Allgather:
+      L = {"allgather", false, elems, p * elems, p * elems};
+      break;
+    case Collective::ReduceScatter:
+      L = {msccl ? "reduce_scatter" : "reducescatter", true, elems, elems / p, elems};
+      break;
+    case Collective::Alltoall:
+      L = {"alltoall", false, elems, elems, elems};
+      break;
+    case Collective::Allreduce:
+      L = {"allreduce", true, elems, elems, elems};
+      break;
+    case Collective::Reduce:
+      L = {"reduce", true, elems, elems, elems};
+      break;
+    default:
+      L = {"broadcast", false, elems, elems, elems};
+      break;
+  }
+
+  // The runtime's limits: a threadblock over the step limit is split over more channels while
+  // there are channels; then refused with the reason rather than written to be refused.
+  const int nbase = (p - 2) / lim.per_channel + 1;
+  if (p > 1 && nbase > lim.max_channels)
+    throw UsageError(
+        fmt::format("export --msccl-xml: {} gpus need {} channels of 32 peers; the runtime has {}",
+                    p, nbase, lim.max_channels));
+  std::vector<Gpu> g;
+  int sets = 1;
+  for (;; ++sets) {
+    g = build(t, L, opts, lim, sets);
+    std::string over;
+    for (int r = 0; r < p && over.empty(); ++r)
+      for (const Tb& tb : g[static_cast<std::size_t>(r)].tbs)
+        if (static_cast<int>(tb.steps.size()) > lim.max_steps) {
+          over = fmt::format(
+              "gpu {}'s threadblock {} {} needs {} steps (its chunks do not merge into fewer)", r,
+              tb.send >= 0   ? "sending to"
+              : tb.recv >= 0 ? "receiving from"
+                             : "copying",
+              tb.send >= 0   ? tb.send
+              : tb.recv >= 0 ? tb.recv
+                             : r,
+              tb.steps.size());
+          break;
+        }
+    if (over.empty()) break;
+    if ((sets + 1) * nbase > lim.max_channels || p < 2)
+      throw UsageError(fmt::format(
+          "export --msccl-xml: {} even on {} channel{}; MSCCL_MAX_NUM_STEPS is {} in {}{}", over,
+          sets * nbase, sets * nbase == 1 ? "" : "s", lim.max_steps, rtname,
+          msccl ? "" : " (--msccl-runtime msccl allows 256)"));
+  }
   int nchannels = 1;
   for (int r = 0; r < p; ++r) {
     const Gpu& G = g[static_cast<std::size_t>(r)];
@@ -294,41 +523,32 @@ std::string export_msccl_xml(const Trace& t, const std::string& name,
       throw UsageError(fmt::format(
           "export --msccl-xml: gpu {} needs {} threadblocks; MSCCL_MAX_NUM_THREAD_BLOCKS is {} in "
           "{}",
-          r, G.tbs.size(), lim.max_tbs, msccl_runtime_name(opts.runtime)));
+          r, G.tbs.size(), lim.max_tbs, rtname));
+    std::size_t nodes = 1 + static_cast<std::size_t>(p) + G.tbs.size();
     for (const Tb& tb : G.tbs) {
       nchannels = std::max(nchannels, tb.chan + 1);
-      if (static_cast<int>(tb.steps.size()) > lim.max_steps)
-        throw UsageError(fmt::format(
-            "export --msccl-xml: gpu {}'s threadblock {} {} needs {} steps (its chunks do not "
-            "merge into fewer); MSCCL_MAX_NUM_STEPS is {} in {}{}",
-            r,
-            tb.send >= 0   ? "sending to"
-            : tb.recv >= 0 ? "receiving from"
-                           : "copying",
-            tb.send >= 0   ? tb.send
-            : tb.recv >= 0 ? tb.recv
-                           : r,
-            tb.steps.size(), lim.max_steps, msccl_runtime_name(opts.runtime),
-            msccl ? "" : " (--msccl-runtime msccl allows 256)"));
+      nodes += tb.steps.size();
     }
+    if (nodes >= static_cast<std::size_t>(lim.max_nodes))
+      throw UsageError(fmt::format(
+          "export --msccl-xml: gpu {} loads {} XML nodes (<algo>, {} <gpu>, its <tb> and <step> "
+          "elements); the runtime's parser holds MAX_NODES = {} ({})",
+          r, nodes, p, lim.max_nodes, rtname));
   }
-  if (nchannels > 32)
-    throw UsageError(
-        fmt::format("export --msccl-xml: {} gpus need {} channels of 32 peers; the runtime has 32",
-                    p, nchannels));
 
   std::string safe;
   for (char ch : name) safe += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  if (collective_is_rooted(coll)) safe += fmt::format("_root{}", t.root);
   std::string o;
   o += fmt::format(
       "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" "
       "coll=\"{}\" inplace=\"{}\" outofplace=\"{}\" minBytes=\"0\" maxBytes=\"0\">\n",
-      safe, nchannels, chunks, p, gather ? "allgather" : "allreduce", opts.out_of_place ? 0 : 1,
+      safe, nchannels, L.nchunksperloop, p, L.coll, opts.out_of_place ? 0 : 1,
       opts.out_of_place ? 1 : 0);
   for (int r = 0; r < p; ++r) {
-    o += fmt::format("  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"{}\" s_chunks=\"0\">\n", r,
-                     gather ? elems : chunks, chunks);
     const Gpu& G = g[static_cast<std::size_t>(r)];
+    o += fmt::format("  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"{}\" s_chunks=\"{}\">\n", r,
+                     L.in_chunks, L.out_chunks, G.scratch);
     for (std::size_t b = 0; b < G.tbs.size(); ++b) {
       const Tb& tb = G.tbs[b];
       o += fmt::format("    <tb id=\"{}\" send=\"{}\" recv=\"{}\" chan=\"{}\">\n", b, tb.send,
@@ -339,8 +559,8 @@ std::string export_msccl_xml(const Trace& t, const std::string& name,
         o += fmt::format(
             "      <step s=\"{}\" type=\"{}\" srcbuf=\"{}\" srcoff=\"{}\" dstbuf=\"{}\" "
             "dstoff=\"{}\" cnt=\"{}\" depid=\"{}\" deps=\"{}\" hasdep=\"{}\"/>\n",
-            s, in.type, in.sbuf, in.soff, in.dbuf, in.doff, in.cnt, dep.tb, dep.step,
-            in.hasdep ? 1 : 0);
+            s, in.type, buf_name(in.src), off_of(in.src), buf_name(in.dst), off_of(in.dst), in.cnt,
+            dep.tb, dep.step, in.hasdep ? 1 : 0);
       }
       o += "    </tb>\n";
     }

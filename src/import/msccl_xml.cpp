@@ -322,10 +322,10 @@ void Reader::parse(const pugi::xml_node& algo) {
   }
   if (coll_ == "reducescatter") coll_ = "reduce_scatter";
   if (coll_ != "allgather" && coll_ != "allreduce" && coll_ != "reduce_scatter" &&
-      coll_ != "alltoall" && coll_ != "broadcast" && coll_ != "custom")
+      coll_ != "alltoall" && coll_ != "broadcast" && coll_ != "reduce" && coll_ != "custom")
     fail(algo, "<algo> coll=\"" + coll_ +
                    "\": collv replays allgather, allreduce, reducescatter (reduce_scatter), "
-                   "alltoall, broadcast and custom");
+                   "alltoall, broadcast, reduce and custom");
   if (proto_.empty())
     rt_violation(algo_line_, algo_col_,
                  "<algo> has no proto (both runtimes read it: 'Attribute proto of node algo not "
@@ -720,6 +720,10 @@ void Reader::replay(ImportedSchedule& out) {
     // The root is the call's argument, not the file's: it is the gpu that receives nothing.
     coll = Collective::Broadcast;
     in_size = out_size = cpl;
+  } else if (coll_ == "reduce") {
+    // Likewise the gpu that sends nothing; only its output is defined.
+    coll = Collective::Reduce;
+    in_size = out_size = cpl;
   } else {
     // custom: a collective the file does not define; its data is replayed, not judged.
     coll = Collective::Gather;
@@ -733,8 +737,8 @@ void Reader::replay(ImportedSchedule& out) {
                     ? cpl / p
                     : cpl;  // chunks per rank and peer
   const bool custom = coll_ == "custom";
-  int root = 0;
-  if (coll == Collective::Broadcast) {
+  int root = 0, root_candidates = 0;
+  if (coll == Collective::Broadcast || coll == Collective::Reduce) {
     for (int r = p - 1; r >= 0; --r) {
       bool receives = false, sends = false;
       for (const XTb& tb : gpus_[r].tbs)
@@ -742,7 +746,17 @@ void Reader::replay(ImportedSchedule& out) {
           receives = receives || st.info->recv;
           sends = sends || st.info->send;
         }
-      if (!receives && (sends || p == 1)) root = r;
+      if (coll == Collective::Reduce) std::swap(receives, sends);
+      if (!receives && (sends || p == 1)) {
+        root = r;
+        ++root_candidates;
+      }
+    }
+    if (opts_.root) {
+      if (*opts_.root >= static_cast<std::uint32_t>(p))
+        throw UsageError(
+            fmt::format("{}: error: root {} is no gpu of the file's {}", src_, *opts_.root, p));
+      root = static_cast<int>(*opts_.root);
     }
   }
 
@@ -763,7 +777,8 @@ void Reader::replay(ImportedSchedule& out) {
     std::uint64_t items = static_cast<std::uint64_t>(p) *
                           (static_cast<std::uint64_t>(in_size) * 3 + out_size * 3 + per_gpu);
     std::uint64_t bytes = items * 24 + tbs * tbs * 8;
-    if (coll == Collective::Allreduce || coll == Collective::ReduceScatter)
+    if (coll == Collective::Allreduce || coll == Collective::ReduceScatter ||
+        coll == Collective::Reduce)
       bytes += static_cast<std::uint64_t>(p) * static_cast<std::uint64_t>(out_size) * p * 8;
     require_memory(bytes, fmt::format("replaying {} ({} on {} gpus, {} chunks per loop)", src_,
                                       coll_, p, cpl));
@@ -818,7 +833,7 @@ void Reader::replay(ImportedSchedule& out) {
     if (inplace_) {
       if (coll == Collective::Allgather && buf == In) return std::make_pair(int(Out), off + r * c);
       if ((coll == Collective::Allreduce || coll == Collective::Alltoall ||
-           coll == Collective::Broadcast) &&
+           coll == Collective::Broadcast || coll == Collective::Reduce) &&
           buf == Out)
         return std::make_pair(int(In), off);
       if (coll == Collective::ReduceScatter && buf == Out)
@@ -1159,6 +1174,13 @@ void Reader::replay(ImportedSchedule& out) {
           expected[r].push_back(
               d.leaf(static_cast<std::uint32_t>(root), static_cast<std::uint32_t>(k)));
         break;
+      case Collective::Reduce:  // only the root's output is defined (NCCL: recvbuff is
+                                // used only at the root), so only the root's is kept
+        if (r == root) {
+          for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
+          for (int k = 0; k < c; ++k) expected[r].push_back(sum_over_ranks(k));
+        }
+        break;
       case Collective::Gather:  // custom: nothing to compare with
         for (int k = 0; k < out_size; ++k) fin.push_back(phys(Out, k));
         expected[r] = fin;
@@ -1181,8 +1203,18 @@ void Reader::replay(ImportedSchedule& out) {
       coll_, out_size, inplace_ ? ", in place" : "", in_size);
   if (coll == Collective::Broadcast)
     out.postcondition->note += fmt::format(
-        "; the root is gpu {}, the gpu that receives nothing (the root is the call's argument)",
-        root);
+        "; the root is gpu {}, {} (the root is the call's argument)", root,
+        opts_.root             ? "as -s says"
+        : root_candidates == 1 ? "the gpu that receives nothing"
+                               : "assumed: no single gpu receives nothing, give the root with -s");
+  if (coll == Collective::Reduce)
+    out.postcondition->note += fmt::format(
+        "; the root is gpu {}, {} (the root is the call's argument); the other gpus' outputs "
+        "are not judged",
+        root,
+        opts_.root             ? "as -s says"
+        : root_candidates == 1 ? "the gpu that sends nothing"
+                               : "assumed: no single gpu sends nothing, give the root with -s");
   if (custom) {
     out.postcondition = not_checked("postcondition",
                                     "coll=\"custom\" defines no output: the replay ran, the "
