@@ -35,7 +35,7 @@ std::string runtime_msg(const ImportedSchedule& s) {
   return r.violations.empty() ? "" : r.violations.front().message;
 }
 
-MscclOptions rt(MscclRuntime r, int slots = 8) {
+MscclOptions rt(MscclRuntime r, int slots = -1) {
   MscclOptions o;
   o.runtime = r;
   o.slots = slots;
@@ -349,17 +349,30 @@ TEST_CASE("bounded buffering: a send blocks when its connection's slots are full
     }
     return x + "</algo>\n";
   };
+  // proto="Simple": a send takes 4 of the FIFO's 8 steps, so two sends fit (the default).
   ImportedSchedule dl = import_msccl_xml(file(16, false), "b.xml");
   CHECK(dl.trace.failure.kind == RunFailure::Kind::Deadlock);
   CHECK(failing(dl).count("deadlock") == 1);
   const std::string& m = dl.trace.failure.message;
-  CHECK(m.find("gpu 0 tb 0 step 8") != std::string::npos);
-  CHECK(m.find("waits to send to gpu 1 on channel 0, whose 8 slots") != std::string::npos);
+  CHECK(m.find("gpu 0 tb 0 step 2") != std::string::npos);
+  CHECK(m.find("waits to send to gpu 1 on channel 0, whose 2 slots") != std::string::npos);
+  CHECK(results(dl)["attributes"].note.find("2 unreceived sends (proto=\"Simple\"") !=
+        std::string::npos);
+  CHECK(failing(import_msccl_xml(file(2, false), "b.xml")).empty());
+  CHECK(failing(import_msccl_xml(file(3, false), "b.xml")).count("deadlock") == 1);
+  // proto="LL": one step a send, eight fit.
+  auto ll = [](std::string x) { return replace(x, "proto=\"Simple\"", "proto=\"LL\""); };
+  ImportedSchedule dl8 = import_msccl_xml(ll(file(16, false)), "b.xml");
+  CHECK(dl8.trace.failure.message.find("gpu 0 tb 0 step 8") != std::string::npos);
+  CHECK(dl8.trace.failure.message.find("whose 8 slots") != std::string::npos);
+  CHECK(failing(import_msccl_xml(ll(file(8, false)), "b.xml")).empty());
+  CHECK(failing(import_msccl_xml(ll(file(9, false)), "b.xml")).count("deadlock") == 1);
   // The correct twin (a receive after each send) passes; so does the first with room enough.
   CHECK(failing(import_msccl_xml(file(16, true), "b.xml")).empty());
   CHECK(failing(import_msccl_xml(file(16, false), "b.xml", rt(MscclRuntime::ExecutorNccl, 16)))
             .empty());
-  CHECK(failing(import_msccl_xml(file(8, false), "b.xml")).empty());
+  CHECK(failing(import_msccl_xml(file(8, false), "b.xml", rt(MscclRuntime::ExecutorNccl, 8)))
+            .empty());
   CHECK(failing(import_msccl_xml(file(16, false), "b.xml", rt(MscclRuntime::ExecutorNccl, 0)))
             .empty());
 }

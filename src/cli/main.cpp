@@ -221,8 +221,8 @@ int main(int argc, char** argv) {
                   "msccl-executor-nccl (default, the stricter) | msccl")
       ->check(CLI::IsMember({"msccl-executor-nccl", "msccl"}));
   ver->add_option("--msccl-slots", ver_opts.msccl.slots,
-                  "MSCCL-XML files: sends a connection holds before a send blocks (NCCL_STEPS, "
-                  "8; 0 = unbounded)")
+                  "MSCCL-XML files: sends a connection holds before a send blocks (default by "
+                  "the file's proto: Simple 2, LL and LL128 8; 0 = unbounded)")
       ->check(CLI::Range(0, 1000000));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");

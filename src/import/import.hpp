@@ -58,8 +58,10 @@ enum class MscclRuntime { ExecutorNccl, Msccl };
 const char* msccl_runtime_name(MscclRuntime r);  // "msccl-executor-nccl", "msccl"
 struct MscclOptions {
   MscclRuntime runtime = MscclRuntime::ExecutorNccl;
-  // Sends a connection (sender, receiver, channel) holds before the next send blocks: NCCL_STEPS.
-  int slots = 8;
+  // Sends a connection (sender, receiver, channel) holds before the next send blocks; 0:
+  // unbounded; -1: by the file's protocol, as the runtime's FIFO of NCCL_STEPS = 8 steps is
+  // used: Simple 2 (each send takes MSCCL_CHUNKSTEPS = 4 steps), LL and LL128 8 (one step).
+  int slots = -1;
   // A broadcast's or reduce's root: the call's argument (the file has none). Unset: inferred
   // (broadcast: the gpu that receives nothing; reduce: the gpu that sends nothing).
   std::optional<std::uint32_t> root;

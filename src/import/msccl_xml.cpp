@@ -180,6 +180,7 @@ class Reader {
 
   // <algo>
   std::string name_, coll_, proto_;
+  bool slots_by_proto_ = false;
   int ngpus_ = 0, nchannels_ = 0, nchunksperloop_ = 0, inplace_ = 0;
   bool op_form_ = false;
   int algo_line_ = 0, algo_col_ = 0;
@@ -326,6 +327,12 @@ void Reader::parse(const pugi::xml_node& algo) {
     fail(algo, "<algo> coll=\"" + coll_ +
                    "\": collv replays allgather, allreduce, reducescatter (reduce_scatter), "
                    "alltoall, broadcast, reduce and custom");
+  // Slots by protocol (prims_simple.h: a send is SlicePerChunk = 2 slices of StepPerSlice = 2
+  // FIFO steps, empty slices posted too, so 4 of the NCCL_STEPS = 8; LL/LL128: one step).
+  if (opts_.slots < 0) {
+    opts_.slots = proto_ == "LL" || proto_ == "LL128" ? 8 : 2;
+    slots_by_proto_ = true;
+  }
   if (proto_.empty())
     rt_violation(algo_line_, algo_col_,
                  "<algo> has no proto (both runtimes read it: 'Attribute proto of node algo not "
@@ -1277,8 +1284,11 @@ ImportedSchedule Reader::run() {
     attributes_.note += std::string(attributes_.note.empty() ? "" : "; ") +
                         fmt::format(
                             "sends block when a connection holds {} unreceived sends "
-                            "(--msccl-slots)",
-                            opts_.slots);
+                            "({})",
+                            opts_.slots,
+                            slots_by_proto_ ? "proto=\"" + (proto_.empty() ? "Simple" : proto_) +
+                                                  "\"; --msccl-slots sets another bound"
+                                            : "--msccl-slots");
   out.checks = {runtime_, attributes_, bounds_, race_};
   for (auto& c : custom_checks_) out.checks.push_back(c);
   return out;
@@ -1288,7 +1298,7 @@ ImportedSchedule Reader::run() {
 
 ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source,
                                   const MscclOptions& msccl) {
-  if (msccl.slots < 0 || msccl.slots > 1000000)
+  if (msccl.slots < -1 || msccl.slots > 1000000)
     throw UsageError(fmt::format("--msccl-slots {}: 0 (unbounded) to 1000000", msccl.slots));
   return Reader(text, source, msccl).run();
 }
