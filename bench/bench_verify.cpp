@@ -25,7 +25,7 @@
 #include "check/checks.hpp"
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
-#include "exec/symmetric.hpp"
+#include "verify/symmetric.hpp"
 
 using namespace collv;
 using Clock = std::chrono::steady_clock;

@@ -1,4 +1,4 @@
-// Verification by symmetry (exec/symmetric.hpp): its verdicts, steps, costs and the
+// Verification by symmetry (verify/symmetric.hpp): its verdicts, steps, costs and the
 // representative's output against full runs of the executor, on correct models and mutants;
 // refusals for programs it cannot show equivariant; the memory bound up front.
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 #include "check/checks.hpp"
 #include "cli.hpp"
 #include "exec/executor.hpp"
-#include "exec/symmetric.hpp"
+#include "verify/symmetric.hpp"
 #include "topology/topology.hpp"
 #include "util/error.hpp"
 

@@ -12,7 +12,7 @@
 #include "app/commands.hpp"
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
-#include "exec/symmetric.hpp"
+#include "verify/symmetric.hpp"
 #include "smt/synth.hpp"
 #include "util/exit_codes.hpp"
 
@@ -159,7 +159,7 @@ int run_reproduce_command(const ReproduceOptions& o, std::ostream& out, std::ost
         ours = tr.steps;
         how = "run, exact domain";
       } else if (r.n <= o.max_n) {
-        // Beyond star:7 by symmetry (exec/symmetric.hpp): one representative node, exact.
+        // Beyond star:7 by symmetry (verify/symmetric.hpp): one representative node, exact.
         RunOptions ro;
         ro.max_memory = 16ULL << 30;
         SymmetricResult sr = verify_symmetric(m, "star", r.n, ro);

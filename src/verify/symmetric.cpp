@@ -1,5 +1,5 @@
 // Verification by symmetry on the star graph (see symmetric.hpp, docs/symmetry.md).
-#include "exec/symmetric.hpp"
+#include "verify/symmetric.hpp"
 
 #include <algorithm>
 #include <bit>
