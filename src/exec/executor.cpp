@@ -673,8 +673,12 @@ class Machine {
     }
   }
 
-  // Stores `val` into the target lvalue at each node.
-  void store(const Expr& target, const NodeId* nodes, std::size_t cnt, Buffer* val, int depth) {
+  // Stores `val` into the target lvalue at each node. A receive (`receive`) may bring fewer
+  // items than a slice or index target has positions, as MPI's receive count is an upper bound:
+  // the message fills the first positions and the rest stays as it was (never extended). More
+  // items than positions is MPI's truncation error, a runtime error here as everywhere.
+  void store(const Expr& target, const NodeId* nodes, std::size_t cnt, Buffer* val, int depth,
+             bool receive = false) {
     if (target.kind == ExprKind::Name) {
       auto& col = data_[target.slot];
       for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = std::move(val[i]);
@@ -695,6 +699,13 @@ class Machine {
       std::int64_t a = lo[i], b = hi[i];
       if (a < 0 || b < a - 1 || b > (1 << 24))
         rt_error(target, nodes[i], fmt::format("cannot assign to positions [{} .. {}]", a, b));
+      if (receive && val[i].size() > static_cast<std::uint64_t>(b - a + 1))
+        rt_error(target, nodes[i],
+                 fmt::format("a message of {} items is received into {} positions (MPI's "
+                             "truncation error: a receive may be larger than its message, "
+                             "never smaller)",
+                             val[i].size(), b - a + 1));
+      if (receive) b = a + static_cast<std::int64_t>(val[i].size()) - 1;
       if (val[i].size() != static_cast<std::uint64_t>(b - a + 1))
         rt_error(target, nodes[i],
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
@@ -719,9 +730,7 @@ class Machine {
     }
     if (x < 0 || x >= static_cast<std::int64_t>(p_))
       rt_error(*s.peer, v, fmt::format("node {} does not exist (p = {})", x, p_));
-    if (static_cast<NodeId>(x) == v)
-      rt_error(*s.peer, v, "a node cannot send to or receive from itself");
-    return static_cast<NodeId>(x);
+    return static_cast<NodeId>(x);  // may be v itself: a self-message (no link, no port)
   }
 
   void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
@@ -858,6 +867,10 @@ class Machine {
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
           NodeId dst = peer_of(s, v, peer[i]);
+          if (dst == v) {  // a self-message: queued at the node, no transfer, no step
+            self_send(s, pc, v, std::move(val[i]));
+            continue;
+          }
           std::uint32_t step = bound_.on_send(v, dst);  // a lower bound; timing.cpp assigns it
           max_step_ = std::max(max_step_, step);
           if (step > opts_.max_steps) {
@@ -918,11 +931,21 @@ class Machine {
         // Nodes whose message is there receive now; the others wait at this instruction.
         std::vector<NodeId> got;
         std::vector<std::uint32_t> tids;
+        std::vector<NodeId> self_got;
         got.reserve(cnt);
         tids.reserve(cnt);
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
           NodeId src = peer_of(s, v, peer[i]);
+          if (src == v) {  // a self-message: the oldest one the node sent itself
+            if (self_box_.empty() || self_box_[v].empty()) {
+              waiting_on_[v] = v;  // no earlier send to itself: it waits for ever
+              blocked_pc_[v] = pc;
+              continue;
+            }
+            self_got.push_back(v);
+            continue;
+          }
           auto& box = inbox_[v];
           std::uint32_t k = 0;
           while (k < box.size() && src_of(box[k]) != src) ++k;
@@ -944,6 +967,7 @@ class Machine {
           got.push_back(v);
           tids.push_back(tid);
         }
+        if (!self_got.empty()) self_receive(s, pc, self_got);
         if (got.empty()) return;
         auto& val = dscratch(0);
         for (std::size_t i = 0; i < got.size(); ++i) {
@@ -954,7 +978,7 @@ class Machine {
           const Transfer& t = tr_.transfers[tids[i]];
           val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
         }
-        store(*s.target, got.data(), got.size(), val.data(), 1);
+        store(*s.target, got.data(), got.size(), val.data(), 1, true);
         track_receive(*s.target, got.data(), got.size(), tids.data());
         if (stream_) stream_->resolve(false);
         auto& r = ready_[pc + 1];
@@ -965,6 +989,43 @@ class Machine {
     }
   }
 
+  // Self-messages (docs/language.md, "Self-messages"): a send to oneself queues the value with
+  // the dependency of the data it carries; the matching receive takes the oldest one (FIFO, as
+  // between two nodes). Neither is a transfer: no link, no port, no step.
+  void self_send(const Stmt& s, std::uint32_t pc, NodeId v, Buffer val) {
+    if (self_box_.empty()) self_box_.resize(p_);
+    charge_items(val.size());
+    self_box_[v].push_back(SelfMessage{std::move(val), deps_of(pc, v), s.loc});
+  }
+  void self_receive(const Stmt& s, std::uint32_t pc, const std::vector<NodeId>& nodes) {
+    std::vector<Buffer> vals(nodes.size());
+    std::vector<DepTag> deps(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      auto& box = self_box_[nodes[i]];
+      vals[i] = std::move(box.front().value);
+      deps[i] = box.front().dep;
+      box.pop_front();
+    }
+    store(*s.target, nodes.data(), nodes.size(), vals.data(), 1, true);
+    // The target depends on what the sent value depended on (a whole target: only that).
+    bool whole = s.target->kind == ExprKind::Name;
+    auto& col = deps_[whole ? s.target->slot : s.target->args[0]->slot];
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      col[nodes[i]] = whole ? deps[i] : std::max(col[nodes[i]], deps[i]);
+    auto& r = ready_[pc + 1];
+    r.insert(r.end(), nodes.begin(), nodes.end());
+    mark_ready(pc + 1);
+  }
+
+ public:
+  // A self-message still queued when the run ends (sent, never received): its send's position.
+  std::optional<std::pair<NodeId, SourceLoc>> unreceived_self() const {
+    for (NodeId v = 0; v < self_box_.size(); ++v)
+      if (!self_box_[v].empty()) return std::make_pair(v, self_box_[v].front().loc);
+    return std::nullopt;
+  }
+
+ private:
   NodeId src_of(std::uint32_t tid) const {
     return stream_ ? stream_->src(tid) : tr_.transfers[tid].src;
   }
@@ -1064,6 +1125,12 @@ class Machine {
  private:
   std::vector<std::uint32_t> recv_count_, last_recv_;
   std::vector<std::vector<int>> reads_;
+  struct SelfMessage {
+    Buffer value;
+    DepTag dep;
+    SourceLoc loc;
+  };
+  std::vector<std::deque<SelfMessage>> self_box_;  // per node; empty until a node sends itself
 };
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
@@ -1322,7 +1389,8 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
   // is too low still stops near the limit.
   Collective coll = m.header.collective;
   bool reduction = coll == Collective::Reduce || coll == Collective::Allreduce ||
-                   coll == Collective::Scan || coll == Collective::ReduceScatter;
+                   coll == Collective::Scan || coll == Collective::Exscan ||
+                   coll == Collective::ReduceScatter;
   // Per node: a data variable's buffer (24 bytes, two items inline, 8 bytes an item beyond) and
   // timing tag (8); an integer and its initialised flag (9); an array's vector (24, its elements
   // are charged as they are made); about 64 bytes of the executor's own (wait state, mailbox,
@@ -1406,6 +1474,14 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
   tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root);
   mach.set_input(in_slot, tr.initial_input);
   mach.run();
+  if (tr.failure.kind == RunFailure::Kind::None)
+    if (auto self = mach.unreceived_self()) {
+      tr.failure.kind = RunFailure::Kind::RuntimeError;
+      tr.failure.message = fmt::format(
+          "{}: runtime error at node {} ({}): a message the node sent to itself is never "
+          "received (a send to oneself needs its matching receive)",
+          self->second.str(), self->first, t.label(self->first));
+    }
   tr.final_output = mach.take_column(out_slot);
   if (mach.stream_) {
     finish_stream(tr, *mach.stream_, opts);

@@ -125,9 +125,9 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       out = sat_mul(p, e);
   }
   // A buffer holds two items inline: only larger ones allocate their items.
-  const bool inline_only =
-      e <= 2 && (c == Collective::Broadcast || c == Collective::Reduce ||
-                 c == Collective::Allreduce || c == Collective::Scan || c == Collective::Shift);
+  const bool inline_only = e <= 2 && (c == Collective::Broadcast || c == Collective::Reduce ||
+                                      c == Collective::Allreduce || c == Collective::Scan ||
+                                      c == Collective::Exscan || c == Collective::Shift);
   std::uint64_t bytes = inline_only ? 0 : sat_mul(sat_add(in, sat_mul(out, 2)), sizeof(Item));
   bytes = sat_add(bytes, sat_mul(p, 3 * sizeof(Buffer)));
   if (k == DomainKind::Fingerprint) return bytes;
@@ -148,6 +148,7 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       bytes = sat_add(bytes, reduced(p, p));
       break;
     case Collective::Scan:  // p prefixes of up to p terms
+    case Collective::Exscan:
       bytes = sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), e), 2));
       break;
     default:
@@ -155,8 +156,8 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
   }
   // The ordered domain keeps operand order, so the nodes of a reduction typically end with p
   // different sequences of p terms each (observed: about 16 bytes per term with the memo).
-  if (k == DomainKind::Ordered &&
-      (c == Collective::Allreduce || c == Collective::Scan || c == Collective::ReduceScatter))
+  if (k == DomainKind::Ordered && (c == Collective::Allreduce || c == Collective::Scan ||
+                                   c == Collective::Exscan || c == Collective::ReduceScatter))
     bytes =
         sat_add(bytes, sat_mul(sat_mul(sat_mul(p, p), c == Collective::ReduceScatter ? 1 : e), 16));
   return bytes;

@@ -26,8 +26,10 @@ enum class Collective {
   Gather,
   Alltoall,
   Shift,
-  Barrier  // no data: every node's exit must depend causally on every node's entry
+  Barrier,  // no data: every node's exit must depend causally on every node's entry
+  Exscan    // node k: x[0] + ... + x[k-1]; node 0's output is undefined (MPI), never judged
 };
+constexpr Collective kLastCollective = Collective::Exscan;
 const char* collective_name(Collective c);
 std::optional<Collective> collective_from_name(const std::string& s);
 bool collective_is_rooted(Collective c);

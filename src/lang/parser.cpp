@@ -37,12 +37,14 @@ const char* collective_name(Collective c) {
       return "shift";
     case Collective::Barrier:
       return "barrier";
+    case Collective::Exscan:
+      return "exscan";
   }
   return "?";
 }
 
 std::optional<Collective> collective_from_name(const std::string& s) {
-  for (int i = 0; i <= static_cast<int>(Collective::Barrier); ++i) {
+  for (int i = 0; i <= static_cast<int>(kLastCollective); ++i) {
     auto c = static_cast<Collective>(i);
     if (s == collective_name(c)) return c;
   }
@@ -410,7 +412,7 @@ class Parser {
         if (!c)
           error(v, "unknown collective '" + name +
                        "' (expected broadcast, reduce, allgather, reduce-scatter, allreduce, "
-                       "scan, scatter, gather, alltoall or shift)");
+                       "scan, exscan, scatter, gather, alltoall, shift or barrier)");
         h.collective = *c;
         have_collective = true;
       } else if (k == "topology") {
@@ -566,6 +568,9 @@ class Parser {
       case Collective::Scan:
         names = {"scan"};
         break;
+      case Collective::Exscan:
+        names = {"exscan"};
+        break;
       case Collective::Scatter:
         names = {"scatter", "scatterv"};
         break;
@@ -605,8 +610,8 @@ class Parser {
     } else {
       // NCCL's rings run every collective here; its trees only the all-reduce.
       ok = key == "NCCL_ALGO" && !names.empty() && c != Collective::Alltoall &&
-           c != Collective::Barrier && c != Collective::Scan && c != Collective::Scatter &&
-           c != Collective::Gather;
+           c != Collective::Barrier && c != Collective::Scan && c != Collective::Exscan &&
+           c != Collective::Scatter && c != Collective::Gather;
       want = "NCCL_ALGO = Ring or Tree, for a collective NCCL has";
       if (ok && value != "Ring" && !(value == "Tree" && c == Collective::Allreduce))
         error_at(l.loc, std::string("NCCL_ALGO is Ring") +
