@@ -38,7 +38,26 @@ struct MpiOptions {
   // Conformance: a model (.coll file or name) whose run at the same p, count and root must make
   // the same combinations, rank by rank and position by position, as the library.
   std::string model, models_dir;
+  // Conformance by the models' own `library` lines: model files or directories (searched
+  // recursively); each model that names an Open MPI or MPICH selector is run as that library's
+  // algorithm (impl, collective and algorithm from the line) with --model set to it.
+  std::vector<std::string> conformance;
+  // Further selector settings of a library line (Open MPI: OMPI_MCA_<name>=<value>).
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  // Set (when not null) to whether the library fell back to its own choice in every run.
+  bool* all_fell_back = nullptr;
 };
+
+// The run a model's `library` line asks for: impl, collective and algorithm set from the line,
+// extra selector settings in extra_env. Empty `why_not` when it applies; else why it does not
+// (no Open MPI or MPICH line, a collective the harness does not run, a selector for another
+// collective).
+struct ConformanceRun {
+  MpiOptions options;
+  std::string selector;  // the line's settings, as written
+  std::string why_not;
+};
+std::vector<ConformanceRun> conformance_runs(const std::string& model_file, const MpiOptions& base);
 
 // The algorithms a library lets a run select for a collective, in the library's order (Open MPI:
 // the number is the index, 0 = "ignore", the library's own decision; MPICH: 0 = "auto").

@@ -372,12 +372,13 @@ int main(int argc, char** argv) {
       "mpi",
       "Judge an installed MPI library's collective: every combination it makes, its results");
   mpi->add_option("--impl", mpi_opts.impl, "openmpi | mpich")
-      ->required()
       ->check(CLI::IsMember({"openmpi", "mpich"}));
   mpi->add_option("--collective", mpi_opts.collective,
                   "allreduce reduce bcast allgather gather scatter alltoall reduce_scatter "
-                  "reduce_scatter_block scan exscan")
-      ->required();
+                  "reduce_scatter_block scan exscan");
+  mpi->add_option("--conformance", mpi_opts.conformance,
+                  "model files or directories: run every model whose `library` line names an "
+                  "Open MPI or MPICH selector as that algorithm, with conformance to it");
   mpi->add_option("--algorithm", mpi_opts.algorithm,
                   "the library's own name or number (auto: the library decides), or harness-ring "
                   "(the harness's own ring all-reduce over point-to-point)");
@@ -419,7 +420,8 @@ int main(int argc, char** argv) {
       "  collv mpi --impl mpich --collective reduce --algorithm binomial --root all --op "
       "noncommutative\n"
       "  collv mpi --impl openmpi --collective allreduce --algorithm harness-ring --inject "
-      "double-count");
+      "double-count\n"
+      "  collv mpi --conformance models/ --sizes 2..5 --count 0..11");
 
   try {
     app.parse(argc, argv);
