@@ -731,6 +731,9 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       case Collective::Scan:
         coll = "scan";
         break;
+      case Collective::Exscan:
+        coll = "exscan";
+        break;
       default:
         break;
     }
