@@ -337,7 +337,7 @@ TEST_CASE(
 
 TEST_CASE(
     "collv mpi --conformance: every library model with a selector conforms at p = 4, "
-    "counts 3..4, root p-1; the old Open MPI ring model fails below count p",
+    "counts 3..4, root p-1, and the old Open MPI ring model fails below count p",
     "[mpi]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpicc.mpich")) {
     WARN("Open MPI or MPICH is not installed: skipped; scripts/install-deps.sh installs them");

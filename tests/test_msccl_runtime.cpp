@@ -641,7 +641,7 @@ TEST_CASE("export --msccl-xml: every model that fits loads in the runtime, the o
   CHECK(refused >= 20);
 }
 
-TEST_CASE("export --msccl-xml: a rooted file is for its root; verify -s names it",
+TEST_CASE("export --msccl-xml: a rooted file is for its root, and verify -s names it",
           "[export][msccl-runtime]") {
   const std::string root = COLLV_SOURCE_DIR;
   std::string xml = collv::test::unique_temp("export_root") + ".xml";
