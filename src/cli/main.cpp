@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
       "--out-of-place), one threadblock per peer, direction and channel, up to 32 peers per\n"
       "channel, contiguous chunks merged into one step, threadblocks over the step limit split\n"
       "over more channels; within the limits of --msccl-runtime or refused with the reason\n"
-      "(docs/formats.md); gather, scatter, scan, shift and barrier are refused. The written file\n"
+      "(docs/formats.md); gather, scatter, (ex)scan, shift, barrier are refused. The written file\n"
       "is imported and judged before it is kept: it must pass every check, the runtime's loading\n"
       "rules included, and carry every chunk the run sent.\n"
       "Exit codes: 0 written and re-judged as passing; 1 the re-import does not pass (nothing\n"
