@@ -10,4 +10,8 @@ const std::string& binary_path() {
   static const std::string bin = COLLV_TEST_BINARY;
   return bin;
 }
+const std::string& mpi_binary_path() {
+  static const std::string bin = COLLV_TEST_MPI_BINARY;
+  return bin;
+}
 }  // namespace collv_test

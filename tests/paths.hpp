@@ -9,7 +9,10 @@
 namespace collv_test {
 const std::string& source_dir();
 const std::string& binary_path();
+// collv-mpi of this build, or "" when MPI was not found (tests/test_partitioned.cpp skips).
+const std::string& mpi_binary_path();
 }  // namespace collv_test
 
 #define COLLV_SOURCE_DIR (::collv_test::source_dir())
 #define COLLV_BINARY (::collv_test::binary_path())
+#define COLLV_MPI_BINARY (::collv_test::mpi_binary_path())

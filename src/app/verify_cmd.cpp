@@ -18,6 +18,7 @@
 #include "util/exit_codes.hpp"
 #include "util/number_text.hpp"
 #include "util/read_file.hpp"
+#include "verify/partition.hpp"
 #include "verify/symmetric.hpp"
 
 namespace collv {
@@ -168,14 +169,15 @@ void impose_strict(Trace& t) {
 
 // Whether a run's verdict held only because the file or model loosened the collective's rules;
 // what the strict rules say, or "".
-std::string loosened_by(Trace& t, const std::string& status) {
+std::string loosened_by(Trace& t, const std::string& status, Partition* part) {
   if (status == "commutative-only")
     return "held only under `operator commutative`: operands are combined out of rank order, "
            "which a non-commutative operator (--strict) fails";
   if (status == "fail" || status == "error" || !t.layout_any || !output_order_free(t)) return "";
   t.layout_any = false;
-  CheckResult pc = check_postcondition(t, CheckOptions{});
-  CheckResult fb = check_final_buffers(t, CheckOptions{});
+  auto [pc, fb] = part ? node_checks_partitioned(t, *part)
+                       : std::pair{check_postcondition(t, CheckOptions{}),
+                                   check_final_buffers(t, CheckOptions{})};
   t.layout_any = true;
   for (const CheckResult* c : {&pc, &fb})
     if (c->verdict == Verdict::Fail)
@@ -383,6 +385,21 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       throw UsageError("--source: no model selected has a root (" + unrooted +
                        "); --source is for broadcast, reduce, scatter and gather");
   }
+  if (o.partition) {  // what partitioned verify follows (docs/partitioned.md)
+    std::string why =
+        o.domain == "symmetry" ? "-d symmetry (one representative node; run it with collv)"
+        : o.engine != "exec"
+            ? "--engine " + o.engine + " (the SMT engine reads the whole stored trace)"
+        : !o.cex_dir.empty() ? "--cex-dir (the pictures need the stored trace)"
+        : !o.trace_files.empty() ||
+                std::any_of(o.targets.begin(), o.targets.end(), looks_like_schedule_path)
+            ? "schedule files (they are judged as read, in one process)"
+            : "";
+    if (!why.empty())
+      throw UsageError(fmt::format(
+          "partitioned verify (collv-mpi, {} processes) does not follow {}; run it with collv",
+          o.partition->size(), why));
+  }
   if (o.domain == "symmetry") return verify_by_symmetry(o, files, err);
   VerifyReport rep;
   std::map<std::string, Topology> topo_cache;
@@ -483,16 +500,19 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
                                    src ? fmt::format(" from {}", *src) : "", run.domain)
                     << std::flush;
               guarded(run, [&] {
-                Trace t = run_model(m, topo, ro);
+                // Partitioned (collv-mpi): t holds this process's slice of the nodes.
+                Trace t = o.partition ? run_model_partitioned(m, topo, ro, *o.partition)
+                                      : run_model(m, topo, ro);
                 run.steps = t.steps;
                 run.cost_ts = t.cost_ts;
                 run.cost_tw = t.cost_tw;
                 run.streamed = t.streamed;
                 if (o.strict) impose_strict(t);
-                run.checks = check_trace(t, CheckOptions{});
+                run.checks = o.partition ? check_partitioned(t, *o.partition)
+                                         : check_trace(t, CheckOptions{});
                 if (o.engine != "exec") merge_engine(run.checks, smt(m, topo, ro, t), o.engine);
                 run.status = run_status(run.checks, t, dom);
-                run.loosened = loosened_by(t, run.status);
+                run.loosened = loosened_by(t, run.status, o.partition);
                 if (!o.cex_dir.empty() && (run.status == "fail"))
                   write_cex_picture(o.cex_dir, run, t, err);
               });
@@ -658,7 +678,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       }
       run.status = run_status(run.checks, t, t.domain->kind());
       run.data_not_checked = !judged.carries_data;
-      run.loosened = loosened_by(t, run.status);
+      run.loosened = loosened_by(t, run.status, nullptr);
       if (!o.cex_dir.empty() && run.status == "fail") write_cex_picture(o.cex_dir, run, t, err);
       run.seconds = seconds_since(t0);
       rep.groups[run.group].seconds += run.seconds;

@@ -16,6 +16,8 @@
 
 namespace collv {
 
+class Partition;
+
 struct VerifyOptions {
   std::vector<std::string> targets;      // model files, model names or directories
   std::vector<std::string> trace_files;  // schedules as JSON (docs/trace-format.md) to judge
@@ -43,6 +45,9 @@ struct VerifyOptions {
   // --strict: the collective's own rules whatever a file or model declares (MPI's positional
   // layout; operands in rank order, as for a non-commutative operator).
   bool strict = false;
+  // collv-mpi with more than one process: every run partitioned over them (verify/partition.hpp,
+  // docs/partitioned.md). Every process calls verify() with the same options; rank 0 reports.
+  Partition* partition = nullptr;
 };
 
 // Parses "A..B" (or "A") into a range; throws UsageError.

@@ -90,10 +90,27 @@ bool output_order_free(const Trace& t) {
 }
 
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
+  return expected_outputs(t, 0, static_cast<NodeId>(t.topology.num_processors()));
+}
+
+std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi) {
   Domain& d = *t.domain;
   auto p = static_cast<std::uint32_t>(t.topology.num_processors());
   std::uint32_t e = d.elems();
-  std::vector<std::optional<Buffer>> out(p);
+  std::vector<std::optional<Buffer>> out(hi - lo);
+  // out[v] for node v: only the nodes lo .. hi-1 are kept.
+  struct Slice {
+    std::vector<std::optional<Buffer>>& o;
+    NodeId lo, hi;
+    struct Ref {
+      std::optional<Buffer>* x;
+      Ref& operator=(const Buffer& b) {
+        if (x) *x = b;
+        return *this;
+      }
+    };
+    Ref operator[](std::size_t v) { return {v >= lo && v < hi ? &o[v - lo] : nullptr}; }
+  } sl{out, lo, hi};
   // Element j reduced over nodes lo..hi, in node order. Halving keeps it O(p log p) in the
   // exact domain, where a combine copies its operands (a left fold would be O(p^2)).
   std::function<Item(std::uint32_t, std::uint32_t, std::uint32_t)> fold =
@@ -122,7 +139,7 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       for (auto& o : out) o = input_of(t.root);
       break;
     case Collective::Reduce:
-      out[t.root] = reduced(0, p - 1);
+      sl[t.root] = reduced(0, p - 1);
       break;
     case Collective::Allreduce: {
       Buffer all = reduced(0, p - 1);
@@ -130,7 +147,7 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       break;
     }
     case Collective::Scan:
-      for (std::uint32_t v = 0; v < p; ++v) out[v] = reduced(0, v);
+      for (std::uint32_t v = lo; v < hi; ++v) sl[v] = reduced(0, v);
       break;
     case Collective::Exscan:  // node 0's output is undefined in MPI: left unjudged (nullopt)
       for (std::uint32_t v = 1; v < p; ++v) out[v] = reduced(0, v - 1);
@@ -141,32 +158,32 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
       for (std::uint32_t i = 0; i < p; ++i)
         for (Item it : input_of(i)) all.push_back(it);
       if (t.collective == Collective::Gather) {
-        out[t.root] = all;
+        sl[t.root] = all;
       } else {
         for (auto& o : out) o = all;
       }
       break;
     }
     case Collective::ReduceScatter:
-      for (std::uint32_t j = 0; j < p; ++j) {
+      for (std::uint32_t j = lo; j < hi; ++j) {
         Buffer b;
         for (std::uint32_t k = 0; k < c; ++k) b.push_back(fold(0, p - 1, j * c + k));
-        out[j] = b;
+        sl[j] = b;
       }
       break;
     case Collective::Scatter:
-      for (std::uint32_t j = 0; j < p; ++j) {
+      for (std::uint32_t j = lo; j < hi; ++j) {
         Buffer b;
         for (std::uint32_t k = 0; k < c; ++k) b.push_back(d.leaf(t.root, j * c + k));
-        out[j] = b;
+        sl[j] = b;
       }
       break;
     case Collective::Alltoall:
-      for (std::uint32_t j = 0; j < p; ++j) {
+      for (std::uint32_t j = lo; j < hi; ++j) {
         Buffer b;
         for (std::uint32_t i = 0; i < p; ++i)
           for (std::uint32_t k = 0; k < c; ++k) b.push_back(d.leaf(i, j * c + k));
-        out[j] = b;
+        sl[j] = b;
       }
       break;
     case Collective::Barrier:  // no data; check_barrier judges causal order
@@ -174,7 +191,7 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
     case Collective::Shift:
       for (std::uint32_t i = 0; i < p; ++i) {
         std::int64_t dst = ((static_cast<std::int64_t>(i) + t.shift % p) % p + p) % p;
-        out[static_cast<std::size_t>(dst)] = input_of(i);
+        sl[static_cast<std::size_t>(dst)] = input_of(i);
       }
       break;
   }
@@ -877,30 +894,35 @@ CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
   if (t.collective == Collective::Barrier) return check_barrier(t, o);
   CheckResult r = make("postcondition");
   const Domain& d = *t.domain;
-  auto want = expected_outputs(t);
+  // A slice of a partitioned run judges its own nodes (Trace::slice_base).
+  const NodeId lo = t.slice_base.value_or(0);
+  const auto hi =
+      static_cast<NodeId>(t.slice_base ? lo + t.final_output.size() : t.topology.num_processors());
+  auto want = expected_outputs(t, lo, hi);
   bool free_order = output_order_free(t);
   bool all_order_only = true;
-  for (NodeId v = 0; v < want.size(); ++v) {
-    if (!want[v]) continue;
-    const Buffer& got = t.final_output[v];
-    bool ok = free_order ? sorted_items(got) == sorted_items(*want[v]) : got == *want[v];
+  for (NodeId v = lo; v < hi; ++v) {
+    if (!want[v - lo]) continue;
+    const Buffer& got = t.final_output[v - lo];
+    const Buffer* want_v = &*want[v - lo];
+    bool ok = free_order ? sorted_items(got) == sorted_items(*want_v) : got == *want_v;
     if (ok) continue;
     bool order_only = d.kind() == DomainKind::Ordered &&
-                      term_multisets(d, got, free_order) == term_multisets(d, *want[v], free_order);
+                      term_multisets(d, got, free_order) == term_multisets(d, *want_v, free_order);
     all_order_only = all_order_only && order_only;
     Counterexample c;
     c.nodes = {v};
     c.buffers.push_back({v, "output", buffer_to_string(t, got)});
-    c.buffers.push_back({v, "expected", buffer_to_string(t, *want[v])});
+    c.buffers.push_back({v, "expected", buffer_to_string(t, *want_v)});
     // In MPI's layout, name the first position that differs when every item is there.
     std::string where;
-    if (!free_order && got.size() == want[v]->size() && !order_only &&
-        sorted_items(got) == sorted_items(*want[v])) {
+    if (!free_order && got.size() == want_v->size() && !order_only &&
+        sorted_items(got) == sorted_items(*want_v)) {
       std::size_t i = 0;
-      while (got[i] == (*want[v])[i]) ++i;
+      while (got[i] == (*want_v)[i]) ++i;
       Buffer a, b;
       a.push_back(got[i]);
-      b.push_back((*want[v])[i]);
+      b.push_back((*want_v)[i]);
       where = fmt::format(
           " (every item is there, out of place: position {} holds {}, MPI's layout "
           "puts {} there)",
@@ -908,7 +930,7 @@ CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
     }
     c.message = fmt::format("node {} ends with {} but {} requires {}{}{}", t.topology.label(v),
                             buffer_to_string(t, got), collective_name(t.collective),
-                            buffer_to_string(t, *want[v]),
+                            buffer_to_string(t, *want_v),
                             order_only ? " (the same contributions in another order)" : "", where);
     add_violation(r, o, std::move(c));
   }
@@ -931,22 +953,26 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
     return free_order ? sorted_items(b) : std::vector<Item>(b.begin(), b.end());
   };
   if (t.final_output.empty()) return r;
-  auto ref = key(t.final_output[0]);
+  // A slice of a partitioned run judges its own nodes against node 0's output.
+  const NodeId lo = t.slice_base.value_or(0);
+  const Buffer& first = t.slice_base ? t.slice_first_output : t.final_output[0];
+  auto ref = key(first);
   bool all_order_only = true;
   const Domain& d = *t.domain;
-  auto ref_terms = d.inspectable() ? term_multisets(d, t.final_output[0], free_order)
+  auto ref_terms = d.inspectable() ? term_multisets(d, first, free_order)
                                    : std::vector<std::vector<std::uint32_t>>{};
-  for (NodeId v = 1; v < t.final_output.size(); ++v) {
-    if (key(t.final_output[v]) == ref) continue;
+  for (NodeId v = std::max<NodeId>(lo, 1); v < lo + t.final_output.size(); ++v) {
+    const Buffer& out = t.final_output[v - lo];
+    if (key(out) == ref) continue;
     all_order_only = all_order_only && d.kind() == DomainKind::Ordered &&
-                     term_multisets(d, t.final_output[v], free_order) == ref_terms;
+                     term_multisets(d, out, free_order) == ref_terms;
     Counterexample c;
     c.nodes = {0, v};
-    c.buffers.push_back({0, "output", buffer_to_string(t, t.final_output[0])});
-    c.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
-    c.message = fmt::format("node {} ends with {} but node {} with {}", t.topology.label(v),
-                            buffer_to_string(t, t.final_output[v]), t.topology.label(0),
-                            buffer_to_string(t, t.final_output[0]));
+    c.buffers.push_back({0, "output", buffer_to_string(t, first)});
+    c.buffers.push_back({v, "output", buffer_to_string(t, out)});
+    c.message =
+        fmt::format("node {} ends with {} but node {} with {}", t.topology.label(v),
+                    buffer_to_string(t, out), t.topology.label(0), buffer_to_string(t, first));
     add_violation(r, o, std::move(c));
   }
   if (r.verdict == Verdict::Fail && all_order_only) {

@@ -105,6 +105,8 @@ CheckResult check_runtime(const Trace& t, const CheckOptions& o);
 // non-roots of a reduce), in MPI's layout: block j of an allgather or gather is rank j's input,
 // item i of node j's all-to-all output is x[i][j].
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t);
+// The same for nodes lo .. hi-1 only (entry v - lo for node v): a slice of a partitioned run.
+std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi);
 
 // Whether the outputs are judged up to order: allgather, gather and all-to-all under `layout any`
 // (the book's union). Otherwise, MPI's layout: item for item, as expected_outputs orders them.

@@ -14,6 +14,10 @@
 #include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/memory.hpp"
+#include "verify/partition.hpp"
+#ifdef COLLV_MPI
+#include "cli/partition_mpi.hpp"
+#endif
 
 namespace {
 
@@ -24,9 +28,8 @@ std::uint64_t mib(std::uint64_t m) {
   return m << 20;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// collv, or collv-mpi with `part` its processes (docs/partitioned.md).
+int collv_main(int argc, char** argv, collv::Partition* part) {
   using namespace collv;
   CLI::App app{
       "collv: verify collective communication algorithms on interconnection networks.\n"
@@ -431,6 +434,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (part && part->size() > 1 && !*ver)
+      throw UsageError(
+          "collv-mpi partitions `verify` over its processes; run the other commands "
+          "with collv (or collv-mpi in one process)");
     if (*topo) {
       set_memory_limit(mib(topo_mem));
       set_deadline_ms(topo_timeout);
@@ -449,6 +456,11 @@ int main(int argc, char** argv) {
       if (ver_msccl_rt == "msccl") ver_opts.msccl.runtime = MscclRuntime::Msccl;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
       ver_opts.progress = isatty(2) != 0;
+      if (part && part->size() > 1) {
+        ver_opts.partition = part;
+        ver_opts.progress = false;
+        if (part->rank() != 0) ver_opts.json_file = ver_opts.junit_file = "";  // rank 0 writes
+      }
       ver_smt.algebra = ver_algebra == "commutative"   ? SmtAlgebra::Commutative
                         : ver_algebra == "associative" ? SmtAlgebra::Associative
                                                        : SmtAlgebra::Auto;
@@ -513,4 +525,15 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef COLLV_MPI
+  collv::MpiSession mpi(&argc, &argv);
+  return mpi.finish(collv_main(argc, argv, &mpi.partition()));
+#else
+  return collv_main(argc, argv, nullptr);
+#endif
 }

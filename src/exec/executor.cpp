@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <queue>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -160,15 +161,20 @@ std::int64_t isqrt(std::int64_t x) {
   return static_cast<std::int64_t>(r);
 }
 
-class Machine {
+// Runs the nodes lo .. hi-1 (every node, or a slice of a partitioned run: SliceMachine).
+class Machine : public SliceMachine {
  public:
-  Machine(const Model& m, const Topology& t, const RunOptions& o, Trace& tr, MemoryWatch& w)
+  Machine(const Model& m, const Topology& t, const RunOptions& o, Trace& tr, MemoryWatch& w,
+          NodeId lo, NodeId hi)
       : m_(m),
         topo_(t),
         opts_(o),
         tr_(tr),
         watch_(w),
-        p_(static_cast<std::uint32_t>(t.num_processors())) {
+        p_(static_cast<std::uint32_t>(t.num_processors())),
+        lo_(lo),
+        hi_(hi),
+        n_local_(hi - lo) {
     prog_.num_slots = static_cast<int>(m.var_names.size());
     compile_block(m.body, prog_);
     auto env = topology_env(t);
@@ -185,43 +191,43 @@ class Machine {
     for (int s = 0; s < prog_.num_slots; ++s) {
       bool is_data = s < static_cast<int>(m.var_types.size()) && m.var_types[s] == Type::Data;
       if (s < static_cast<int>(m.var_types.size()) && m.var_types[s] == Type::IntArray) {
-        arrays_[s].resize(p_);  // empty until the node runs its `array` statement
-        array_ran_[s].assign(p_, 0);
+        arrays_[s].resize(n_local_, lo_);  // empty until the node runs its `array` statement
+        array_ran_[s].assign(n_local_, 0, lo_);
       } else if (is_data) {
-        data_[s].resize(p_);
+        data_[s].resize(n_local_, lo_);
       } else {
-        ints_[s].assign(p_, 0);
-        int_init_[s].assign(p_, 0);
+        ints_[s].assign(n_local_, 0, lo_);
+        int_init_[s].assign(n_local_, 0, lo_);
       }
     }
     // Timing (exec/timing.hpp): per data variable a dependency column, per node its receive
     // count and last receive; per instruction the data variables its value reads.
     deps_.resize(prog_.num_slots);
     for (int s = 0; s < prog_.num_slots; ++s)
-      if (!data_[s].empty()) deps_[s].assign(p_, 0);
-    recv_count_.assign(p_, 0);
-    last_recv_.assign(p_, kNoTransfer);
+      if (!data_[s].empty()) deps_[s].assign(n_local_, 0, lo_);
+    recv_count_.assign(n_local_, 0, lo_);
+    last_recv_.assign(n_local_, kNoTransfer, lo_);
     reads_.resize(prog_.code.size());
     for (std::size_t pc = 0; pc < prog_.code.size(); ++pc) {
       const Instr& in = prog_.code[pc];
       if ((in.op == IOp::Assign || in.op == IOp::Send) && in.stmt->value)
         data_slots_read(*in.stmt->value, m, reads_[pc]);
     }
-    waiting_on_.assign(p_, kNone);
-    blocked_pc_.assign(p_, kNone);
-    inbox_.resize(p_);
+    waiting_on_.assign(n_local_, kNone, lo_);
+    blocked_pc_.assign(n_local_, kNone, lo_);
+    inbox_.resize(n_local_, lo_);
     ready_.resize(prog_.code.size() + 1);
     queued_.assign(prog_.code.size() + 1, 0);
   }
 
+  // init[i]: node lo + i's.
   void set_input(int slot, std::vector<Buffer> init) {
-    for (NodeId v = 0; v < p_; ++v) data_[slot][v] = std::move(init[v]);
+    for (NodeId v = lo_; v < hi_; ++v) data_[slot][v] = std::move(init[v - lo_]);
   }
-  const std::vector<Buffer>& column(int slot) const { return data_[slot]; }
   // The column itself, for the end of the run (the Machine does not run again).
-  std::vector<Buffer> take_column(int slot) { return std::move(data_[slot]); }
+  std::vector<Buffer> take_column(int slot) { return data_[slot].take(); }
   const TimingRecord& timing_record() const { return timing_; }
-  void start_stream() { stream_ = std::make_unique<StreamTiming>(p_, &deps_); }
+  void start_stream() { stream_ = std::make_unique<StreamTiming>(n_local_, &deps_, lo_); }
   void reserve_timing(std::size_t n) {
     timing_.dep.reserve(n);
     timing_.prev_recv.reserve(n);
@@ -236,11 +242,39 @@ class Machine {
   }
 
   void run() {
+    start();
+    run_local();
+    if (tr_.failure.kind == RunFailure::Kind::None && finished_ < n_local_) report_deadlock();
+  }
+
+  // SliceMachine (partitioned runs; run() for a whole one).
+  void start() override {
     auto& all = ready_[0];
-    all.resize(p_);
-    for (NodeId v = 0; v < p_; ++v) all[v] = v;
+    all.resize(n_local_);
+    for (NodeId v = lo_; v < hi_; ++v) all[v - lo_] = v;
     mark_ready(0);
-    std::uint64_t op_budget = sat_mul(opts_.max_ops_per_node, std::max<std::uint64_t>(p_, 1));
+  }
+  std::vector<RemoteSend>& outbox() override { return outbox_; }
+  void deliver(NodeId src, NodeId dst, std::uint16_t len, std::uint16_t line, std::uint32_t origin,
+               Buffer&& payload, std::uint32_t& tid) override {
+    stream_->make_room();
+    tid = stream_->on_arrive(src, dst, len, line, origin, std::move(payload));
+    inbox_[dst].push_back(tid);
+    wake(src, dst);
+  }
+  StreamTiming& timing() override { return *stream_; }
+  std::uint64_t unfinished() const override { return n_local_ - finished_; }
+  std::vector<std::pair<NodeId, NodeId>> waiting() const override {
+    std::vector<std::pair<NodeId, NodeId>> w;
+    for (NodeId v = lo_; v < hi_; ++v)
+      if (waiting_on_[v] != kNone) w.emplace_back(v, waiting_on_[v]);
+    return w;
+  }
+  SourceLoc blocked_at(NodeId v) const override { return prog_.code[blocked_pc_[v]].stmt->loc; }
+
+  // Runs until every node finished or waits for a message (or the run fails).
+  void run_local() override {
+    std::uint64_t op_budget = sat_mul(opts_.max_ops_per_node, std::max<std::uint64_t>(n_local_, 1));
     std::vector<NodeId> batch;
     for (;;) {
       // The lowest program point with waiting nodes. A heap of the non-empty points keeps this
@@ -281,7 +315,6 @@ class Machine {
         if (tr_.failure.kind != RunFailure::Kind::None) return;
       }
     }
-    if (finished_ < p_) report_deadlock();
   }
 
  private:
@@ -297,36 +330,13 @@ class Machine {
   }
 
   void report_deadlock() {
-    RunFailure& f = tr_.failure;
-    f.kind = RunFailure::Kind::Deadlock;
-    for (NodeId v = 0; v < p_; ++v)
-      if (waiting_on_[v] != kNone) f.waiting.push_back(v);
-    COLLV_ASSERT(!f.waiting.empty());
-    // Follow "waits for" edges from the first waiting node until a node repeats (a cycle) or the
-    // chain reaches a node that is not waiting (it finished without sending).
-    std::vector<std::uint32_t> seen_at(p_, kNone);
-    std::vector<NodeId> chain;
-    NodeId v = f.waiting.front();
-    while (v != kNone && seen_at[v] == kNone) {
-      seen_at[v] = chain.size();
-      chain.push_back(v);
-      v = waiting_on_[v];
-    }
-    if (v != kNone) {
-      f.waiting_cycle.assign(chain.begin() + seen_at[v], chain.end());
-      f.cycle_closed = true;
-    } else {
-      f.waiting_cycle = chain;
-      f.cycle_closed = false;
-    }
-    // When the chain is not closed its last node is the one that finished.
-    std::string desc;
-    for (std::size_t i = 0; i < f.waiting_cycle.size(); ++i)
-      desc += (i ? " -> " : "") + topo_.label(f.waiting_cycle[i]);
-    desc += f.cycle_closed ? " -> " + topo_.label(f.waiting_cycle.front()) : " (finished)";
-    const Stmt* at = prog_.code[blocked_pc_[f.waiting.front()]].stmt;
-    f.message = fmt::format("{}: deadlock: {} of {} nodes wait for ever; waiting chain: {}",
-                            at->loc.str(), f.waiting.size(), p_, desc);
+    std::vector<NodeId> waiting;
+    for (NodeId v = lo_; v < hi_; ++v)
+      if (waiting_on_[v] != kNone) waiting.push_back(v);
+    COLLV_ASSERT(!waiting.empty());
+    tr_.failure = deadlock_failure(
+        topo_, std::move(waiting), [&](NodeId v) { return waiting_on_[v]; },
+        blocked_at(waiting.front()));
   }
 
   [[noreturn]] void rt_error(const Expr& e, NodeId v, std::string msg) {
@@ -896,6 +906,13 @@ class Machine {
                   "only)",
                   s.loc.str(), topo_.label(v), topo_.label(dst)));
             stream_->make_room();
+            if (dst < lo_ || dst >= hi_) {  // another process's node (partitioned runs)
+              const auto len = static_cast<std::uint16_t>(val[i].size());
+              const auto line = static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF));
+              tid = stream_->on_send_remote(v, dst, len, line, deps_of(pc, v));
+              outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
+              continue;
+            }
             tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
                                    static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
                                    deps_of(pc, v), std::move(val[i]));
@@ -1094,17 +1111,20 @@ class Machine {
   Trace& tr_;
   MemoryWatch& watch_;
   std::uint32_t p_;
+  NodeId lo_, hi_;  // the nodes this Machine runs
+  std::uint32_t n_local_;
+  std::vector<RemoteSend> outbox_;  // sends to other processes' nodes, until exchanged
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
-  std::vector<std::vector<std::int64_t>> ints_;
-  std::vector<std::vector<std::uint8_t>> int_init_;
+  std::vector<NodeCol<std::int64_t>> ints_;
+  std::vector<NodeCol<std::uint8_t>> int_init_;
   // Integer arrays: per slot and node its elements (empty until its `array` statement runs).
-  std::vector<std::vector<std::vector<std::int64_t>>> arrays_;
-  std::vector<std::vector<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
+  std::vector<NodeCol<std::vector<std::int64_t>>> arrays_;
+  std::vector<NodeCol<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
   bool array_declared(int slot, NodeId v) const { return array_ran_[slot][v] != 0; }
-  std::vector<std::vector<Buffer>> data_;
-  std::vector<std::uint32_t> waiting_on_, blocked_pc_;
-  std::vector<SmallVec<std::uint32_t, 2>> inbox_;
+  std::vector<NodeCol<Buffer>> data_;
+  NodeCol<std::uint32_t> waiting_on_, blocked_pc_;
+  NodeCol<SmallVec<std::uint32_t, 2>> inbox_;
   std::vector<std::vector<NodeId>> ready_;
   // The program points whose ready_ list may be non-empty, lowest on top; queued_[pc] says pc is
   // in the heap.
@@ -1115,15 +1135,15 @@ class Machine {
   std::uint64_t ops_ = 0, finished_ = 0, dispatches_ = 0;
   std::uint32_t max_step_ = 0;
   // Timing (exec/timing.hpp).
-  StepBound bound_{opts_.port, p_};
+  StepBound bound_{opts_.port, n_local_, lo_};
   TimingRecord timing_;
-  std::vector<std::vector<DepTag>> deps_;
+  std::vector<NodeCol<DepTag>> deps_;
 
  public:
   std::unique_ptr<StreamTiming> stream_;  // streamed runs only
 
  private:
-  std::vector<std::uint32_t> recv_count_, last_recv_;
+  NodeCol<std::uint32_t> recv_count_, last_recv_;
   std::vector<std::vector<int>> reads_;
   struct SelfMessage {
     Buffer value;
@@ -1230,26 +1250,25 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
 // The end of a streamed run: the last transfers timed, the statistics and the cost as
 // Trace::compute_stats gives them, and what the transfer checks cannot judge without the stored
 // trace.
-void finish_stream(Trace& tr, StreamTiming& st, const RunOptions& opts) {
-  st.finish();
+void finish_stream(Trace& tr, StreamTotals st, const RunOptions& opts) {
   tr.streamed = true;
   tr.port = opts.port;
-  tr.streamed_transfers = st.issued();
-  tr.steps = st.steps();
-  tr.per_step = st.per_step();
+  tr.streamed_transfers = st.issued;
+  tr.steps = st.steps;
+  tr.per_step = std::move(st.per_step);
   tr.cost_ts = tr.steps;
   tr.cost_tw = 0;
   for (const auto& s : tr.per_step) tr.cost_tw += s.max_link_items;
   std::vector<std::string> why;
-  if (st.unreceived() > 0)
-    why.push_back(fmt::format("{} transfer(s) are never received", st.unreceived()));
-  if (st.unresolved() > 0)
+  if (st.unreceived > 0)
+    why.push_back(fmt::format("{} transfer(s) are never received", st.unreceived));
+  if (st.unresolved > 0)
     why.push_back(fmt::format(
         "{} transfer(s) wait on a cycle of port orders (no single-port schedule exists)",
-        st.unresolved()));
+        st.unresolved));
   if (!why.empty()) {
     tr.stream_incomplete = why[0] + (why.size() > 1 ? "; " + why[1] : "");
-    if (tr.failure.kind == RunFailure::Kind::None && st.unresolved() > 0) {
+    if (tr.failure.kind == RunFailure::Kind::None && st.unresolved > 0) {
       tr.failure.kind = RunFailure::Kind::Deadlock;
       tr.failure.message = fmt::format(
           "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
@@ -1277,27 +1296,61 @@ std::map<std::string, double> header_env(const Topology& t, const RunOptions& o)
 
 }  // namespace
 
-std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root) {
-  std::vector<Buffer> in(p);
+RunFailure deadlock_failure(const Topology& t, std::vector<NodeId> waiting,
+                            const std::function<NodeId(NodeId)>& waits_for, const SourceLoc& at) {
+  RunFailure f;
+  f.kind = RunFailure::Kind::Deadlock;
+  f.waiting = std::move(waiting);
+  // Follow "waits for" edges from the first waiting node until a node repeats (a cycle) or the
+  // chain reaches a node that is not waiting (it finished without sending).
+  std::unordered_map<NodeId, std::size_t> seen_at;
+  std::vector<NodeId> chain;
+  NodeId v = f.waiting.front();
+  while (v != kNone && !seen_at.count(v)) {
+    seen_at[v] = chain.size();
+    chain.push_back(v);
+    v = waits_for(v);
+  }
+  if (v != kNone) {
+    f.waiting_cycle.assign(chain.begin() + static_cast<std::ptrdiff_t>(seen_at[v]), chain.end());
+    f.cycle_closed = true;
+  } else {
+    f.waiting_cycle = chain;
+    f.cycle_closed = false;
+  }
+  // When the chain is not closed its last node is the one that finished.
+  std::string desc;
+  for (std::size_t i = 0; i < f.waiting_cycle.size(); ++i)
+    desc += (i ? " -> " : "") + t.label(f.waiting_cycle[i]);
+  desc += f.cycle_closed ? " -> " + t.label(f.waiting_cycle.front()) : " (finished)";
+  f.message = fmt::format("{}: deadlock: {} of {} nodes wait for ever; waiting chain: {}", at.str(),
+                          f.waiting.size(), t.num_processors(), desc);
+  return f;
+}
+
+std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root,
+                                   NodeId lo, NodeId hi) {
+  hi = std::min(hi, p);
+  std::vector<Buffer> in(hi - lo);
   std::uint32_t e = dom.elems();
-  for (NodeId v = 0; v < p; ++v) {
+  for (NodeId v = lo; v < hi; ++v) {
     switch (c) {
       case Collective::Broadcast:
         if (v == root)
-          for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
+          for (std::uint32_t j = 0; j < e; ++j) in[v - lo].push_back(dom.leaf(v, j));
         break;
       case Collective::Scatter:
         if (v == root)
-          for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
+          for (std::uint32_t j = 0; j < e; ++j) in[v - lo].push_back(dom.leaf(v, j));
         break;
       case Collective::ReduceScatter:
       case Collective::Alltoall:
-        for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
+        for (std::uint32_t j = 0; j < e; ++j) in[v - lo].push_back(dom.leaf(v, j));
         break;
       case Collective::Barrier:  // no data
         break;
       default:
-        for (std::uint32_t j = 0; j < e; ++j) in[v].push_back(dom.leaf(v, j));
+        for (std::uint32_t j = 0; j < e; ++j) in[v - lo].push_back(dom.leaf(v, j));
     }
   }
   return in;
@@ -1312,7 +1365,9 @@ std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOp
   }
 }
 
-Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) {
+// The run; on a slice of the nodes driven by `drv` if given (a partitioned run).
+Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
+                     SliceDriver* drv = nullptr) {
   if (t.num_processors() == 0) throw UsageError("the topology has no processors");
   check_names_on(m, t);
   auto p = static_cast<std::uint32_t>(t.num_processors());
@@ -1429,6 +1484,23 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
                 (opts.stream == RunOptions::Stream::Auto && unstreamable.empty() &&
                  stored > opts.max_memory / 4);
   if (stream && !unstreamable.empty()) throw StreamRefused(unstreamable);
+  // A partitioned run is a streamed one: its nodes and their transfers are spread over the
+  // processes (docs/partitioned.md). The estimate is of this process's slice.
+  const NodeId lo = drv ? drv->lo(p) : 0, hi = drv ? drv->hi(p) : p;
+  if (drv && !stream)
+    throw StreamRefused(
+        !unstreamable.empty()
+            ? "partitioned verify follows streamed runs only, and " + unstreamable
+            : fmt::format("partitioned verify follows streamed runs only, and this run would keep "
+                          "its trace (--stream {}{}); use --stream on",
+                          opts.stream == RunOptions::Stream::Off ? "off" : "auto",
+                          opts.stream == RunOptions::Stream::Auto
+                              ? ": it fits in a quarter of --max-memory"
+                              : ""));
+  if (drv) {
+    p = hi - lo;
+    est = sat_mul(p, per_node);
+  }
   // Streamed: the window of waiting transfers, about one per processor and a quarter of slack
   // (48 bytes each), and two timing references per node.
   est = sat_add(est, stream ? sat_mul(p, 60 + 16) : stored);
@@ -1454,6 +1526,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
     if (elems == 1) tr.payload.reserve(n);
   }
 
+  p = static_cast<std::uint32_t>(t.num_processors());
   tr.domain = make_domain(opts.domain, p, elems, opts.seed);
   MemoryWatch watch(fmt::format("running {} on {}", m.header.name, t.spec()), opts.max_memory);
   tr.domain->set_watch(&watch);
@@ -1461,7 +1534,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
     Domain* d;
     ~Unwatch() { d->set_watch(nullptr); }
   } unwatch{tr.domain.get()};
-  Machine mach(m, t, opts, tr, watch);
+  Machine mach(m, t, opts, tr, watch, lo, hi);
   mach.dom_ = tr.domain.get();
   if (stream) mach.start_stream();
   mach.reserve_timing(tr.transfers.capacity());
@@ -1471,8 +1544,15 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
     if (m.var_names[i] == m.header.output) out_slot = static_cast<int>(i);
   }
   COLLV_ASSERT(in_slot >= 0 && out_slot >= 0);
-  tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root);
+  tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root, lo, hi);
   mach.set_input(in_slot, tr.initial_input);
+  if (drv) {
+    tr.slice_base = lo;
+    StreamTotals totals = drv->drive(mach, tr);
+    tr.final_output = mach.take_column(out_slot);
+    finish_stream(tr, std::move(totals), opts);
+    return tr;
+  }
   mach.run();
   if (tr.failure.kind == RunFailure::Kind::None)
     if (auto self = mach.unreceived_self()) {
@@ -1484,13 +1564,20 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts) 
     }
   tr.final_output = mach.take_column(out_slot);
   if (mach.stream_) {
-    finish_stream(tr, *mach.stream_, opts);
+    StreamTiming& st = *mach.stream_;
+    st.finish();
+    finish_stream(tr, {st.issued(), st.unreceived(), st.unresolved(), st.steps(), st.per_step()},
+                  opts);
     return tr;
   }
   apply_timing(tr, mach.timing_record(), opts);
   tr.unreceived = mach.unreceived();
   tr.compute_stats();
   return tr;
+}
+
+Trace run_model_sliced(const Model& m, const Topology& t, const RunOptions& opts, SliceDriver& d) {
+  return run_model_once(m, t, opts, &d);
 }
 
 Trace run_model(const Model& m, const Topology& t, const RunOptions& opts) {

@@ -20,6 +20,8 @@
 
 namespace collv {
 
+inline constexpr NodeId kAllNodes = 0xFFFFFFFFu;  // "every node" / "no node"
+
 struct RunOptions {
   DomainKind domain = DomainKind::Exact;
   std::uint32_t root = 0;  // source/root of rooted collectives
@@ -66,8 +68,72 @@ class StreamRefused : public LimitError {
 };
 
 // Every processor's input buffer as the collective defines it (docs/language.md, "Initial
-// buffers"), with dom.elems() elements per input.
-std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root);
+// buffers"), with dom.elems() elements per input; those of nodes lo .. hi-1 only if given.
+std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root,
+                                   NodeId lo = 0, NodeId hi = kAllNodes);
+
+// ---- Partitioned runs (verify/partition.hpp drives them; docs/partitioned.md) ----
+
+class StreamTiming;
+
+// A send from this process's node to another process's (its payload travels with it).
+struct RemoteSend {
+  std::uint32_t tid;  // the transfer's id in this process's StreamTiming
+  NodeId src, dst;
+  std::uint16_t len, line;
+  Buffer payload;
+};
+
+// The executor on one slice of the nodes, between exchanges with the other processes.
+class SliceMachine {
+ public:
+  virtual ~SliceMachine() = default;
+  virtual void start() = 0;      // every node of the slice at the program's start
+  virtual void run_local() = 0;  // until each node finished or waits for a message, or a failure
+  virtual std::vector<RemoteSend>& outbox() = 0;  // sends to other processes, to be exchanged
+  // A message from another process's node src arrives for dst (`origin`: its id there); tid is
+  // set to its id here.
+  virtual void deliver(NodeId src, NodeId dst, std::uint16_t len, std::uint16_t line,
+                       std::uint32_t origin, Buffer&& payload, std::uint32_t& tid) = 0;
+  virtual StreamTiming& timing() = 0;
+  virtual std::uint64_t unfinished() const = 0;  // nodes of the slice that did not finish
+  // (node, the node it waits to receive from), for every node of the slice left waiting.
+  virtual std::vector<std::pair<NodeId, NodeId>> waiting() const = 0;
+  virtual SourceLoc blocked_at(NodeId v) const = 0;  // the receive a waiting node is at
+};
+
+// The run's totals of a streamed run, over every process of a partitioned one.
+struct StreamTotals {
+  std::uint64_t issued = 0, unreceived = 0, unresolved = 0;
+  std::uint32_t steps = 0;
+  std::vector<StepStats> per_step;
+};
+
+// What drives the rounds of a partitioned run: the slice of this process, and the rounds
+// themselves (exchanges, global termination, a failure or deadlock made the same on every
+// process); returns the run's totals.
+class SliceDriver {
+ public:
+  virtual ~SliceDriver() = default;
+  virtual NodeId lo(std::uint32_t p) const = 0;
+  virtual NodeId hi(std::uint32_t p) const = 0;
+  virtual StreamTotals drive(SliceMachine& m, Trace& tr) = 0;
+};
+
+// run_model on the slice `d` gives this process, driven by d. Streamed runs only: throws
+// StreamRefused naming what the partitioned run does not follow (a run that would keep its
+// trace). The Trace has the run's global facts from d and the initial and final buffers of the
+// slice's nodes (Trace::slice_base).
+Trace run_model_sliced(const Model& m, const Topology& t, const RunOptions& opts, SliceDriver& d);
+// A partitioned run over `part` (verify/partitioned.cpp): every process calls it together.
+class Partition;
+Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions& opts,
+                            Partition& part);
+
+// The failure of a run whose nodes `waiting` (ascending) wait for ever: waits_for(v) is the node v
+// waits to receive from (kNoNode if v is not waiting), `at` the receive the first one is at.
+RunFailure deadlock_failure(const Topology& t, std::vector<NodeId> waiting,
+                            const std::function<NodeId(NodeId)>& waits_for, const SourceLoc& at);
 
 // Whether the model's `requires` holds on t with o's source and shift (true if it has none).
 // nullopt: it cannot be evaluated on t (a name t does not define, arithmetic undefined there);

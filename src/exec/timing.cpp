@@ -105,8 +105,10 @@ TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
 
 namespace collv {
 
-StreamTiming::StreamTiming(std::uint32_t p, std::vector<std::vector<DepTag>>* deps)
-    : p_(p), deps_(deps), last_send_(p, 0), last_recv_(p, 0) {
+StreamTiming::StreamTiming(std::uint32_t n, std::vector<NodeCol<DepTag>>* deps, NodeId base)
+    : p_(n), deps_(deps) {
+  last_send_.assign(n, 0, base);
+  last_recv_.assign(n, 0, base);
   ring_.resize(1024);
   magic_ = UINT64_MAX / ring_.size() + 1;
 }
@@ -150,6 +152,59 @@ std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::
   return tid;
 }
 
+std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, std::uint16_t len,
+                                           std::uint16_t line, DepTag dep) {
+  const std::uint32_t tid = on_send(u, v, len, line, dep, Buffer{});
+  Entry& e = at(tid);
+  e.remote = 1;
+  e.received = true;  // on the other side; its step comes back from there
+  e.kind[2] = 3;
+  --unreceived_;
+  return tid;
+}
+
+std::uint32_t StreamTiming::on_arrive(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
+                                      std::uint32_t origin, Buffer&& payload) {
+  if (next_ == kNoTransfer - 1)
+    throw LimitError("the run sends more than 2^32 transfers; it is too large");
+  COLLV_ASSERT(next_ - lo_ < ring_.size());  // make_room() first
+  const std::uint32_t tid = next_++;
+  Entry& e = at(tid);
+  e = Entry{};
+  e.src = u;
+  e.dst = v;
+  e.len = len;
+  e.line = line;
+  e.remote = 2;
+  e.kind[0] = 3;  // the sender's bound, from its process
+  e.pred[1] = origin;
+  e.payload.assign(payload.data(), payload.size());
+  pending_.push_back(tid);
+  ++unreceived_;
+  ++arrived_;
+  return tid;
+}
+
+void StreamTiming::set_bound(std::uint32_t tid, std::uint32_t bound) {
+  Entry& e = at(tid);
+  COLLV_ASSERT(e.remote == 2 && e.kind[0] == 3);
+  e.kind[0] = 2;
+  e.pred[0] = bound;
+}
+
+void StreamTiming::set_step(std::uint32_t tid, std::uint32_t step) {
+  Entry& e = at(tid);
+  COLLV_ASSERT(e.remote == 1 && e.kind[2] >= 3 && step >= 1);
+  e.kind[2] = 2;
+  e.pred[2] = step - 1;  // 1 + max(bound, step - 1) = step: the bound is below it
+}
+
+std::uint64_t StreamTiming::unresolved_here() const {
+  std::uint64_t n = 0;
+  for (std::uint32_t tid : pending_) n += at(tid).remote != 1;
+  return n;
+}
+
 void StreamTiming::make_room() {
   if (next_ - lo_ < ring_.size()) return;
   resolve(true);  // full: settle what can be settled before growing
@@ -176,7 +231,15 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   std::uint32_t latest = 0;
   bool known = true;
   for (int k = 0; k < 3; ++k) {
-    if (e.kind[k] == 0) continue;
+    if (e.kind[k] == 0 || (k == 1 && e.remote == 2)) continue;  // (pred[1]: the sender's id)
+    if (e.kind[k] >= 3) {                                       // decided by another process
+      if (k == 2 && e.kind[2] == 3 && known) {  // the sender's bound is known: queue it once
+        bounds_out_.push_back({e.dst, tid, latest});
+        e.kind[2] = 4;
+      }
+      known = false;
+      continue;
+    }
     if (e.kind[k] == 1) {
       const std::uint32_t q = e.pred[k];
       COLLV_ASSERT(q - lo_ < next_ - lo_);  // waiting transfers refer only into the window
@@ -193,6 +256,12 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   const std::uint32_t s = latest + 1;
   e.step = s;
   e.payload = SmallVec<Item, 1>{};
+  const Ref self = Ref{tid} + 1;
+  if (e.remote == 1) {  // the sender's side: the receiver's process counts it
+    if (last_send_[e.src] == self) last_send_[e.src] = kStep | s;
+    return true;
+  }
+  if (e.remote == 2) steps_out_.push_back({e.src, e.pred[1], s});
   if (s > per_step_.size()) per_step_.resize(s);
   StepStats& st = per_step_[s - 1];
   ++st.transfers;
@@ -200,8 +269,7 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   st.max_link_transfers = 1;  // single-port, neighbours only: one transfer per link and step
   steps_ = std::max(steps_, s);
   // Whatever still refers to tid by id now holds its step.
-  const Ref self = Ref{tid} + 1;
-  if (last_send_[e.src] == self) last_send_[e.src] = kStep | s;
+  if (e.remote == 0 && last_send_[e.src] == self) last_send_[e.src] = kStep | s;
   if (last_recv_[e.dst] == self) last_recv_[e.dst] = kStep | s;
   if (e.received)
     for (auto& col : *deps_) {

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exec/node_col.hpp"
 #include "exec/trace.hpp"
 
 namespace collv {
@@ -59,15 +60,16 @@ struct TimingRecord {
 // send port (single) or on the (node, destination) pair (all).
 class StepBound {
  public:
-  StepBound(PortModel port, std::uint32_t p) : port_(port) {
-    if (port == PortModel::Single) sends_.assign(p, 0);
+  // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
+  StepBound(PortModel port, std::uint32_t n, NodeId base = 0) : port_(port) {
+    if (port == PortModel::Single) sends_.assign(n, 0, base);
   }
   // Records a send from u to v and returns the least step it can take.
   std::uint32_t on_send(NodeId u, NodeId v);
 
  private:
   PortModel port_;
-  std::vector<std::uint32_t> sends_;
+  NodeCol<std::uint32_t> sends_;
   std::unordered_map<std::uint64_t, std::uint32_t> pair_sends_;  // all-port
 };
 
@@ -92,9 +94,18 @@ struct TimingOutcome {
 //   st.make_room();  auto id = st.on_send(u, v, 1, 12, dep, std::move(payload));
 //   Buffer got = st.on_receive(id, v);  st.resolve(false);
 //   st.finish();  st.steps();  st.per_step();
+//
+// Partitioned runs (verify/partition.hpp): a transfer between slices is an entry on both sides.
+// The sender's (on_send_remote) waits for its step, which the receiver's process decides; once
+// the sender's two predecessors have steps, its bound max(previous send, data) is queued in
+// bounds_out() for the receiver's process. The receiver's (on_arrive) waits for that bound
+// (set_bound) in place of those two predecessors, and once resolved queues its step in
+// steps_out() for the sender's process (set_step). The receiver's side counts the transfer into
+// the statistics; the sender's counts as issued.
 class StreamTiming {
  public:
-  StreamTiming(std::uint32_t p, std::vector<std::vector<DepTag>>* deps);
+  // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
+  StreamTiming(std::uint32_t n, std::vector<NodeCol<DepTag>>* deps, NodeId base = 0);
   // Before each send, and before the dependency tag it passes is read: settles waiting transfers
   // or grows the window so that one more fits (settling rewrites the tags).
   void make_room();
@@ -103,6 +114,24 @@ class StreamTiming {
   std::uint32_t on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line, DepTag dep,
                         Buffer&& payload);
   NodeId src(std::uint32_t tid) const { return at(tid).src; }
+  // Partitioned runs (see above). A send to a node of another process (no payload kept here).
+  std::uint32_t on_send_remote(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
+                               DepTag dep);
+  // A transfer from a node of another process arrives (`origin`: its id there).
+  std::uint32_t on_arrive(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
+                          std::uint32_t origin, Buffer&& payload);
+  void set_bound(std::uint32_t tid, std::uint32_t bound);  // receiver's side
+  void set_step(std::uint32_t tid, std::uint32_t step);    // sender's side
+  struct RemoteTiming {
+    NodeId node;          // bounds: the receiver; steps: the sender (its process is the peer)
+    std::uint32_t tid;    // bounds: the id here; steps: the id at the sender (origin)
+    std::uint32_t value;  // the bound or the step
+  };
+  std::vector<RemoteTiming>& bounds_out() { return bounds_out_; }
+  std::vector<RemoteTiming>& steps_out() { return steps_out_; }
+  // Unresolved transfers this process counts (not the sender's side of a remote one).
+  std::uint64_t unresolved_here() const;
+  std::uint64_t arrived() const { return arrived_; }
   // v receives transfer tid: returns its payload.
   Buffer on_receive(std::uint32_t tid, NodeId v);
   // Gives steps to the waiting transfers that can have them; cheap unless enough has been
@@ -129,8 +158,12 @@ class StreamTiming {
     // Previous send of src, the payload's receive, previous receive of dst: a transfer id, or its
     // step once known (kind[k] says which).
     std::uint32_t pred[3] = {0, 0, 0};
-    std::uint8_t kind[3] = {0, 0, 0};  // 0 none, 1 transfer id, 2 step
+    // 0 none, 1 transfer id, 2 step, 3 decided by another process (partitioned runs), 4 the same
+    // with the bound already queued (pred[2] of a sender's side).
+    std::uint8_t kind[3] = {0, 0, 0};
     bool received = false;
+    std::uint8_t remote = 0;    // 0 local, 1 the sender's side, 2 the receiver's side (pred[1]:
+                                // the id at the sender)
     SmallVec<Item, 1> payload;  // until received
   };
   static void set_pred(Entry& e, int k, Ref r) {
@@ -151,13 +184,14 @@ class StreamTiming {
   void grow();
 
   std::uint32_t p_;
-  std::vector<std::vector<DepTag>>* deps_;
+  std::vector<NodeCol<DepTag>>* deps_;
   std::vector<Entry> ring_;
   std::uint64_t magic_ = 0;                    // UINT64_MAX / capacity + 1
   std::uint32_t next_ = 0, lo_ = 0;            // the window: ids lo_ .. next_-1
   std::vector<std::uint32_t> pending_, keep_;  // unresolved ids, ascending
-  std::vector<Ref> last_send_, last_recv_;     // per node
-  std::uint64_t since_ = 0, unreceived_ = 0;
+  NodeCol<Ref> last_send_, last_recv_;         // per node
+  std::uint64_t since_ = 0, unreceived_ = 0, arrived_ = 0;
+  std::vector<RemoteTiming> bounds_out_, steps_out_;
   std::uint32_t steps_ = 0;
   std::vector<StepStats> per_step_;
 };

@@ -87,6 +87,11 @@ struct Trace {
   std::vector<Item> payload;
   std::vector<Buffer> final_output;   // per processor: the `output` variable at the end
   std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start
+  // A slice of a partitioned run (verify/partition.hpp): final_output and initial_input hold
+  // nodes slice_base .. slice_base + final_output.size() - 1 only, and slice_first_output node
+  // 0's final output (final-buffers compares every node with it). Unset: every node.
+  std::optional<NodeId> slice_base;
+  Buffer slice_first_output;
   // Transfers that were sent but never received (indices into transfers, ascending). Their items
   // never reach the receiver; the `match` check reports them.
   std::vector<std::uint32_t> unreceived;

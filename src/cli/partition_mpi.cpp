@@ -1,0 +1,130 @@
+// The Partition over MPI_COMM_WORLD (see partition_mpi.hpp).
+#include "cli/partition_mpi.hpp"
+
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "util/error.hpp"
+
+namespace collv {
+
+namespace {
+
+int to_int(std::size_t n) {
+  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw LimitError(fmt::format(
+        "a partitioned run would exchange {} bytes with one process in one round; MPI counts "
+        "take at most 2^31-1 (use more processes)",
+        n));
+  return static_cast<int>(n);
+}
+
+class MpiPartition : public Partition {
+ public:
+  MpiPartition() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::vector<std::string> alltoall(const std::vector<std::string>& out) override {
+    COLLV_ASSERT(out.size() == static_cast<std::size_t>(size_));
+    std::vector<int> scount(size_), rcount(size_), sdispl(size_), rdispl(size_);
+    std::size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      scount[r] = to_int(out[r].size());
+      sdispl[r] = to_int(total);
+      total += out[r].size();
+      if (r != rank_) bytes_sent += out[r].size();
+    }
+    std::string send;
+    send.reserve(total);
+    for (const auto& s : out) send += s;
+    MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::size_t rtotal = 0;
+    for (int r = 0; r < size_; ++r) {
+      rdispl[r] = to_int(rtotal);
+      rtotal += static_cast<std::size_t>(rcount[r]);
+    }
+    std::string recv(rtotal, '\0');
+    MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), MPI_BYTE, recv.data(), rcount.data(),
+                  rdispl.data(), MPI_BYTE, MPI_COMM_WORLD);
+    ++rounds;
+    std::vector<std::string> in(size_);
+    for (int r = 0; r < size_; ++r) in[r] = recv.substr(rdispl[r], rcount[r]);
+    return in;
+  }
+
+  std::vector<std::string> allgather(const std::string& mine) override {
+    int n = to_int(mine.size());
+    std::vector<int> counts(size_), displ(size_);
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displ[r] = to_int(total);
+      total += static_cast<std::size_t>(counts[r]);
+    }
+    std::string all(total, '\0');
+    MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displ.data(), MPI_BYTE,
+                   MPI_COMM_WORLD);
+    std::vector<std::string> out(size_);
+    for (int r = 0; r < size_; ++r) out[r] = all.substr(displ[r], counts[r]);
+    return out;
+  }
+
+  void allreduce(std::vector<std::uint64_t>& v, bool max) override {
+    if (v.empty()) return;
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), to_int(v.size()), MPI_UINT64_T, max ? MPI_MAX : MPI_SUM,
+                  MPI_COMM_WORLD);
+  }
+
+ private:
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  MPI_Init(argc, argv);
+  part_ = std::make_unique<MpiPartition>();
+  if (part_->rank() != 0) {
+    // Rank 0 prints the report and the errors: every rank reaches the same ones.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    saved_err_ = dup(2);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+      close(null);
+    }
+  }
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+int MpiSession::finish(int code) {
+  if (const char* s = std::getenv("COLLV_PARTITION_STATS"); s && std::string(s) == "1") {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::string line = fmt::format(
+        "collv-mpi: rank {} of {}: peak memory {} MiB, {} bytes sent to other ranks in {} "
+        "rounds\n",
+        part_->rank(), part_->size(), ru.ru_maxrss / 1024, part_->bytes_sent, part_->rounds);
+    int fd = saved_err_ >= 0 ? saved_err_ : 2;
+    if (write(fd, line.data(), line.size()) < 0) {
+    }
+  }
+  return part_->rank() == 0 ? code : 0;
+}
+
+}  // namespace collv

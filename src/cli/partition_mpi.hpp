@@ -1,0 +1,30 @@
+// collv-mpi's side of verification partitioned over MPI processes (docs/partitioned.md): MPI's
+// start and end, and the Partition (verify/partition.hpp) over MPI_COMM_WORLD. Compiled into
+// collv-mpi only; nothing else sees MPI.
+#pragma once
+
+#include <memory>
+
+#include "verify/partition.hpp"
+
+namespace collv {
+
+class MpiSession {
+ public:
+  // MPI_Init; on every rank but 0, standard output and error are silenced (rank 0 alone prints).
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();  // MPI_Finalize
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  Partition& partition() { return *part_; }
+  // The exit code this process returns: rank 0's own; 0 on the others (every rank reaches the
+  // same verdict, and mpirun reports the first non-zero code). With COLLV_PARTITION_STATS=1 each
+  // rank prints its peak memory and bytes exchanged on the error stream first.
+  int finish(int code);
+
+ private:
+  std::unique_ptr<Partition> part_;
+  int saved_err_ = -1;
+};
+
+}  // namespace collv

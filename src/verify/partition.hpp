@@ -1,0 +1,58 @@
+// Verification partitioned over processes (`mpirun -np K collv-mpi verify ...`,
+// docs/partitioned.md): each process holds a slice of the processors, runs the executor on it and
+// exchanges the transfers between slices in rounds; the per-node checks run where the buffers
+// live and rank 0 combines the verdicts. This header is what the executor and the checks need of
+// the other processes; the MPI implementation is src/cli/partition_mpi.cpp (collv-mpi only), so
+// collv_lib never sees MPI.
+//
+//   collv::Trace t = collv::run_model_partitioned(model, topo, opts, part);   // exec/executor.hpp
+//   std::vector<collv::CheckResult> r = collv::check_partitioned(t, part);    // same at rank 0
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check/checks.hpp"
+#include "topology/topology.hpp"
+
+namespace collv {
+
+class Partition {
+ public:
+  virtual ~Partition() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Collective operations: every process calls them together, in the same order.
+  // out[r] is for process r; returns, per process r, what r sent to this one.
+  virtual std::vector<std::string> alltoall(const std::vector<std::string>& out) = 0;
+  // Every process's `mine`, in rank order.
+  virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  // Element-wise sum (or max) over the processes, in place.
+  virtual void allreduce(std::vector<std::uint64_t>& v, bool max) = 0;
+
+  // The slice of process r among p processors: nodes lo(r) .. lo(r+1)-1, contiguous node ids,
+  // sizes differing by at most one.
+  NodeId slice_lo(std::uint64_t p, int r) const {
+    return static_cast<NodeId>(p * static_cast<std::uint64_t>(r) /
+                               static_cast<std::uint64_t>(size()));
+  }
+  int owner(NodeId v, std::uint64_t p) const {
+    auto k = static_cast<std::uint64_t>(size());
+    return static_cast<int>(((std::uint64_t{v} + 1) * k + p - 1) / p - 1);
+  }
+
+  // Statistics of this process (COLLV_PARTITION_STATS=1 prints them): bytes it sent to other
+  // processes in alltoall rounds, and the rounds.
+  std::uint64_t bytes_sent = 0, rounds = 0;
+};
+
+// The checks of a partitioned run (every process calls it together with its slice Trace from
+// run_model_partitioned): each process judges the per-node checks (postcondition, final-buffers)
+// on its own nodes, the others on the run's global facts; rank 0 returns the combined results,
+// equal to check_trace on the whole run. Other ranks return their own (partial) results.
+std::vector<CheckResult> check_partitioned(const Trace& t, Partition& part);
+// postcondition and final-buffers alone, combined the same way (`layout any`'s strict re-judging).
+std::pair<CheckResult, CheckResult> node_checks_partitioned(const Trace& t, Partition& part);
+
+}  // namespace collv

@@ -1,0 +1,495 @@
+// Verification partitioned over processes (see partition.hpp and docs/partitioned.md): the rounds
+// of a partitioned run, and the checks combined at rank 0.
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/executor.hpp"
+#include "exec/timing.hpp"
+#include "verify/partition.hpp"
+
+namespace collv {
+
+namespace {
+
+// ---- bytes on the wire: little records of fixed-width numbers ----
+
+class Writer {
+ public:
+  template <class T>
+  void put(T x) {
+    char b[sizeof(T)];
+    std::memcpy(b, &x, sizeof(T));
+    s_.append(b, sizeof(T));
+  }
+  void put_str(const std::string& x) {
+    put<std::uint32_t>(static_cast<std::uint32_t>(x.size()));
+    s_ += x;
+  }
+  std::string& str() { return s_; }
+
+ private:
+  std::string s_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  template <class T>
+  T get() {
+    COLLV_ASSERT(pos_ + sizeof(T) <= s_.size());
+    T x;
+    std::memcpy(&x, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return x;
+  }
+  std::string get_str() {
+    auto n = get<std::uint32_t>();
+    COLLV_ASSERT(pos_ + n <= s_.size());
+    std::string x = s_.substr(pos_, n);
+    pos_ += n;
+    return x;
+  }
+  bool done() const { return pos_ >= s_.size(); }
+
+ private:
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+// Items travel by value: a fingerprint is its 64-bit sum; an exact or ordered item (an id into
+// this process's table) as its contributions, interned again where it arrives.
+void put_buffer(Writer& w, const Domain& d, const Buffer& b) {
+  w.put<std::uint32_t>(b.size());
+  for (Item it : b) {
+    if (!d.inspectable()) {
+      w.put<std::uint64_t>(it);
+      continue;
+    }
+    auto terms = d.terms_view(it);
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
+    for (std::uint32_t x : terms) w.put<std::uint32_t>(x);
+  }
+}
+
+Buffer get_buffer(Reader& r, Domain& d) {
+  Buffer b;
+  auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!d.inspectable()) {
+      b.push_back(r.get<std::uint64_t>());
+      continue;
+    }
+    auto k = r.get<std::uint32_t>();
+    std::vector<std::uint32_t> terms(k);
+    for (auto& x : terms) x = r.get<std::uint32_t>();
+    b.push_back(k == 0 ? Item{0} : d.from_terms(std::move(terms)));
+  }
+  return b;
+}
+
+enum Record : std::uint8_t { kMessage = 1, kBound = 2, kStep = 3 };
+
+// An error thrown on one process becomes the same error on every process (the lowest rank's), so
+// they all leave the run together: the collective calls never wait for a process that left.
+struct ErrorState {
+  // 0 none, 1 LimitError, 2 UsageError (a ModelError's text included), 3 InternalError
+  int kind = 0;
+  std::string what;
+  void capture(const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const LimitError& x) {
+      kind = 1, what = x.what();
+    } catch (const UsageError& x) {
+      kind = 2, what = x.what();
+    } catch (const ModelError& x) {
+      kind = 2, what = x.what();
+    } catch (const InternalError& x) {
+      kind = 3, what = x.what();
+    } catch (const std::bad_alloc&) {
+      kind = 1, what = "out of memory";
+    } catch (const std::exception& x) {
+      kind = 2, what = x.what();
+    }
+  }
+};
+
+void share_error(Partition& part, const ErrorState& mine) {
+  std::vector<std::uint64_t> any{mine.kind != 0 ? 1u : 0u};
+  part.allreduce(any, false);
+  if (any[0] == 0) return;
+  Writer w;
+  w.put<std::int32_t>(mine.kind);
+  w.put_str(mine.what);
+  for (const auto& s : part.allgather(w.str())) {
+    Reader r(s);
+    auto kind = r.get<std::int32_t>();
+    std::string what = r.get_str();
+    if (kind == 1) throw LimitError(what);
+    if (kind == 2) throw UsageError(what);
+    if (kind == 3) throw InternalError(what);
+  }
+}
+
+// Runs f on this process; if it throws a user-facing error here or on any other process, every
+// process throws the lowest rank's.
+template <class F>
+void together(Partition& part, F&& f) {
+  ErrorState e;
+  try {
+    f();
+  } catch (...) {
+    e.capture(std::current_exception());
+  }
+  share_error(part, e);
+}
+
+class PartitionDriver : public SliceDriver {
+ public:
+  PartitionDriver(Partition& part, const Topology& t) : part_(part), topo_(t) {}
+  NodeId lo(std::uint32_t p) const override { return part_.slice_lo(p, part_.rank()); }
+  NodeId hi(std::uint32_t p) const override { return part_.slice_lo(p, part_.rank() + 1); }
+
+  StreamTotals drive(SliceMachine& m, Trace& tr) override {
+    const auto p = static_cast<std::uint32_t>(topo_.num_processors());
+    Domain& dom = *tr.domain;
+    const int k = part_.size();
+    // Transfers that arrived here and wait for their sender's bound: (rank << 32 | id there).
+    std::unordered_map<std::uint64_t, std::uint32_t> arrived;
+    StreamTiming* st = nullptr;
+    together(part_, [&] {
+      m.start();
+      st = &m.timing();
+    });
+    // Packs what goes to the other processes: messages, the senders' bounds, the receivers'
+    // steps; returns how many records.
+    auto pack = [&](std::vector<std::string>& out) {
+      std::vector<Writer> w(k);
+      std::uint64_t n = 0;
+      for (auto& x : m.outbox()) {
+        Writer& o = w[part_.owner(x.dst, p)];
+        o.put<std::uint8_t>(kMessage);
+        o.put<std::uint32_t>(x.tid);
+        o.put<std::uint32_t>(x.src);
+        o.put<std::uint32_t>(x.dst);
+        o.put<std::uint16_t>(x.len);
+        o.put<std::uint16_t>(x.line);
+        put_buffer(o, dom, x.payload);
+        ++n;
+      }
+      m.outbox().clear();
+      for (const auto& b : st->bounds_out()) {
+        Writer& o = w[part_.owner(b.node, p)];
+        o.put<std::uint8_t>(kBound);
+        o.put<std::uint32_t>(b.tid);
+        o.put<std::uint32_t>(b.value);
+        ++n;
+      }
+      st->bounds_out().clear();
+      for (const auto& s : st->steps_out()) {
+        Writer& o = w[part_.owner(s.node, p)];
+        o.put<std::uint8_t>(kStep);
+        o.put<std::uint32_t>(s.tid);
+        o.put<std::uint32_t>(s.value);
+        ++n;
+      }
+      st->steps_out().clear();
+      out.resize(k);
+      for (int r = 0; r < k; ++r) out[r] = std::move(w[r].str());
+      return n;
+    };
+    // Messages first, then timing, as each process packed them (a bound may follow its message
+    // in the same round).
+    auto unpack = [&](const std::vector<std::string>& in) {
+      for (int r = 0; r < k; ++r) {
+        Reader rd(in[r]);
+        while (!rd.done()) {
+          auto kind = rd.get<std::uint8_t>();
+          auto id = rd.get<std::uint32_t>();
+          if (kind == kMessage) {
+            auto src = rd.get<std::uint32_t>();
+            auto dst = rd.get<std::uint32_t>();
+            auto len = rd.get<std::uint16_t>();
+            auto line = rd.get<std::uint16_t>();
+            Buffer b = get_buffer(rd, dom);
+            std::uint32_t tid = 0;
+            m.deliver(src, dst, len, line, id, std::move(b), tid);
+            arrived[(std::uint64_t(r) << 32) | id] = tid;
+          } else if (kind == kBound) {
+            auto v = rd.get<std::uint32_t>();
+            auto it = arrived.find((std::uint64_t(r) << 32) | id);
+            COLLV_ASSERT(it != arrived.end());
+            st->set_bound(it->second, v);
+            arrived.erase(it);
+          } else {
+            COLLV_ASSERT(kind == kStep);
+            st->set_step(id, rd.get<std::uint32_t>());
+          }
+        }
+      }
+    };
+    // The run: each process runs its nodes until they finish or wait, then the messages between
+    // slices are exchanged; it ends when no process sent one (or one failed).
+    for (;;) {
+      std::vector<std::string> out;
+      std::uint64_t sent = 0;
+      together(part_, [&] {
+        m.run_local();
+        st->resolve(true);
+        sent = pack(out);
+      });
+      std::vector<std::string> in = part_.alltoall(out);
+      std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u};
+      part_.allreduce(g, false);
+      together(part_, [&] { unpack(in); });
+      if (g[0] == 0 || g[1] != 0) break;
+    }
+    // The timing: what waits on another process's bound or step is settled in rounds.
+    for (;;) {
+      std::vector<std::string> out;
+      std::uint64_t sent = 0;
+      together(part_, [&] {
+        st->finish();
+        sent = pack(out);
+      });
+      std::vector<std::string> in = part_.alltoall(out);
+      std::vector<std::uint64_t> g{sent};
+      part_.allreduce(g, false);
+      together(part_, [&] { unpack(in); });
+      if (g[0] == 0) break;
+    }
+    share_failure(m, tr, p);
+    // The totals over every process; node 0's output for final-buffers.
+    StreamTotals tot;
+    std::vector<std::uint64_t> sums{st->issued() - st->arrived(), st->unreceived(),
+                                    st->unresolved_here()};
+    part_.allreduce(sums, false);
+    std::vector<std::uint64_t> steps{st->steps()};
+    part_.allreduce(steps, true);
+    tot.issued = sums[0];
+    tot.unreceived = sums[1];
+    tot.unresolved = sums[2];
+    tot.steps = static_cast<std::uint32_t>(steps[0]);
+    std::vector<std::uint64_t> transfers(tot.steps, 0), items(tot.steps, 0);
+    const auto& ps = st->per_step();
+    for (std::size_t s = 0; s < ps.size(); ++s) {
+      transfers[s] = ps[s].transfers;
+      items[s] = ps[s].max_link_items;
+    }
+    part_.allreduce(transfers, false);
+    part_.allreduce(items, true);
+    tot.per_step.resize(tot.steps);
+    for (std::size_t s = 0; s < tot.steps; ++s) {
+      tot.per_step[s].transfers = static_cast<std::uint32_t>(transfers[s]);
+      tot.per_step[s].max_link_items = static_cast<std::uint32_t>(items[s]);
+      tot.per_step[s].max_link_transfers = transfers[s] > 0 ? 1 : 0;
+    }
+    return tot;
+  }
+
+  // Node 0's final output, for every process (final-buffers), once the outputs are taken.
+  void share_first_output(Trace& tr) {
+    Writer w;
+    if (part_.rank() == 0 && !tr.final_output.empty())
+      put_buffer(w, *tr.domain, tr.final_output[0]);
+    auto all = part_.allgather(w.str());
+    Reader r(all[0]);
+    if (!all[0].empty()) tr.slice_first_output = get_buffer(r, *tr.domain);
+  }
+
+ private:
+  // The run's failure, the same on every process: the lowest rank's runtime error or limit, or
+  // else the deadlock of the nodes left waiting on all of them (as one process reports it).
+  void share_failure(SliceMachine& m, Trace& tr, std::uint32_t p) {
+    Writer w;
+    w.put<std::int32_t>(static_cast<std::int32_t>(tr.failure.kind));
+    w.put_str(tr.failure.message);
+    w.put<std::uint64_t>(m.unfinished());
+    auto waiting = m.waiting();
+    w.put<std::uint64_t>(waiting.size());
+    for (auto [v, on] : waiting) {
+      w.put<std::uint32_t>(v);
+      w.put<std::uint32_t>(on);
+    }
+    SourceLoc at;
+    if (!waiting.empty()) at = m.blocked_at(waiting.front().first);
+    w.put_str(at.file);
+    w.put<std::int32_t>(at.line);
+    w.put<std::int32_t>(at.col);
+    auto all = part_.allgather(w.str());
+    std::uint64_t unfinished = 0;
+    std::unordered_map<NodeId, NodeId> waits;
+    std::vector<NodeId> order;
+    std::optional<SourceLoc> first_at;
+    std::optional<RunFailure> failed;
+    for (const auto& s : all) {
+      Reader r(s);
+      auto kind = static_cast<RunFailure::Kind>(r.get<std::int32_t>());
+      std::string msg = r.get_str();
+      if (kind != RunFailure::Kind::None && !failed) {
+        failed.emplace();
+        failed->kind = kind;
+        failed->message = msg;
+      }
+      unfinished += r.get<std::uint64_t>();
+      auto n = r.get<std::uint64_t>();
+      for (std::uint64_t i = 0; i < n; ++i) {
+        auto v = r.get<std::uint32_t>();
+        waits[v] = r.get<std::uint32_t>();
+        order.push_back(v);
+      }
+      SourceLoc loc;
+      loc.file = r.get_str();
+      loc.line = r.get<std::int32_t>();
+      loc.col = r.get<std::int32_t>();
+      if (n > 0 && !first_at) first_at = loc;
+    }
+    (void)p;
+    if (failed) {
+      tr.failure = *failed;
+    } else if (unfinished > 0) {
+      COLLV_ASSERT(!order.empty() && first_at);
+      tr.failure = deadlock_failure(
+          topo_, std::move(order),
+          [&](NodeId v) {
+            auto it = waits.find(v);
+            return it == waits.end() ? kAllNodes : it->second;
+          },
+          *first_at);
+    }
+  }
+
+  Partition& part_;
+  const Topology& topo_;
+};
+
+// ---- check results on the wire (JSON) ----
+
+nlohmann::json to_json(const CheckResult& c) {
+  nlohmann::json j;
+  j["name"] = c.name;
+  j["verdict"] = static_cast<int>(c.verdict);
+  j["count"] = c.violation_count;
+  j["note"] = c.note;
+  j["order_only"] = c.order_only;
+  auto& vs = j["violations"] = nlohmann::json::array();
+  for (const auto& v : c.violations) {
+    nlohmann::json x;
+    x["invariant"] = v.invariant;
+    if (v.step) x["step"] = *v.step;
+    x["nodes"] = v.nodes;
+    x["transfers"] = v.transfers;
+    auto& bs = x["buffers"] = nlohmann::json::array();
+    for (const auto& b : v.buffers) bs.push_back({b.node, b.what, b.contents});
+    x["message"] = v.message;
+    vs.push_back(std::move(x));
+  }
+  return j;
+}
+
+CheckResult from_json(const nlohmann::json& j) {
+  CheckResult c;
+  c.name = j["name"].get<std::string>();
+  c.verdict = static_cast<Verdict>(j["verdict"].get<int>());
+  c.violation_count = j["count"].get<std::size_t>();
+  c.note = j["note"].get<std::string>();
+  c.order_only = j["order_only"].get<bool>();
+  for (const auto& x : j["violations"]) {
+    Counterexample v;
+    v.invariant = x["invariant"].get<std::string>();
+    if (x.contains("step")) v.step = x["step"].get<std::uint32_t>();
+    v.nodes = x["nodes"].get<std::vector<NodeId>>();
+    v.transfers = x["transfers"].get<std::vector<std::uint32_t>>();
+    for (const auto& b : x["buffers"])
+      v.buffers.push_back({b[0].get<NodeId>(), b[1].get<std::string>(), b[2].get<std::string>()});
+    v.message = x["message"].get<std::string>();
+    c.violations.push_back(std::move(v));
+  }
+  return c;
+}
+
+// One per-node check over every slice, in rank order (the slices are in node order): what
+// check_trace gives on the whole run. `parts` are the results of each process for its nodes.
+CheckResult combine(const std::vector<CheckResult>& parts, std::size_t max_violations) {
+  CheckResult r = parts.front();
+  // A verdict every slice shares that is neither pass nor fail (a run stopped at a limit: the
+  // same note everywhere) stands as it is.
+  if (r.verdict != Verdict::Pass && r.verdict != Verdict::Fail) return r;
+  r.violations.clear();
+  r.violation_count = 0;
+  bool fail = false, order_only = true;
+  std::string fail_note;
+  for (const auto& c : parts) {
+    if (c.verdict != Verdict::Fail) continue;
+    fail = true;
+    order_only = order_only && c.order_only;
+    if (fail_note.empty()) fail_note = c.note;
+    r.violation_count += c.violation_count;
+    for (const auto& v : c.violations)
+      if (r.violations.size() < max_violations) r.violations.push_back(v);
+  }
+  if (fail) {
+    r.verdict = Verdict::Fail;
+    r.order_only = order_only;
+    r.note = order_only ? fail_note : "";
+  }
+  return r;
+}
+
+std::vector<CheckResult> combine_at_root(std::vector<CheckResult> mine,
+                                         const std::vector<std::string>& names, Partition& part) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : mine)
+    if (std::find(names.begin(), names.end(), c.name) != names.end()) j.push_back(to_json(c));
+  auto all = part.allgather(j.dump());
+  const std::size_t max_violations = CheckOptions{}.max_violations;
+  for (auto& c : mine) {
+    if (std::find(names.begin(), names.end(), c.name) == names.end()) continue;
+    std::vector<CheckResult> parts;
+    for (const auto& s : all)
+      for (const auto& x : nlohmann::json::parse(s))
+        if (x["name"].get<std::string>() == c.name) parts.push_back(from_json(x));
+    c = combine(parts, max_violations);
+  }
+  return mine;
+}
+
+}  // namespace
+
+Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions& opts,
+                            Partition& part) {
+  PartitionDriver d(part, t);
+  // The setup (requires, claims, estimates, refusals) is the same on every process, so its
+  // errors are too; the rounds make an error of one process everyone's.
+  Trace tr = run_model_sliced(m, t, opts, d);
+  d.share_first_output(tr);
+  // --stream auto runs a streamed run again with its trace kept when the transfer checks cannot
+  // be judged without it (run_model); a partitioned run cannot, and says so rather than differ.
+  if (opts.stream == RunOptions::Stream::Auto && !tr.stream_incomplete.empty())
+    throw StreamRefused(fmt::format(
+        "partitioned verify follows streamed runs only, and collv would run this one again with "
+        "its trace kept ({}); use --stream on to judge it streamed",
+        tr.stream_incomplete));
+  return tr;
+}
+
+std::vector<CheckResult> check_partitioned(const Trace& t, Partition& part) {
+  std::vector<CheckResult> mine;
+  together(part, [&] { mine = check_trace(t, CheckOptions{}); });
+  return combine_at_root(std::move(mine), {"postcondition", "final-buffers"}, part);
+}
+
+std::pair<CheckResult, CheckResult> node_checks_partitioned(const Trace& t, Partition& part) {
+  std::vector<CheckResult> mine;
+  together(part, [&] {
+    mine = {check_postcondition(t, CheckOptions{}), check_final_buffers(t, CheckOptions{})};
+  });
+  auto r = combine_at_root(std::move(mine), {"postcondition", "final-buffers"}, part);
+  return {r[0], r[1]};
+}
+
+}  // namespace collv
