@@ -150,7 +150,7 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, N
       for (std::uint32_t v = lo; v < hi; ++v) sl[v] = reduced(0, v);
       break;
     case Collective::Exscan:  // node 0's output is undefined in MPI: left unjudged (nullopt)
-      for (std::uint32_t v = 1; v < p; ++v) out[v] = reduced(0, v - 1);
+      for (std::uint32_t v = std::max<NodeId>(lo, 1); v < hi; ++v) sl[v] = reduced(0, v - 1);
       break;
     case Collective::Allgather:
     case Collective::Gather: {

@@ -1010,7 +1010,7 @@ class Machine : public SliceMachine {
   // the dependency of the data it carries; the matching receive takes the oldest one (FIFO, as
   // between two nodes). Neither is a transfer: no link, no port, no step.
   void self_send(const Stmt& s, std::uint32_t pc, NodeId v, Buffer val) {
-    if (self_box_.empty()) self_box_.resize(p_);
+    if (self_box_.empty()) self_box_.resize(n_local_, lo_);
     charge_items(val.size());
     self_box_[v].push_back(SelfMessage{std::move(val), deps_of(pc, v), s.loc});
   }
@@ -1037,9 +1037,20 @@ class Machine : public SliceMachine {
  public:
   // A self-message still queued when the run ends (sent, never received): its send's position.
   std::optional<std::pair<NodeId, SourceLoc>> unreceived_self() const {
-    for (NodeId v = 0; v < self_box_.size(); ++v)
+    for (NodeId v = lo_; v < lo_ + self_box_.size(); ++v)
       if (!self_box_[v].empty()) return std::make_pair(v, self_box_[v].front().loc);
     return std::nullopt;
+  }
+  // The run ended: a self-message never received is a runtime error (if nothing failed before).
+  void check_self_messages() override {
+    if (tr_.failure.kind == RunFailure::Kind::None)
+      if (auto self = unreceived_self()) {
+        tr_.failure.kind = RunFailure::Kind::RuntimeError;
+        tr_.failure.message = fmt::format(
+            "{}: runtime error at node {} ({}): a message the node sent to itself is never "
+            "received (a send to oneself needs its matching receive)",
+            self->second.str(), self->first, topo_.label(self->first));
+      }
   }
 
  private:
@@ -1150,7 +1161,7 @@ class Machine : public SliceMachine {
     DepTag dep;
     SourceLoc loc;
   };
-  std::vector<std::deque<SelfMessage>> self_box_;  // per node; empty until a node sends itself
+  NodeCol<std::deque<SelfMessage>> self_box_;  // per node; empty until a node sends itself
 };
 
 // Elements per input: p for the collectives whose inputs are indexed by destination, else the
@@ -1554,14 +1565,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     return tr;
   }
   mach.run();
-  if (tr.failure.kind == RunFailure::Kind::None)
-    if (auto self = mach.unreceived_self()) {
-      tr.failure.kind = RunFailure::Kind::RuntimeError;
-      tr.failure.message = fmt::format(
-          "{}: runtime error at node {} ({}): a message the node sent to itself is never "
-          "received (a send to oneself needs its matching receive)",
-          self->second.str(), self->first, t.label(self->first));
-    }
+  mach.check_self_messages();
   tr.final_output = mach.take_column(out_slot);
   if (mach.stream_) {
     StreamTiming& st = *mach.stream_;

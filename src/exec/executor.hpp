@@ -100,6 +100,9 @@ class SliceMachine {
   // (node, the node it waits to receive from), for every node of the slice left waiting.
   virtual std::vector<std::pair<NodeId, NodeId>> waiting() const = 0;
   virtual SourceLoc blocked_at(NodeId v) const = 0;  // the receive a waiting node is at
+  // The run ended: a message a node of the slice sent itself and never received is a runtime
+  // error (unless the run failed before).
+  virtual void check_self_messages() = 0;
 };
 
 // The run's totals of a streamed run, over every process of a partitioned one.

@@ -304,10 +304,17 @@ class PartitionDriver : public SliceDriver {
  private:
   // The run's failure, the same on every process: the lowest rank's runtime error or limit, or
   // else the deadlock of the nodes left waiting on all of them (as one process reports it).
+  // A self-message never received comes last, as in one process.
   void share_failure(SliceMachine& m, Trace& tr, std::uint32_t p) {
+    const RunFailure before = tr.failure;
+    m.check_self_messages();
+    const RunFailure self = before.kind == RunFailure::Kind::None ? tr.failure : RunFailure{};
+    tr.failure = before;
     Writer w;
     w.put<std::int32_t>(static_cast<std::int32_t>(tr.failure.kind));
     w.put_str(tr.failure.message);
+    w.put<std::int32_t>(static_cast<std::int32_t>(self.kind));
+    w.put_str(self.message);
     w.put<std::uint64_t>(m.unfinished());
     auto waiting = m.waiting();
     w.put<std::uint64_t>(waiting.size());
@@ -325,7 +332,7 @@ class PartitionDriver : public SliceDriver {
     std::unordered_map<NodeId, NodeId> waits;
     std::vector<NodeId> order;
     std::optional<SourceLoc> first_at;
-    std::optional<RunFailure> failed;
+    std::optional<RunFailure> failed, self_failed;
     for (const auto& s : all) {
       Reader r(s);
       auto kind = static_cast<RunFailure::Kind>(r.get<std::int32_t>());
@@ -334,6 +341,13 @@ class PartitionDriver : public SliceDriver {
         failed.emplace();
         failed->kind = kind;
         failed->message = msg;
+      }
+      auto self_kind = static_cast<RunFailure::Kind>(r.get<std::int32_t>());
+      std::string self_msg = r.get_str();
+      if (self_kind != RunFailure::Kind::None && !self_failed) {
+        self_failed.emplace();
+        self_failed->kind = self_kind;
+        self_failed->message = self_msg;
       }
       unfinished += r.get<std::uint64_t>();
       auto n = r.get<std::uint64_t>();
@@ -360,6 +374,8 @@ class PartitionDriver : public SliceDriver {
             return it == waits.end() ? kAllNodes : it->second;
           },
           *first_at);
+    } else if (self_failed) {
+      tr.failure = *self_failed;
     }
   }
 
