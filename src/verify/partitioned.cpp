@@ -232,6 +232,27 @@ class PartitionDriver : public SliceDriver {
         }
       }
     };
+    // Timing-only rounds until no process has a bound or step to send: each settles one more
+    // link of the chains of sends between slices, so the windows of waiting transfers stay as
+    // small as one process's (a chain waiting a round per link made them grow with the run).
+    auto settle = [&](bool at_end) {
+      for (;;) {
+        std::vector<std::string> out;
+        std::uint64_t sent = 0;
+        together(part_, [&] {
+          if (at_end)
+            st->finish();
+          else
+            st->resolve(true);
+          sent = pack(out);
+        });
+        std::vector<std::uint64_t> g{sent};
+        part_.allreduce(g, false);
+        if (g[0] == 0) return;
+        std::vector<std::string> in = part_.alltoall(out);
+        together(part_, [&] { unpack(in); });
+      }
+    };
     // The run: each process runs its nodes until they finish or wait, then the messages between
     // slices are exchanged; it ends when no process sent one (or one failed).
     for (;;) {
@@ -247,21 +268,10 @@ class PartitionDriver : public SliceDriver {
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
       if (g[0] == 0 || g[1] != 0) break;
+      settle(false);
     }
-    // The timing: what waits on another process's bound or step is settled in rounds.
-    for (;;) {
-      std::vector<std::string> out;
-      std::uint64_t sent = 0;
-      together(part_, [&] {
-        st->finish();
-        sent = pack(out);
-      });
-      std::vector<std::string> in = part_.alltoall(out);
-      std::vector<std::uint64_t> g{sent};
-      part_.allreduce(g, false);
-      together(part_, [&] { unpack(in); });
-      if (g[0] == 0) break;
-    }
+    // The timing of what is left (transfers never received take no receive predecessor).
+    settle(true);
     share_failure(m, tr, p);
     // The totals over every process; node 0's output for final-buffers.
     StreamTotals tot;
