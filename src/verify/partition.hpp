@@ -45,6 +45,7 @@ class Partition {
   // Statistics of this process (COLLV_PARTITION_STATS=1 prints them): bytes it sent to other
   // processes in alltoall rounds, and the rounds.
   std::uint64_t bytes_sent = 0, rounds = 0;
+  std::uint64_t window_bytes = 0;  // the largest timing window (StreamTiming::bytes) of a run
 };
 
 // The checks of a partitioned run (every process calls it together with its slice Trace from

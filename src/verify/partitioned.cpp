@@ -273,6 +273,7 @@ class PartitionDriver : public SliceDriver {
     // The timing of what is left (transfers never received take no receive predecessor).
     settle(true);
     share_failure(m, tr, p);
+    part_.window_bytes = std::max(part_.window_bytes, st->bytes());
     // The totals over every process; node 0's output for final-buffers.
     StreamTotals tot;
     std::vector<std::uint64_t> sums{st->issued() - st->arrived(), st->unreceived(),
