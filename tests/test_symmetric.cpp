@@ -11,9 +11,9 @@
 #include "check/checks.hpp"
 #include "cli.hpp"
 #include "exec/executor.hpp"
-#include "verify/symmetric.hpp"
 #include "topology/topology.hpp"
 #include "util/error.hpp"
+#include "verify/symmetric.hpp"
 
 using namespace collv;
 

@@ -564,8 +564,9 @@ TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
     rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
     INFO(line << "\n" << slurp((dir / "tour_out.txt").string()));
     CHECK(rc == expect);
-    // Seconds on an idle machine; generous here, where the tests share the cores.
-    CHECK(secs < 120);
+    // The time is reported, not asserted: on a shared machine it says little (timing goals are
+    // bench/'s, as ratios measured in one run); a run that never ends meets ctest's timeout (1500
+    // s).
     WARN(fmt::format("{:6.1f} s  exit {}  {}", secs, rc,
                      line.substr(0, std::min(hash, line.find_last_not_of(" ", hash - 1) + 1))));
   }

@@ -12,9 +12,9 @@
 #include "app/commands.hpp"
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
-#include "verify/symmetric.hpp"
 #include "smt/synth.hpp"
 #include "util/exit_codes.hpp"
+#include "verify/symmetric.hpp"
 
 namespace collv {
 
