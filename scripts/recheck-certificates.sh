@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Re-checks SMT-LIB2 certificates with the z3 executable alone, without collv: each file names
-# its expected answer in a "; expected: sat|unsat" comment.
+# its expected answer in a "; expected: sat|unsat" comment. A certificate with several checks
+# (synth lower bounds: the pruning lemmas, then the question) must answer unsat to every check
+# but the last, and the expected answer to the last.
 #   bash scripts/recheck-certificates.sh DIR
 set -euo pipefail
 dir=${1:?usage: recheck-certificates.sh DIR}
@@ -8,10 +10,14 @@ total=0; bad=0
 for f in "$dir"/*.smt2; do
   [ -e "$f" ] || continue
   want=$(sed -n 's/^; expected: *\([a-z]*\).*/\1/p' "$f" | head -n 1)
-  got=$(timeout 600 z3 "$f" 2>&1 | grep -E '^(sat|unsat|unknown)$' | tail -n 1 || true)
+  out=$(timeout 600 z3 "$f" 2>&1 || true)
+  answers=$(printf '%s\n' "$out" | grep -E '^(sat|unsat|unknown)$' || true)
+  errors=$(printf '%s\n' "$out" | grep -c '^(error' || true)
+  got=$(printf '%s\n' "$answers" | tail -n 1)
+  lemmas=$(printf '%s\n' "$answers" | head -n -1 | grep -cv '^unsat$' || true)
   total=$((total + 1))
-  if [ -z "$want" ] || [ "$got" != "$want" ]; then
-    echo "MISMATCH $f: expected '$want', z3 says '$got'"
+  if [ -z "$want" ] || [ "$got" != "$want" ] || [ "$lemmas" -ne 0 ] || [ "$errors" -ne 0 ]; then
+    echo "MISMATCH $f: expected '$want', z3 says '$got' ($lemmas lemma checks not unsat, $errors errors)"
     bad=$((bad + 1))
   fi
 done

@@ -23,6 +23,7 @@
 #include "smt/lemmas.hpp"
 #include "smt/prove.hpp"
 #include "smt/solver.hpp"
+#include "smt/synth.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -625,4 +626,112 @@ TEST_CASE("synth --port all: the schedule is re-checked under all-port rules and
   std::string why;
   CHECK_FALSE(synthesized_ok(recheck_synthesized(t2, PortModel::All), &why));
   CHECK(why.find("congestion") != std::string::npos);
+}
+
+namespace {
+
+// The certificate `collv synth ... --emit-smt2` writes for one question.
+std::string synth_certificate(const std::string& coll, const std::string& spec, unsigned T,
+                              const fs::path& dir) {
+  SynthOptions so;
+  so.collective = coll;
+  so.topology = spec;
+  so.steps = T;
+  so.emit_dir = dir.string();
+  SynthResult r = synthesize(so);
+  REQUIRE(r.attempts.size() == 1);
+  REQUIRE_FALSE(r.attempts[0].file.empty());
+  return slurp(r.attempts[0].file);
+}
+
+// The names a `(assert (= pruningT (and true (not x) ...)))` line sets false.
+std::vector<std::string> pruned_names(const std::string& text, unsigned t) {
+  std::string head = "(assert (= pruning" + std::to_string(t) + " (and true";
+  auto at = text.find(head);
+  REQUIRE(at != std::string::npos);
+  std::string line = text.substr(at, text.find('\n', at) - at);
+  std::vector<std::string> out;
+  for (std::size_t p = line.find("(not "); p != std::string::npos; p = line.find("(not ", p + 1))
+    out.push_back(line.substr(p + 5, line.find(')', p) - p - 5));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "synth lower-bound certificates prove collv's distance pruning inside the file (issue 21)",
+    "[smt][cert][issue21]") {
+  fs::path dir = fresh_dir("lb");
+  std::string text = synth_certificate("allreduce", "star:3", 2, dir);
+  // z3 alone: two lemma checks (pruning1, pruning2 follow from the step relation) and the
+  // question, all unsat; nothing in it compares equal terms.
+  smt::Result r = smt::run_smt2_script(text, 60000, 1ull << 30);
+  REQUIRE(r.answers.size() == 3);
+  for (auto a : r.answers) CHECK(a == smt::Answer::Unsat);
+  CHECK(smt::lemma_failure(r).empty());
+  CHECK(self_comparisons(text).empty());
+  // The question does not need collv's word: asked of the constraints alone (no lemma, no
+  // pruning assumed) it is unsat too.
+  std::string bare =
+      text.substr(0, text.find("(check-sat-assuming")) + "(check-sat-assuming (goal))\n";
+  CHECK(smt::run_smt2_script(bare, 60000, 1ull << 30).answer == smt::Answer::Unsat);
+  // A wrong distance: pruning1 claims that a neighbour of node 0 cannot have 0's contribution
+  // after step 1, which a message in step 1 can give it; the lemma check answers sat.
+  std::vector<std::string> far1 = pruned_names(text, 1);
+  std::string near;  // s0_<v>_0_1: node 0 sends its own contribution to neighbour v in step 1
+  for (std::size_t p = text.find("(declare-const s0_"); p != std::string::npos;
+       p = text.find("(declare-const s0_", p + 1)) {
+    std::string name = text.substr(p + 15, text.find(' ', p + 15) - p - 15);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, "_0_1") == 0) near = name;
+  }
+  REQUIRE_FALSE(near.empty());
+  CHECK(std::find(far1.begin(), far1.end(), near) == far1.end());
+  std::string wrong = text;
+  wrong.replace(wrong.find("(assert (= pruning1 (and true") + 29, 0, " (not " + near + ")");
+  smt::Result rw = smt::run_smt2_script(wrong, 60000, 1ull << 30);
+  CHECK(rw.answers.at(0) == smt::Answer::Sat);
+  CHECK_FALSE(smt::lemma_failure(rw).empty());
+  // A step relation left out (the constraint that a pruned variable needs a held atom): the
+  // variable is free and the lemma check of its step answers sat.
+  std::string var = far1.at(0);
+  std::string support = "(assert (=> " + var + " (or";
+  auto at = text.find(support);
+  REQUIRE(at != std::string::npos);
+  std::string cut = text;
+  cut.erase(at, text.find('\n', at) + 1 - at);
+  CHECK_FALSE(smt::lemma_failure(smt::run_smt2_script(cut, 60000, 1ull << 30)).empty());
+  // collv prove re-checks such a file the same way: the broken one is a failure (exit 1).
+  std::ofstream(dir / "wrong.smt2") << wrong;
+  ProveCommandOptions po;
+  po.paths = {(dir / "wrong.smt2").string()};
+  std::ostringstream out, err;
+  CHECK(run_prove_command(po, out, err) == 1);
+  CHECK(out.str().find("lemma check 1") != std::string::npos);
+  po.paths = {(dir / "synth-allreduce-star_3-single-T2.smt2").string()};
+  std::ostringstream out2, err2;
+  CHECK(run_prove_command(po, out2, err2) == 0);
+}
+
+TEST_CASE("synth certificates: gossip and broadcast lower bounds re-check with z3 alone",
+          "[smt][cert][issue21]") {
+  fs::path dir = fresh_dir("lb2");
+  std::string g = synth_certificate("allgather", "star:4", 5, dir);
+  smt::Result r = smt::run_smt2_script(g, 60000, 1ull << 30);
+  CHECK(r.answers.size() == 6);  // five lemma checks and the question
+  CHECK(r.answer == smt::Answer::Unsat);
+  CHECK(smt::lemma_failure(r).empty());
+  CHECK(self_comparisons(g).empty());
+  std::string b = synth_certificate("broadcast", "hypercube:3", 2, dir);
+  r = smt::run_smt2_script(b, 60000, 1ull << 30);
+  CHECK(r.answers.size() == 3);
+  CHECK(r.answer == smt::Answer::Unsat);
+  CHECK(smt::lemma_failure(r).empty());
+  // the question alone, from the constraints: unsat without the lemmas
+  std::string bare = b.substr(0, b.find("(check-sat-assuming")) + "(check-sat-assuming (goal))\n";
+  CHECK(smt::run_smt2_script(bare, 60000, 1ull << 30).answer == smt::Answer::Unsat);
+  // a sat answer's certificate is the pruned query (a model of it is a schedule): one check
+  std::string s = synth_certificate("broadcast", "hypercube:3", 3, dir);
+  r = smt::run_smt2_script(s, 60000, 1ull << 30);
+  CHECK(r.answers.size() == 1);
+  CHECK(r.answer == smt::Answer::Sat);
 }

@@ -61,8 +61,15 @@ std::string run_z3(const std::string& file) {
   std::string out;
   while (fgets(buf, sizeof buf, f)) out += buf;
   pclose(f);
-  auto nl = out.find('\n');
-  return nl == std::string::npos ? out : out.substr(0, nl);
+  // The last answer; a certificate with several checks (synth lower bounds: the pruning lemmas,
+  // then the question) must answer unsat to every check before it.
+  std::vector<std::string> answers;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) answers.push_back(line);
+  if (answers.empty()) return out;
+  for (std::size_t i = 0; i + 1 < answers.size(); ++i)
+    if (answers[i] != "unsat") return "lemma check " + std::to_string(i + 1) + ": " + answers[i];
+  return answers.back();
 }
 
 // Least single-port gossip time by exhaustive search over knowledge states (tiny graphs only).

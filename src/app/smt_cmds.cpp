@@ -142,6 +142,14 @@ Outcome run_smt2(const std::string& path, std::optional<smt::Answer> want_field,
   if (!want || *want == smt::Answer::Unknown)
     throw UsageError(path + ": no '; expected: sat|unsat' line");
   smt::Result r = smt::run_smt2_script(text, o.timeout_ms, o.max_terms * 64);
+  // Several checks (a synth lower bound: pruning lemmas, then the question): every check but the
+  // last must be unsat, or the certificate does not prove what it says.
+  if (std::string lf = smt::lemma_failure(r); !lf.empty()) {
+    Outcome out = compare(r.answer, *want, r.seconds, r.reason);
+    out.status = Status::Contradicted;
+    out.note = lf;
+    return out;
+  }
   return compare(r.answer, *want, r.seconds, r.reason);
 }
 

@@ -123,6 +123,12 @@ Result Solver::check(const std::vector<std::string>& assumptions,
 
 std::string Solver::to_smt2(Answer expected, const std::vector<std::string>& assumptions,
                             const std::string& comment) const {
+  return to_smt2_checks(expected, {assumptions}, comment);
+}
+
+std::string Solver::to_smt2_checks(Answer expected,
+                                   const std::vector<std::vector<std::string>>& checks,
+                                   const std::string& comment) const {
   std::string out = fmt::format("; expected: {}\n", answer_name(expected));
   std::size_t start = 0;
   while (start < comment.size()) {
@@ -133,9 +139,11 @@ std::string Solver::to_smt2(Answer expected, const std::vector<std::string>& ass
   }
   if (!logic_.empty()) out += "(set-logic " + logic_ + ")\n";
   out += script_;
-  out += "(check-sat-assuming (";
-  for (std::size_t i = 0; i < assumptions.size(); ++i) out += (i ? " " : "") + assumptions[i];
-  out += "))\n";
+  for (const auto& assumptions : checks) {
+    out += "(check-sat-assuming (";
+    for (std::size_t i = 0; i < assumptions.size(); ++i) out += (i ? " " : "") + assumptions[i];
+    out += "))\n";
+  }
   return out;
 }
 
@@ -146,6 +154,14 @@ void Solver::emit_smt2(const std::string& path, Answer expected,
   if (!f) throw UsageError("cannot write " + path);
   f << to_smt2(expected, assumptions, comment);
   if (!f) throw UsageError("cannot write " + path);
+}
+
+std::string lemma_failure(const Result& r) {
+  for (std::size_t i = 0; i + 1 < r.answers.size(); ++i)
+    if (r.answers[i] != Answer::Unsat)
+      return fmt::format("lemma check {} of {} answered {} (a lemma must be unsat)", i + 1,
+                         r.answers.size(), answer_name(r.answers[i]));
+  return "";
 }
 
 std::optional<Answer> expected_answer_of(const std::string& text) {
@@ -183,27 +199,24 @@ Result run_smt2_script(const std::string& text, unsigned timeout_ms, std::uint64
     throw UsageError(std::string("Z3 could not run the script: ") + e.msg());
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // The first line that is an answer.
+  // Every line that is an answer, in order; the last one is the script's answer.
   std::size_t start = 0;
   while (start < out.size()) {
     auto nl = out.find('\n', start);
     if (nl == std::string::npos) nl = out.size();
     std::string line = out.substr(start, nl - start);
-    if (line == "sat") {
-      r.answer = Answer::Sat;
-      return r;
-    }
-    if (line == "unsat") {
-      r.answer = Answer::Unsat;
-      return r;
-    }
+    if (line == "sat") r.answers.push_back(Answer::Sat);
+    if (line == "unsat") r.answers.push_back(Answer::Unsat);
     if (line == "unknown" || line == "timeout") {
-      r.answer = Answer::Unknown;
+      r.answers.push_back(Answer::Unknown);
       r.reason = line;
-      return r;
     }
     if (line.rfind("(error", 0) == 0) throw UsageError("Z3: " + line);
     start = nl + 1;
+  }
+  if (!r.answers.empty()) {
+    r.answer = r.answers.back();
+    return r;
   }
   r.reason = "the script gave no answer";
   return r;

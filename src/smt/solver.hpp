@@ -37,6 +37,7 @@ struct Result {
   std::vector<std::string> core;              // unsat: names of the assumptions in the core
   std::map<std::string, std::string> values;  // sat: requested constants, SMT-LIB2 values
   double seconds = 0;                         // parse + check wall time
+  std::vector<Answer> answers;                // run_smt2_script: every check's answer, in order
 };
 
 // Owns the Z3 context. Not copyable. Text added with add() accumulates into one script, parsed on
@@ -83,6 +84,10 @@ class Solver {
   void emit_smt2(const std::string& path, Answer expected,
                  const std::vector<std::string>& assumptions,
                  const std::string& comment = "") const;
+  // A certificate with several checks, one (check-sat-assuming ...) per entry, in order: every
+  // check but the last is a lemma (expected unsat), the last one is the question (expected).
+  std::string to_smt2_checks(Answer expected, const std::vector<std::vector<std::string>>& checks,
+                             const std::string& comment = "") const;
 
  private:
   struct Impl;
@@ -97,9 +102,14 @@ class Solver {
 };
 
 // Runs a complete SMT-LIB2 script (with its own check-sat / check-sat-assuming) in a fresh
-// context, as the z3 executable would, and returns the answer of its first check. Scripts larger
-// than max_bytes are refused (Unknown). Throws UsageError on a parse error.
+// context, as the z3 executable would. Result::answers lists every check's answer in order and
+// Result::answer is the last one (a collv certificate's question; the checks before it are lemmas
+// that must be unsat: lemma_failure() says when one is not). Scripts larger than max_bytes are
+// refused (Unknown). Throws UsageError on a parse error.
 Result run_smt2_script(const std::string& text, unsigned timeout_ms, std::uint64_t max_bytes);
+
+// "" when every check before the last answered unsat; otherwise which lemma check did not.
+std::string lemma_failure(const Result& r);
 
 // The expected answer written in a certificate's "; expected: X" line, if any.
 std::optional<Answer> expected_answer_of(const std::string& text);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -243,13 +244,30 @@ std::string lvar(unsigned t, int k) { return fmt::format("l{}_{}", t, k); }
 
 std::string mvar(NodeId u, NodeId v, unsigned t) { return fmt::format("m{}_{}_{}", u, v, t); }
 
+// How the distance pruning enters a query. Pruned: a holding or sending variable that the BFS
+// distances rule out is the literal false (what collv solves: fast). Justified: every variable is
+// declared and constrained only by the step relation, and a Boolean `pruning` is defined as the
+// conjunction of the negations of the variables the BFS would have pruned; the certificate checks
+// first that the constraints alone imply `pruning` (unsat assuming its negation) and then the
+// question assuming `goal` and `pruning`. Both checks together say: no schedule, from the
+// constraints alone (the topology's edges are the message variables declared).
+enum class Prune { Pruned, Justified };
+
 // Builds the query into solver (declarations + assertions, goal guarded by literal "goal").
 // Returns false when refused by the size cap.
 class Builder {
  public:
   Builder(const Graph& g, Kind k, unsigned T, PortModel port, NodeId root, smt::Solver& s,
-          const Topology& topo, bool uniform)
-      : g_(g), k_(k), T_(T), port_(port), root_(root), s_(s), topo_(topo), uniform_(uniform) {
+          const Topology& topo, bool uniform, Prune prune = Prune::Pruned)
+      : g_(g),
+        k_(k),
+        T_(T),
+        port_(port),
+        root_(root),
+        s_(s),
+        topo_(topo),
+        uniform_(uniform),
+        prune_(prune) {
     if (uniform_ && k_ != Kind::Broadcast) {
       cay_ = cayley_of(topo);
       if (!cay_)
@@ -310,7 +328,36 @@ class Builder {
         allreduce(o);
         break;
     }
+    if (prune_ == Prune::Justified) {
+      o += "; pruning<t>: the variables of step t that no chain of messages along the declared\n"
+           "; links can have set by then (false in every model, proved by the lemma checks)\n";
+      for (unsigned t = 1; t <= T_; ++t) {
+        s_.declare(prune_name(t), "Bool");
+        o += "(assert (= " + prune_name(t) + " (and true";
+        for (const std::string& v : far_[t]) o += " (not " + v + ")";
+        o += ")))\n";
+      }
+    }
     return true;
+  }
+  static std::string prune_name(unsigned t) { return fmt::format("pruning{}", t); }
+
+  // The certificate's checks. With Justified: the lemma checks first, one per step t (expected
+  // unsat: pruning1 .. pruning<t-1> imply pruning<t>, so by induction the constraints imply every
+  // pruning<t>), then the question assuming goal and every pruning<t>.
+  std::vector<std::vector<std::string>> checks() const {
+    if (prune_ != Prune::Justified || symmetric()) return {{"goal"}};
+    std::vector<std::vector<std::string>> out;
+    std::vector<std::string> before;
+    for (unsigned t = 1; t <= T_; ++t) {
+      std::vector<std::string> c = before;
+      c.push_back("(not " + prune_name(t) + ")");
+      out.push_back(c);
+      before.push_back(prune_name(t));
+    }
+    before.insert(before.begin(), "goal");
+    out.push_back(before);
+    return out;
   }
 
   std::uint64_t estimate() const {
@@ -340,8 +387,14 @@ class Builder {
   // h: has[v][c][t]; "true"/"false" where fixed.
   std::string H(NodeId v, NodeId c, unsigned t) {
     if (v == c) return "true";
-    if (t == 0 || g_.dist[c][v] > t) return "false";
-    return fmt::format("h{}_{}_{}", v, c, t);
+    if (t == 0) return "false";  // the precondition: only c holds chunk c before step 1
+    std::string h = fmt::format("h{}_{}_{}", v, c, t);
+    if (g_.dist[c][v] > t) {
+      if (prune_ == Prune::Pruned) return "false";
+      far_[t].insert(h);
+      far_names_.insert(h);
+    }
+    return h;
   }
 
   void gossip_like(std::string& o, const std::vector<NodeId>& chunks) {
@@ -351,7 +404,7 @@ class Builder {
           std::string h = H(v, c, t);
           if (h == "true" || h == "false") continue;
           s_.declare(h, "Bool");
-          std::string rhs = "(or";
+          std::string rhs = "(or false";
           std::string prev = H(v, c, t - 1);
           if (prev != "false") rhs += " " + prev;
           for (NodeId u : g_.nbr[v]) {
@@ -377,8 +430,14 @@ class Builder {
 
   // s: u sends chunk c to v in step t (a contribution of the partial sum it sends).
   std::string S(NodeId u, NodeId v, NodeId c, unsigned t) {
-    if (t == 0 || g_.dist[c][u] > t - 1) return "false";
-    return fmt::format("s{}_{}_{}_{}", u, v, c, t);
+    if (t == 0) return "false";
+    std::string s = fmt::format("s{}_{}_{}_{}", u, v, c, t);
+    if (g_.dist[c][u] > t - 1) {
+      if (prune_ == Prune::Pruned) return "false";
+      far_[t].insert(s);
+      far_names_.insert(s);
+    }
+    return s;
   }
   // Atoms held by u before step t: 0 = its input, then (tau, w) = what w sent it in step tau < t.
   struct Atom {
@@ -396,9 +455,14 @@ class Builder {
     return S(a.w, u, c, a.tau);
   }
   // Selection `sel` over `as` (held by u): union = target(c) (if given), pairwise disjoint.
+  // With Prune::Justified, the constraints that only restrict a selection of an atom the lemma
+  // checks prove false (it is in its target, it is disjoint from the others) are left out: leaving
+  // out a constraint only adds models, and under the lemmas they hold anyway. What the lemmas rest
+  // on, "a selected target contribution comes from some held atom", is always stated in full.
   void selection(std::string& o, NodeId u, const std::vector<Atom>& as,
                  const std::vector<std::string>& sel,
                  const std::function<std::string(NodeId)>& target, const std::string& gate) {
+    auto far = [&](const std::string& a) { return far_names_.count(a) > 0; };
     for (NodeId c = 0; c < g_.p; ++c) {
       std::string tc = target(c);
       std::string any = "(or false";
@@ -407,17 +471,17 @@ class Builder {
         if (a == "false") continue;
         std::string term = a == "true" ? sel[j] : fmt::format("(and {} {})", sel[j], a);
         any += " " + term;
-        if (tc != "true")
+        if (tc != "true" && !far(a))
           o += fmt::format("(assert (=> {} {}))\n", term, tc == "false" ? "false" : tc);
       }
       any += ")";
       if (tc != "false") o += fmt::format("(assert (=> {} {}))\n", tc == "true" ? gate : tc, any);
       for (std::size_t j = 0; j < as.size(); ++j) {
         std::string aj = A(u, as[j], c);
-        if (aj == "false") continue;
+        if (aj == "false" || far(aj)) continue;
         for (std::size_t k = j + 1; k < as.size(); ++k) {
           std::string ak = A(u, as[k], c);
-          if (ak == "false") continue;
+          if (ak == "false" || far(ak)) continue;
           std::string lits = fmt::format("(not {}) (not {})", sel[j], sel[k]);
           if (aj != "true") lits += fmt::format(" (not {})", aj);
           if (ak != "true") lits += fmt::format(" (not {})", ak);
@@ -568,6 +632,9 @@ class Builder {
   smt::Solver& s_;
   const Topology& topo_;
   bool uniform_;
+  Prune prune_;
+  std::map<unsigned, std::set<std::string>> far_;  // Justified: per step, what pruning sets false
+  std::set<std::string> far_names_;
   std::optional<Cayley> cay_;
 };
 
@@ -844,6 +911,42 @@ Attempt attempt_cnf(const SynthOptions& o, const Topology& topo, const Graph& g,
   return a;
 }
 
+// What a synthesis certificate's answer means (its comment lines).
+std::string synth_meaning(const SynthOptions& o, const Topology& topo, Kind k, unsigned T) {
+  return o.uniform
+             ? fmt::format(
+                   "collv synth {} --topology {} --steps {} --uniform\n"
+                   "sat = a uniform {}-step schedule exists; unsat = no UNIFORM one exists "
+                   "(not a lower bound)",
+                   kind_name(k), topo.spec(), T, T)
+             : fmt::format(
+                   "collv synth {} --topology {} --steps {} --port {}{}\n"
+                   "sat = a {}-step schedule exists; unsat = none exists (lower bound {} steps)",
+                   kind_name(k), topo.spec(), T, o.port == PortModel::Single ? "single" : "all",
+                   k == Kind::Broadcast ? fmt::format(" --root {}", o.root) : "", T, T + 1);
+}
+
+// The certificate of a Z3 synthesis query: the query without collv's distance pruning, with the
+// pruning stated as a lemma that the file checks first (Prune::Justified); "" if refused by the
+// size cap.
+std::string certificate(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k,
+                        unsigned T, smt::Answer expected) {
+  smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms}, "QF_FD");
+  Builder b(g, k, T, o.port, o.root, s, topo, o.uniform, Prune::Justified);
+  if (!b.build()) return "";
+  std::string meaning = synth_meaning(o, topo, k, T);
+  auto checks = b.checks();
+  if (checks.size() > 1)
+    meaning += fmt::format(
+        "\nchecks: {} in order. The first {} are lemmas (each expected unsat): check t "
+        "shows from the\nconstraints alone that pruning1 .. pruning<t-1> imply "
+        "pruning<t> (no variable of step t is true\nbefore a chain of messages along "
+        "the declared links can have set it).\nThe last asks the question under "
+        "the lemmas; its answer is the certificate's.",
+        checks.size(), checks.size() - 1);
+  return s.to_smt2_checks(expected, checks, meaning);
+}
+
 Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kind k, unsigned T,
                 const std::vector<std::vector<std::uint32_t>>& group) {
   if (o.backend == "cadical") return attempt_cnf(o, topo, g, k, T, group);
@@ -896,18 +999,22 @@ Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kin
                       .string();
     std::replace(a.info.file.begin() + static_cast<long>(o.emit_dir.size()), a.info.file.end(), ':',
                  '_');
-    s.emit_smt2(
-        a.info.file, r.answer, {"goal"},
-        o.uniform
-            ? fmt::format("collv synth {} --topology {} --steps {} --uniform\n"
-                          "sat = a uniform {}-step schedule exists; unsat = no UNIFORM one exists "
-                          "(not a lower bound)",
-                          kind_name(k), topo.spec(), T, T)
-            : fmt::format(
-                  "collv synth {} --topology {} --steps {} --port {}\n"
-                  "sat = a {}-step schedule exists; unsat = none exists (lower bound {} steps)",
-                  kind_name(k), topo.spec(), T, o.port == PortModel::Single ? "single" : "all", T,
-                  T + 1));
+    // sat: the pruned query itself (pruning only adds constraints, so a model of it is a
+    // schedule); unsat and unknown: the query with the pruning proved inside (Prune::Justified).
+    std::string text = r.answer == smt::Answer::Sat
+                           ? s.to_smt2(r.answer, {"goal"},
+                                       synth_meaning(o, topo, k, T) +
+                                           "\n(the pruned query: pruning only adds constraints, so "
+                                           "a model is a schedule)")
+                           : certificate(o, topo, g, k, T, r.answer);
+    if (text.empty()) {
+      a.info.file.clear();
+      a.info.reason += std::string(a.info.reason.empty() ? "" : "; ") +
+                       "no certificate written: the unpruned query is over --max-terms";
+    } else {
+      std::ofstream f(a.info.file, std::ios::binary);
+      if (!(f << text)) throw UsageError("cannot write " + a.info.file);
+    }
   }
   if (r.answer == smt::Answer::Sat) {
     if (cay)
@@ -1002,18 +1109,12 @@ SynthQuery synth_query_text(const SynthOptions& o, unsigned steps, smt::Answer e
   Kind k = kind_of(o.collective);
   Topology topo = Topology::parse(o.topology);
   Graph g = graph_of(topo);
-  smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms}, "QF_FD");
-  Builder b(g, k, steps, o.port, o.root, s, topo, o.uniform);
   SynthQuery q;
-  if (!b.build()) {
+  q.text = certificate(o, topo, g, k, steps, expected);
+  if (q.text.empty()) {
     q.refused = true;
-    q.reason = s.refusal();
-    return q;
+    q.reason = "refused by the size cap (--max-terms)";
   }
-  q.text =
-      s.to_smt2(expected, {"goal"},
-                fmt::format("collv synth {} --topology {} --steps {} --port {}", kind_name(k),
-                            topo.spec(), steps, o.port == PortModel::Single ? "single" : "all"));
   return q;
 }
 
