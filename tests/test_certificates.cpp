@@ -735,3 +735,49 @@ TEST_CASE("synth certificates: gossip and broadcast lower bounds re-check with z
   CHECK(r.answers.size() == 1);
   CHECK(r.answer == smt::Answer::Sat);
 }
+
+namespace {
+// Runs collv with `args`; returns the exit code and fills `out` with stdout and stderr.
+int collv_cli(const std::string& args, std::string& out) {
+  fs::path f = fs::temp_directory_path() / "collv_test_cert_cli.txt";
+  int rc =
+      std::system((std::string(COLLV_BINARY) + " " + args + " > " + f.string() + " 2>&1").c_str());
+  out = slurp(f);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST_CASE("synth and the SMT engine refuse a query over --max-memory before building it (issue 26)",
+          "[smt][issue26]") {
+  std::string out;
+  // complete:1024 broadcast, 2 steps: about 10 M terms, about 10 GiB: refused at the default 8 GiB
+  CHECK(collv_cli("synth broadcast -t complete:1024 --steps 2 --quiet", out) == 3);
+  CHECK(out.find("--max-memory") != std::string::npos);
+  // complete:4096: refused from the topology's size, before the distances are computed
+  CHECK(collv_cli("synth broadcast -t complete:4096 --steps 2 --quiet", out) == 3);
+  CHECK(out.find("refused before it was built") != std::string::npos);
+  // the twin that fits: answered
+  CHECK(collv_cli("synth broadcast -t complete:8 --steps 3 --quiet", out) == 0);
+  CHECK(collv_cli("verify scatter_hypercube -t hypercube:10 -s 0 -d exact --engine smt "
+                  "--max-memory 1024 --models " +
+                      kRoot + "/models",
+                  out) == 3);
+  CHECK(out.find("refused before it was built") != std::string::npos);
+  CHECK(collv_cli("verify scatter_hypercube -t hypercube:3 -s 0 -d exact --engine smt "
+                  "--max-memory 1024 --quiet --models " +
+                      kRoot + "/models",
+                  out) == 0);
+}
+
+TEST_CASE("synth and verify --timeout: the whole command stops with exit 3 (issue 26)",
+          "[smt][issue26]") {
+  std::string out;
+  CHECK(collv_cli("synth broadcast -t complete:512 --steps 2 --timeout 1000 --quiet", out) == 3);
+  CHECK(out.find("--timeout 1000 ms") != std::string::npos);
+  CHECK(collv_cli("verify allgather_ring -t ring:3000 --timeout 300 --quiet --models " + kRoot +
+                      "/models",
+                  out) == 3);
+  CHECK(collv_cli(
+            "verify allgather_ring -t ring:8 --timeout 30000 --quiet --models " + kRoot + "/models",
+            out) == 0);
+}

@@ -621,6 +621,9 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
     SynthOptions so = o.synth;
     if (!o.quiet) so.progress = [&err](const std::string& line) { err << line << std::endl; };
     r = synthesize(so);
+  } catch (const LimitError& e) {  // --timeout, --max-memory: inconclusive (exit_codes.hpp)
+    err << "collv: error: " << e.what() << "\n";
+    return kExitInconclusive;
   } catch (const SpecError& e) {
     err << "collv: error: " << e.what() << "\n";
     return kExitUsage;

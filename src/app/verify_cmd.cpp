@@ -15,6 +15,7 @@
 #include "app/commands.hpp"
 #include "import/import.hpp"
 #include "render/render.hpp"
+#include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/number_text.hpp"
 #include "util/read_file.hpp"
@@ -223,6 +224,9 @@ void guarded(VerifyRun& run, F&& f) {
     f();
   } catch (const ModelError& e) {
     run.status = "error";
+    run.error = e.what();
+  } catch (const LimitError& e) {  // --timeout: undecided, exit 3 (exit_codes.hpp)
+    run.status = deadline_passed() ? "inconclusive" : "error";
     run.error = e.what();
   } catch (const UsageError& e) {
     run.status = "error";

@@ -196,7 +196,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_option("--cex-dir", ver_opts.cex_dir, "write one SVG picture per failing run into DIR");
   SmtOptions ver_smt;
   std::string ver_algebra = "auto";
-  ver->add_option("--timeout", ver_smt.timeout_ms, "SMT engine: milliseconds per query (30000)");
+  ver->add_option("--timeout", ver_smt.timeout_ms,
+                  "SMT engine: milliseconds per query (30000); given, also the wall-clock limit "
+                  "of the whole command, runs and schedule readers included (exit 3)");
   ver->add_option("--max-terms", ver_smt.max_terms, "SMT engine: size cap per trace (20000000)");
   ver->add_option("--algebra", ver_algebra,
                   "SMT engine: auto (from the model's operator), commutative (integer sums) or "
@@ -332,7 +334,13 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   syn->add_option("-o,--output", syn_opts.picture,
                   "draw the schedule found: FILE.svg, .png or .dot");
   syn->add_option("--emit-smt2", syn_opts.synth.emit_dir, "write every query as SMT-LIB2 into DIR");
-  syn->add_option("--timeout", syn_opts.synth.timeout_ms, "milliseconds per query (60000)");
+  syn->add_option("--timeout", syn_opts.synth.timeout_ms,
+                  "milliseconds per query (60000); given, also the wall-clock limit of the "
+                  "whole command (exit 3)");
+  std::uint64_t syn_mem = 8192;
+  syn->add_option("--max-memory", syn_mem,
+                  "memory limit in MiB (8192): a query that would need more is refused before "
+                  "it is built (exit 3)");
   syn->add_option("--max-terms", syn_opts.synth.max_terms,
                   "size cap per query (cadical: literals of the CNF)");
   syn->add_option("--backend", syn_opts.synth.backend, "z3 (default) | cadical (CNF, SAT solver)")
@@ -455,6 +463,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       if (ver->get_option("--port")->count() > 0) ver_opts.file_port = ver_opts.run.port;
       if (ver_msccl_rt == "msccl") ver_opts.msccl.runtime = MscclRuntime::Msccl;
       set_memory_limit(ver_opts.run.max_memory);  // schedule files are read under it too
+      if (ver->count("--timeout") > 0) set_deadline_ms(ver_smt.timeout_ms);
       ver_opts.progress = isatty(2) != 0;
       if (part && part->size() > 1) {
         ver_opts.partition = part;
@@ -480,6 +489,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
     if (*prv) return run_prove_command(prv_opts, std::cout, std::cerr);
     if (*syn) {
       syn_opts.synth.port = syn_port == "all" ? PortModel::All : PortModel::Single;
+      set_memory_limit(mib(syn_mem));
+      if (syn->count("--timeout") > 0) set_deadline_ms(syn_opts.synth.timeout_ms);
       return run_synth_command(syn_opts, std::cout, std::cerr);
     }
     if (*ren) return run_render_command(ren_opts, std::cout, std::cerr);

@@ -2,12 +2,15 @@
 #include "smt/solver.hpp"
 
 #include <z3++.h>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "util/deadline.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
 
 namespace collv::smt {
 
@@ -38,12 +41,23 @@ Solver::Solver(Limits limits, std::string logic) : limits_(limits), logic_(std::
 Solver::~Solver() = default;
 
 bool Solver::reserve(std::uint64_t terms) {
-  reserved_ += terms;
+  reserved_ = sat_add(reserved_, terms);
   if (reserved_ > limits_.max_terms) refused_ = true;
+  // The memory the query will take, checked before it is built against --max-memory.
+  std::uint64_t need = sat_mul(reserved_, limits_.bytes_per_term), used = resident_bytes();
+  if (!refused_ && sat_add(need, used) > memory_limit()) {
+    refused_ = true;
+    memory_refusal_ = fmt::format(
+        "query refused before it was built: about {} terms need about {} (at {} bytes per term), "
+        "over --max-memory {} with {} in use (raise --max-memory, or use a smaller size)",
+        reserved_, mib_text(need), limits_.bytes_per_term, mib_text(memory_limit()),
+        mib_text(used));
+  }
   return !refused_;
 }
 
 std::string Solver::refusal() const {
+  if (!memory_refusal_.empty()) return memory_refusal_;
   return fmt::format(
       "query refused before it was built: it needs about {} terms, over the cap of {} "
       "(raise it with --max-terms, or use a smaller size)",
@@ -89,7 +103,11 @@ Result Solver::check(const std::vector<std::string>& assumptions,
     }
     z3::solver& s = *impl_->solver;
     z3::params p(ctx);
-    p.set("timeout", limits_.timeout_ms);
+    // --timeout of the whole command (util/deadline): a query gets at most the time left.
+    check_deadline("the Z3 query");
+    unsigned ms = static_cast<unsigned>(std::min<std::uint64_t>(
+        limits_.timeout_ms, std::max<std::uint64_t>(1, deadline_remaining_ms())));
+    p.set("timeout", ms);
     s.set(p);
     z3::expr_vector as(ctx);
     for (const auto& a : assumptions) as.push_back(ctx.bool_const(a.c_str()));
@@ -112,7 +130,9 @@ Result Solver::check(const std::vector<std::string>& assumptions,
       r.answer = Answer::Unknown;
       r.reason = s.reason_unknown();
       if (r.reason == "canceled" || r.reason == "timeout")
-        r.reason = fmt::format("timeout after {} ms", limits_.timeout_ms);
+        r.reason = ms < limits_.timeout_ms
+                       ? fmt::format("stopped at the time limit of --timeout (the command's)")
+                       : fmt::format("timeout after {} ms", limits_.timeout_ms);
     }
   } catch (const z3::exception& e) {
     throw InternalError(std::string("internal error: Z3 rejected a query collv built: ") + e.msg());

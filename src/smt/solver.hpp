@@ -29,6 +29,12 @@ const char* answer_name(Answer a);  // "sat", "unsat", "unknown"
 struct Limits {
   unsigned timeout_ms = 30000;           // per check
   std::uint64_t max_terms = 20'000'000;  // cap on the terms one query may hold (caller's count)
+  // Memory a reserved term is expected to take (script text, Z3 terms, solver state), checked
+  // against --max-memory (util/memory) before the query is built. An estimate: synthesis (QF_FD)
+  // measured 0.5-1 KB per term; the SMT engine's queries vary (star:6 all-reduce, 8 M terms, fits
+  // in 8 GiB; scatter_hypercube on hypercube:8 peaks at about 2.4 KB per term), so the limit can
+  // be overshot there by a small factor, never by an unbounded one.
+  std::uint64_t bytes_per_term = 1024;
 };
 
 struct Result {
@@ -98,6 +104,7 @@ class Solver {
   std::map<std::string, std::string> sorts_;
   bool dirty_ = true;
   bool refused_ = false;
+  std::string memory_refusal_;  // set when reserve() refused for --max-memory
   std::uint64_t reserved_ = 0;
 };
 

@@ -15,7 +15,9 @@
 
 #include "check/checks.hpp"
 #include "smt/synth_cnf.hpp"
+#include "util/deadline.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
 #include "util/text.hpp"
 
 namespace collv {
@@ -62,8 +64,10 @@ Graph graph_of(const Topology& t) {
   g.nbr.resize(g.p);
   for (NodeId v = 0; v < g.p; ++v)
     for (const Link& l : t.links(v)) g.nbr[v].push_back(l.to);
+  require_memory(sat_mul(sat_mul(g.p, g.p), 4), "the hop distances of " + t.spec());
   g.dist.assign(g.p, std::vector<std::uint32_t>(g.p, UINT32_MAX));
   for (NodeId s = 0; s < g.p; ++s) {
+    check_deadline("synth: the hop distances of " + t.spec());
     std::deque<NodeId> q{s};
     g.dist[s][s] = 0;
     while (!q.empty()) {
@@ -240,6 +244,28 @@ std::vector<std::vector<std::uint32_t>> invariance_group(const std::string& text
   return elems;
 }
 
+// The terms of the (pruned, general) Z3 query, counted from the graph's size alone (saturating).
+std::uint64_t estimate_terms(std::uint64_t p, std::uint64_t edges, std::uint64_t deg, Kind k,
+                             unsigned T) {
+  std::uint64_t base = sat_add(sat_mul(sat_mul(edges, T), 3), 16);
+  switch (k) {
+    case Kind::Broadcast:
+      return sat_add(base, sat_mul(sat_mul(p, T), 2 + 2 * deg));
+    case Kind::Gossip:
+      return sat_add(base, sat_mul(sat_mul(sat_mul(p, p), T), 2 + 2 * deg));
+    case Kind::Allreduce: {
+      std::uint64_t n = 0;
+      for (unsigned t = 1; t <= T + 1; ++t) {
+        std::uint64_t J = sat_add(1, sat_mul(deg, t - 1));
+        std::uint64_t per = sat_add(sat_add(sat_mul(J, 2), sat_mul(sat_mul(J, J - 1), 2)), 4);
+        n = sat_add(n, sat_mul(sat_mul(t <= T ? edges : p, p), per));
+      }
+      return sat_add(base, n);
+    }
+  }
+  return base;
+}
+
 std::string lvar(unsigned t, int k) { return fmt::format("l{}_{}", t, k); }
 
 std::string mvar(NodeId u, NodeId v, unsigned t) { return fmt::format("m{}_{}_{}", u, v, t); }
@@ -365,23 +391,7 @@ class Builder {
     for (auto& n : g_.nbr) edges += n.size();
     std::uint64_t deg = 0;
     for (auto& n : g_.nbr) deg = std::max<std::uint64_t>(deg, n.size());
-    std::uint64_t base = edges * T_ * 3 + 16;
-    std::uint64_t p = g_.p;
-    switch (k_) {
-      case Kind::Broadcast:
-        return base + p * T_ * (2 + 2 * deg);
-      case Kind::Gossip:
-        return base + p * p * T_ * (2 + 2 * deg);
-      case Kind::Allreduce: {
-        std::uint64_t n = 0;
-        for (unsigned t = 1; t <= T_ + 1; ++t) {
-          std::uint64_t J = 1 + deg * (t - 1);
-          n += (t <= T_ ? edges : p) * p * (J * 2 + J * (J - 1) * 2 + 4);
-        }
-        return base + n;
-      }
-    }
-    return base;
+    return estimate_terms(g_.p, edges, deg, k_, T_);
   }
 
   // h: has[v][c][t]; "true"/"false" where fixed.
@@ -399,7 +409,8 @@ class Builder {
 
   void gossip_like(std::string& o, const std::vector<NodeId>& chunks) {
     for (unsigned t = 1; t <= T_; ++t)
-      for (NodeId v = 0; v < g_.p; ++v)
+      for (NodeId v = 0; v < g_.p; ++v) {
+        check_deadline("synth: building the query");
         for (NodeId c : chunks) {
           std::string h = H(v, c, t);
           if (h == "true" || h == "false") continue;
@@ -415,6 +426,7 @@ class Builder {
           }
           o += fmt::format("(assert (=> {} {})))\n", h, rhs);
         }
+      }
     std::string goal = "(assert (=> goal (and true";
     for (NodeId v = 0; v < g_.p; ++v)
       for (NodeId c : chunks) goal += " " + H(v, c, T_);
@@ -494,6 +506,7 @@ class Builder {
   void allreduce(std::string& o) {
     for (unsigned t = 1; t <= T_; ++t)
       for (NodeId u = 0; u < g_.p; ++u) {
+        check_deadline("synth: building the query");
         auto as = atoms(u, t);
         for (NodeId v : g_.nbr[u]) {
           std::string m = mvar(u, v, t);
@@ -1031,6 +1044,29 @@ Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kin
 SynthResult synthesize(const SynthOptions& o) {
   Kind k = kind_of(o.collective);
   Topology topo = Topology::parse(o.topology);
+  // The size of the smallest query asked, from the topology's size alone, before the distances
+  // (p breadth-first searches) are computed: complete:4096 is refused at once.
+  if (o.backend == "z3" && !o.uniform && topo.num_nodes() == topo.num_processors()) {
+    std::uint64_t edges = 0, deg = 0;
+    for (NodeId v = 0; v < topo.num_processors(); ++v) {
+      edges += topo.links(v).size();
+      deg = std::max<std::uint64_t>(deg, topo.links(v).size());
+    }
+    smt::Solver probe(smt::Limits{o.timeout_ms, o.max_terms}, "QF_FD");
+    unsigned T0 = o.least ? 1 : o.steps;
+    if (!probe.reserve(estimate_terms(topo.num_processors(), edges, deg, k, T0))) {
+      SynthResult res;
+      SynthAttempt a;
+      a.steps = T0;
+      a.answer = smt::Answer::Unknown;
+      a.reason = probe.refusal();
+      res.attempts.push_back(a);
+      res.answer = smt::Answer::Unknown;
+      res.steps = T0;
+      res.note = a.reason;
+      return res;
+    }
+  }
   Graph g = graph_of(topo);
   if (o.root >= g.p)
     throw UsageError(fmt::format("synth: root {} is not a processor of {}", o.root, topo.spec()));

@@ -30,6 +30,15 @@ bool deadline_passed() {
   return d != 0 && Clock::now().time_since_epoch().count() >= d;
 }
 
+std::uint64_t deadline_remaining_ms() {
+  std::int64_t d = g_deadline.load(std::memory_order_relaxed);
+  if (d == 0) return UINT64_MAX;
+  std::int64_t now = Clock::now().time_since_epoch().count();
+  if (now >= d) return 0;
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::duration(d - now)).count());
+}
+
 void check_deadline(const std::string& what) {
   if (deadline_passed())
     throw LimitError(what + " stopped at the time limit of --timeout " + std::to_string(g_ms) +

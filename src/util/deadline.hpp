@@ -14,5 +14,7 @@ void set_deadline_ms(std::uint64_t ms);
 // Throws LimitError "WHAT stopped at the time limit of --timeout N ms" once the limit has passed.
 void check_deadline(const std::string& what);
 bool deadline_passed();
+// Milliseconds left before the limit; UINT64_MAX without a limit, 0 once passed.
+std::uint64_t deadline_remaining_ms();
 
 }  // namespace collv
