@@ -200,3 +200,66 @@ TEST_CASE("reduce-then-broadcast all-reduce: 2d - 1 steps at count 0, 2d otherwi
     CHECK(named(check_trace(one, CheckOptions{}), "steps").verdict == Verdict::Pass);
   }
 }
+
+TEST_CASE("per-rank counts: the v-collectives in MPI's layout, uneven counts with zeros",
+          "[lang][mpi]") {
+  // The rule: rank 0 has count, rank 1 none, rank 2 one, ... (alltoallv: (count + i + 2j)).
+  CHECK(v_count(3, 0) == 3);
+  CHECK(v_count(3, 1) == 0);
+  CHECK(v_count(3, 2) == 1);
+  CHECK(v_pair_count(2, 1, 1) == 2);
+  std::string direct = doc_example("docs/language.md", "allgatherv_direct");
+  std::string out;
+  CHECK(verify_cli(direct, "--sizes 1..9 --count 0..5", out) == 0);
+  Trace t = run_file(direct, "complete:4", 2);  // counts 2, 0, 1, 2
+  REQUIRE(t.failure.kind == RunFailure::Kind::None);
+  CHECK(t.initial_input[0].size() == 2);
+  CHECK(t.initial_input[1].empty());
+  CHECK(t.initial_input[3].size() == 2);
+  for (const auto& o : t.final_output) CHECK(o.size() == 5);
+  CHECK(failing(check_trace(t, CheckOptions{})).empty());
+  // Every MPICH v-model passes the uneven sweep, every root.
+  for (const char* m : {"allgatherv_ring", "gatherv_linear", "scatterv_linear",
+                        "alltoallv_scattered", "reduce_scatterv_pairwise"}) {
+    INFO(m);
+    CHECK(verify_cli(kRoot + "/models/mpich/" + m + ".coll", "--sizes 2..9 --count 0..5", out) ==
+          0);
+  }
+  // One displacement off: the postcondition names the root and the position.
+  std::string off = kRoot + "/tests/mutants/postcondition_gatherv_displacement_off.coll";
+  Trace bad = run_file(off, "complete:4", 1);
+  auto checks = check_trace(bad, CheckOptions{});
+  const CheckResult& post = named(checks, "postcondition");
+  REQUIRE(post.verdict == Verdict::Fail);
+  CHECK(post.violations[0].message.find("node 0 ends with [x2] but gatherv requires [x0, x2]") !=
+        std::string::npos);
+  CHECK(verify_cli(off, "-t complete:4", out) == 1);
+  // The counts are a v-collective's: elsewhere, or with the wrong arity, refused at load.
+  auto load_error = [](const std::string& coll, const std::string& expr) {
+    std::string path = test::unique_temp("vcount") + ".coll";
+    std::ofstream(path) << "model v\n  source \"t\"\n  collective " << coll
+                        << "\n  topology complete\n  input x\n  output x\nprocedure P(my_id, x)\n"
+                           "begin\n  k := "
+                        << expr << ";\nend P\n";
+    try {
+      parse_model_file(path);
+    } catch (const ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(
+      load_error("allgather", "counts(0)").find("'counts' is defined in the v-collectives only") !=
+      std::string::npos);
+  CHECK(load_error("alltoallv", "counts(0)").find("'counts' takes 2 arguments") !=
+        std::string::npos);
+  CHECK(load_error("gatherv", "sdispls(0, 1)").find("'sdispls' belongs to alltoallv") !=
+        std::string::npos);
+  CHECK(load_error("gatherv", "displs(1)").empty());
+  // A schedule file cannot carry per-rank counts.
+  std::string file = test::unique_temp("vfile") + ".json";
+  std::ofstream(file) << R"({"collective": "allgatherv", "topology": "complete:2",
+    "domain": "exact", "transfers": []})";
+  CHECK(test::run_cli("verify --trace " + file, out) == 2);
+  CHECK(out.find("per-rank counts") != std::string::npos);
+}

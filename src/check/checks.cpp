@@ -152,6 +152,45 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, N
     case Collective::Exscan:  // node 0's output is undefined in MPI: left unjudged (nullopt)
       for (std::uint32_t v = std::max<NodeId>(lo, 1); v < hi; ++v) sl[v] = reduced(0, v - 1);
       break;
+    case Collective::Allgatherv:
+    case Collective::Gatherv: {  // rank i's counts(i) elements at displs(i), in rank order
+      Buffer all;
+      for (std::uint32_t i = 0; i < p; ++i)
+        for (std::int64_t k = 0; k < v_count(t.count, i); ++k)
+          all.push_back(d.leaf(i, static_cast<std::uint32_t>(k)));
+      if (t.collective == Collective::Gatherv) {
+        sl[t.root] = all;
+      } else {
+        for (auto& o : out) o = all;
+      }
+      break;
+    }
+    case Collective::Scatterv:
+    case Collective::ReduceScatterv: {  // node j: elements displs(j) .. of the root / reduced
+      std::uint32_t at = 0;
+      for (std::uint32_t j = 0; j < p; ++j) {
+        Buffer b;
+        for (std::int64_t k = 0; k < v_count(t.count, j); ++k, ++at)
+          b.push_back(t.collective == Collective::Scatterv ? d.leaf(t.root, at)
+                                                           : fold(0, p - 1, at));
+        sl[j] = b;
+      }
+      break;
+    }
+    case Collective::Alltoallv: {  // node j: from each i in rank order, counts(i, j) elements
+      for (std::uint32_t j = lo; j < hi; ++j) {
+        Buffer b;
+        for (std::uint32_t i = 0; i < p; ++i) {
+          std::uint32_t sd = 0;
+          for (std::uint32_t k = 0; k < j; ++k)
+            sd += static_cast<std::uint32_t>(v_pair_count(t.count, i, k));
+          for (std::int64_t k = 0; k < v_pair_count(t.count, i, j); ++k)
+            b.push_back(d.leaf(i, sd + static_cast<std::uint32_t>(k)));
+        }
+        sl[j] = b;
+      }
+      break;
+    }
     case Collective::Allgather:
     case Collective::Gather: {
       Buffer all;

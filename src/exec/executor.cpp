@@ -555,6 +555,11 @@ class Machine : public SliceMachine {
           for (std::size_t i = 0; i < cnt; ++i) out[i] = d[i].size();
           return;
         }
+        if (e.name == "counts" || e.name == "displs" || e.name == "sdispls" ||
+            e.name == "rdispls") {
+          eval_v_count(e, nodes, cnt, out, depth);
+          return;
+        }
         eval_int(*e.args[0], nodes, cnt, out, depth + 1);
         if (e.name == "min" || e.name == "max") {
           auto& b = iscratch(depth);
@@ -583,6 +588,36 @@ class Machine : public SliceMachine {
       }
       default:
         rt_error(e, nodes[0], "a buffer where a number is needed");
+    }
+  }
+
+  // counts(j), displs(j) (the prefix sum: MPI's default displacements); alltoallv's
+  // counts(i, j), sdispls(i, j) (where rank i's block for j starts), rdispls(i, j) (where rank
+  // j's block from i starts). Ranks out of range are runtime errors.
+  void eval_v_count(const Expr& e, const NodeId* nodes, std::size_t cnt, std::int64_t* out,
+                    int depth) {
+    eval_int(*e.args[0], nodes, cnt, out, depth + 1);
+    std::vector<std::int64_t> b(cnt, 0);
+    if (e.args.size() > 1) eval_int(*e.args[1], nodes, cnt, b.data(), depth + 1);
+    const std::int64_t c = opts_.count, p = p_;
+    for (std::size_t i = 0; i < cnt; ++i) {
+      std::int64_t x = out[i], y = b[i];
+      if (x < 0 || x >= p || (e.args.size() > 1 && (y < 0 || y >= p)))
+        rt_error(e, nodes[i],
+                 e.args.size() > 1
+                     ? fmt::format("{}({}, {}): rank out of range (p = {})", e.name, x, y, p)
+                     : fmt::format("{}({}): rank out of range (p = {})", e.name, x, p));
+      std::int64_t r = 0;
+      if (e.name == "counts") {
+        r = e.args.size() > 1 ? v_pair_count(c, x, y) : v_count(c, x);
+      } else if (e.name == "displs") {
+        for (std::int64_t k = 0; k < x; ++k) r += v_count(c, k);
+      } else if (e.name == "sdispls") {
+        for (std::int64_t k = 0; k < y; ++k) r += v_pair_count(c, x, k);
+      } else {  // rdispls
+        for (std::int64_t k = 0; k < x; ++k) r += v_pair_count(c, k, y);
+      }
+      out[i] = r;
     }
   }
 
@@ -1178,6 +1213,29 @@ std::uint32_t elems_per_node(const Model& m, const Topology& t,
                       p, count, t.spec(), p * count));
     return static_cast<std::uint32_t>(p * count);
   }
+  if (collective_is_v(c)) {
+    // Elements per input (the domain's contributions per node): the largest input.
+    std::uint64_t most = 0, total = 0;
+    for (std::uint64_t j = 0; j < p; ++j) total += static_cast<std::uint64_t>(v_count(count, j));
+    for (std::uint64_t i = 0; i < p; ++i) {
+      std::uint64_t e = 0;
+      if (c == Collective::Alltoallv)
+        for (std::uint64_t j = 0; j < p; ++j)
+          e += static_cast<std::uint64_t>(v_pair_count(count, i, j));
+      else if (c == Collective::Allgatherv || c == Collective::Gatherv)
+        e = static_cast<std::uint64_t>(v_count(count, i));
+      else
+        e = total;  // scatterv's root, reduce-scatterv's every rank
+      most = std::max(most, e);
+      if (c == Collective::Scatterv || c == Collective::ReduceScatterv) break;
+    }
+    if (most > 65535)
+      throw LimitError(fmt::format(
+          "a {} of --count {} on {} has inputs of {} elements, more than the 65,535 collv "
+          "supports",
+          collective_name(c), count, t.spec(), most));
+    return static_cast<std::uint32_t>(most);
+  }
   if (!m.header.elements) return count;
   double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
   if (!(e >= 1 && e <= 65535) || e != std::floor(e))
@@ -1340,11 +1398,36 @@ RunFailure deadlock_failure(const Topology& t, std::vector<NodeId> waiting,
 }
 
 std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root,
-                                   NodeId lo, NodeId hi) {
+                                   NodeId lo, NodeId hi, std::uint32_t count) {
   hi = std::min(hi, p);
   std::vector<Buffer> in(hi - lo);
   std::uint32_t e = dom.elems();
   for (NodeId v = lo; v < hi; ++v) {
+    // The v-collectives: rank v's own elements x[v][0 ..], as many as its counts say.
+    std::int64_t own = -1;
+    switch (c) {
+      case Collective::Allgatherv:
+      case Collective::Gatherv:
+        own = v_count(count, v);
+        break;
+      case Collective::Scatterv:
+        own = v == root ? e : 0;
+        break;
+      case Collective::ReduceScatterv:
+        own = e;
+        break;
+      case Collective::Alltoallv:
+        own = 0;
+        for (std::uint32_t j = 0; j < p; ++j) own += v_pair_count(count, v, j);
+        break;
+      default:
+        break;
+    }
+    if (own >= 0) {
+      for (std::int64_t j = 0; j < own; ++j)
+        in[v - lo].push_back(dom.leaf(v, static_cast<std::uint32_t>(j)));
+      continue;
+    }
     switch (c) {
       case Collective::Broadcast:
         if (v == root)
@@ -1456,7 +1539,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   Collective coll = m.header.collective;
   bool reduction = coll == Collective::Reduce || coll == Collective::Allreduce ||
                    coll == Collective::Scan || coll == Collective::Exscan ||
-                   coll == Collective::ReduceScatter;
+                   coll == Collective::ReduceScatter || coll == Collective::ReduceScatterv;
   // Per node: a data variable's buffer (24 bytes, two items inline, 8 bytes an item beyond) and
   // timing tag (8); an integer and its initialised flag (9); an array's vector (24, its elements
   // are charged as they are made); about 64 bytes of the executor's own (wait state, mailbox,
@@ -1555,7 +1638,8 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     if (m.var_names[i] == m.header.output) out_slot = static_cast<int>(i);
   }
   COLLV_ASSERT(in_slot >= 0 && out_slot >= 0);
-  tr.initial_input = initial_inputs(m.header.collective, *tr.domain, p, opts.root, lo, hi);
+  tr.initial_input =
+      initial_inputs(m.header.collective, *tr.domain, p, opts.root, lo, hi, opts.count);
   mach.set_input(in_slot, tr.initial_input);
   if (drv) {
     tr.slice_base = lo;

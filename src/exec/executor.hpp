@@ -68,9 +68,10 @@ class StreamRefused : public LimitError {
 };
 
 // Every processor's input buffer as the collective defines it (docs/language.md, "Initial
-// buffers"), with dom.elems() elements per input; those of nodes lo .. hi-1 only if given.
+// buffers"), with dom.elems() elements per input; those of nodes lo .. hi-1 only if given;
+// `count` gives the v-collectives' per-rank counts.
 std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, std::uint32_t root,
-                                   NodeId lo = 0, NodeId hi = kAllNodes);
+                                   NodeId lo = 0, NodeId hi = kAllNodes, std::uint32_t count = 0);
 
 // ---- Partitioned runs (verify/partition.hpp drives them; docs/partitioned.md) ----
 

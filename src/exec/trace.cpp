@@ -112,6 +112,7 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       out = e;
       break;
     case Collective::Allgather:
+    case Collective::Allgatherv:
       out = sat_mul(p, sat_mul(p, e));
       break;
     case Collective::ReduceScatter:
@@ -119,6 +120,7 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       out = p;
       break;
     case Collective::Alltoall:
+    case Collective::Alltoallv:
       out = sat_mul(p, p);
       break;
     default:  // broadcast, allreduce, scan, gather, shift: p * elems items in all
@@ -146,6 +148,9 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       break;
     case Collective::ReduceScatter:
       bytes = sat_add(bytes, reduced(p, p));
+      break;
+    case Collective::ReduceScatterv:  // e elements, each reduced over p
+      bytes = sat_add(bytes, reduced(e, p));
       break;
     case Collective::Scan:  // p prefixes of up to p terms
     case Collective::Exscan:

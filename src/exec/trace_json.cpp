@@ -214,6 +214,11 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   auto coll = collective_from_name(r.str(j, "collective", "top level"));
   if (!coll) r.fail("collective", "unknown collective");
   t.collective = *coll;
+  if (collective_is_v(t.collective))
+    r.fail("collective",
+           fmt::format("a {} has per-rank counts, which a schedule file does not carry; verify "
+                       "it as a model (docs/language.md, Per-rank counts)",
+                       collective_name(t.collective)));
   try {
     t.topology = Topology::parse(r.str(j, "topology", "top level"));
   } catch (const SpecError& e) {

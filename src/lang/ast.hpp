@@ -27,9 +27,22 @@ enum class Collective {
   Alltoall,
   Shift,
   Barrier,  // no data: every node's exit must depend causally on every node's entry
-  Exscan    // node k: x[0] + ... + x[k-1]; node 0's output is undefined (MPI), never judged
+  Exscan,   // node k: x[0] + ... + x[k-1]; node 0's output is undefined (MPI), never judged
+  // The v-collectives: per-rank counts every rank knows (counts(j), displs(j); alltoallv:
+  // counts(i, j), sdispls(i, j), rdispls(i, j)), outputs in MPI's layout.
+  Allgatherv,
+  Gatherv,
+  Scatterv,
+  Alltoallv,
+  ReduceScatterv  // MPI_Reduce_scatter with recvcounts: node j gets elements displs(j) ..
 };
-constexpr Collective kLastCollective = Collective::Exscan;
+constexpr Collective kLastCollective = Collective::ReduceScatterv;
+bool collective_is_v(Collective c);
+// The per-rank counts of a v-collective run with `count` (docs/language.md, "Per-rank counts"):
+// rank j's count (count + j) mod (count + 1), uneven and with zeros; alltoallv's count from i
+// to j (count + i + 2 j) mod (count + 1). Every rank knows them all, as MPI passes them.
+std::int64_t v_count(std::int64_t count, std::int64_t j);
+std::int64_t v_pair_count(std::int64_t count, std::int64_t i, std::int64_t j);
 const char* collective_name(Collective c);
 std::optional<Collective> collective_from_name(const std::string& s);
 bool collective_is_rooted(Collective c);

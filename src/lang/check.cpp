@@ -321,6 +321,33 @@ class Checker {
         e.type = Type::Int;
         return;
       case ExprKind::Call: {
+        if (e.name == "counts" || e.name == "displs" || e.name == "sdispls" ||
+            e.name == "rdispls") {
+          // The per-rank counts of a v-collective (docs/language.md, "Per-rank counts").
+          Collective c = m_.header.collective;
+          if (!collective_is_v(c))
+            throw ModelError(e.loc, "'" + e.name +
+                                        "' is defined in the v-collectives only (allgatherv, "
+                                        "gatherv, scatterv, alltoallv, reduce-scatterv), not in "
+                                        "a " +
+                                        collective_name(c));
+          bool pair = c == Collective::Alltoallv;
+          if (!pair && (e.name == "sdispls" || e.name == "rdispls"))
+            throw ModelError(e.loc, "'" + e.name + "' belongs to alltoallv; a " +
+                                        collective_name(c) + " has counts(j) and displs(j)");
+          if (pair && e.name == "displs")
+            throw ModelError(e.loc, "alltoallv has sdispls(i, j) and rdispls(i, j), not displs");
+          std::size_t want_args = pair ? 2 : 1;
+          if (e.args.size() != want_args)
+            throw ModelError(e.loc, "'" + e.name + "' takes " + std::to_string(want_args) +
+                                        " argument" + (want_args > 1 ? "s" : "") + " in a " +
+                                        collective_name(c));
+          if (want == Type::Data)
+            throw ModelError(e.loc, "'" + e.name + "' gives a number, but a buffer is needed here");
+          for (auto& a : e.args) expr(*a, Type::Int);
+          e.type = Type::Int;
+          return;
+        }
         if (!functions().count(e.name)) {
           if (header_functions().count(e.name))
             throw ModelError(e.loc, "'" + e.name +

@@ -39,8 +39,28 @@ const char* collective_name(Collective c) {
       return "barrier";
     case Collective::Exscan:
       return "exscan";
+    case Collective::Allgatherv:
+      return "allgatherv";
+    case Collective::Gatherv:
+      return "gatherv";
+    case Collective::Scatterv:
+      return "scatterv";
+    case Collective::Alltoallv:
+      return "alltoallv";
+    case Collective::ReduceScatterv:
+      return "reduce-scatterv";
   }
   return "?";
+}
+
+bool collective_is_v(Collective c) {
+  return c == Collective::Allgatherv || c == Collective::Gatherv || c == Collective::Scatterv ||
+         c == Collective::Alltoallv || c == Collective::ReduceScatterv;
+}
+
+std::int64_t v_count(std::int64_t count, std::int64_t j) { return (count + j) % (count + 1); }
+std::int64_t v_pair_count(std::int64_t count, std::int64_t i, std::int64_t j) {
+  return (count + i + 2 * j) % (count + 1);
 }
 
 std::optional<Collective> collective_from_name(const std::string& s) {
@@ -53,7 +73,7 @@ std::optional<Collective> collective_from_name(const std::string& s) {
 
 bool collective_is_rooted(Collective c) {
   return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Scatter ||
-         c == Collective::Gather;
+         c == Collective::Gather || c == Collective::Scatterv || c == Collective::Gatherv;
 }
 
 const char* op_spelling(Op op) {
@@ -403,16 +423,17 @@ class Parser {
       } else if (k == "collective") {
         const Token& v = peek();
         std::string name = ident("a collective after 'collective'");
-        if (name == "reduce" && is_punct("-") && is_word("scatter", 1)) {
+        if (name == "reduce" && is_punct("-") &&
+            (is_word("scatter", 1) || is_word("scatterv", 1))) {
           next();
-          next();
-          name = "reduce-scatter";
+          name = "reduce-" + next().text;
         }
         auto c = collective_from_name(name);
         if (!c)
           error(v, "unknown collective '" + name +
                        "' (expected broadcast, reduce, allgather, reduce-scatter, allreduce, "
-                       "scan, exscan, scatter, gather, alltoall, shift or barrier)");
+                       "scan, exscan, scatter, gather, alltoall, shift, barrier, allgatherv, "
+                       "gatherv, scatterv, alltoallv or reduce-scatterv)");
         h.collective = *c;
         have_collective = true;
       } else if (k == "topology") {
@@ -571,6 +592,21 @@ class Parser {
       case Collective::Exscan:
         names = {"exscan"};
         break;
+      case Collective::Allgatherv:
+        names = {"allgatherv"};
+        break;
+      case Collective::Gatherv:
+        names = {"gatherv"};
+        break;
+      case Collective::Scatterv:
+        names = {"scatterv"};
+        break;
+      case Collective::Alltoallv:
+        names = {"alltoallv"};
+        break;
+      case Collective::ReduceScatterv:
+        names = {"reduce_scatter"};
+        break;
       case Collective::Scatter:
         names = {"scatter", "scatterv"};
         break;
@@ -611,7 +647,7 @@ class Parser {
       // NCCL's rings run every collective here; its trees only the all-reduce.
       ok = key == "NCCL_ALGO" && !names.empty() && c != Collective::Alltoall &&
            c != Collective::Barrier && c != Collective::Scan && c != Collective::Exscan &&
-           c != Collective::Scatter && c != Collective::Gather;
+           !collective_is_v(c) && c != Collective::Scatter && c != Collective::Gather;
       want = "NCCL_ALGO = Ring or Tree, for a collective NCCL has";
       if (ok && value != "Ring" && !(value == "Tree" && c == Collective::Allreduce))
         error_at(l.loc, std::string("NCCL_ALGO is Ring") +
