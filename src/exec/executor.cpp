@@ -200,11 +200,14 @@ class Machine : public SliceMachine {
         int_init_[s].assign(n_local_, 0, lo_);
       }
     }
-    // Timing (exec/timing.hpp): per data variable a dependency column, per node its receive
-    // count and last receive; per instruction the data variables its value reads.
-    deps_.resize(prog_.num_slots);
+    // Timing (exec/timing.hpp): per node and data variable a dependency tag (node-major), per
+    // node its receive count and last receive; per instruction the data variables its value
+    // reads (as DepTable columns).
+    dep_col_.assign(prog_.num_slots, -1);
+    int width = 0;
     for (int s = 0; s < prog_.num_slots; ++s)
-      if (!data_[s].empty()) deps_[s].assign(n_local_, 0, lo_);
+      if (!data_[s].empty()) dep_col_[s] = width++;
+    deps_.init(n_local_, static_cast<std::uint32_t>(width), lo_);
     recv_count_.assign(n_local_, 0, lo_);
     last_recv_.assign(n_local_, kNoTransfer, lo_);
     reads_.resize(prog_.code.size());
@@ -212,6 +215,7 @@ class Machine : public SliceMachine {
       const Instr& in = prog_.code[pc];
       if ((in.op == IOp::Assign || in.op == IOp::Send) && in.stmt->value)
         data_slots_read(*in.stmt->value, m, reads_[pc]);
+      for (int& slot : reads_[pc]) slot = dep_col_[slot];
     }
     waiting_on_.assign(n_local_, kNone, lo_);
     blocked_pc_.assign(n_local_, kNone, lo_);
@@ -847,6 +851,12 @@ class Machine : public SliceMachine {
       case IOp::JumpIfFalse: {
         auto& c = iscratch(0);
         eval_int(*in.cond, nodes, cnt, c.data(), 1);
+        std::size_t taken = 0;
+        for (std::size_t i = 0; i < cnt; ++i) taken += c[i] != 0;
+        if (taken == cnt || taken == 0) {  // the whole chunk goes one way: one copy
+          advance_all(taken ? pc + 1 : in.target);
+          return;
+        }
         for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
         mark_ready(pc + 1);
         mark_ready(in.target);
@@ -873,6 +883,15 @@ class Machine : public SliceMachine {
       case IOp::ForTest: {
         const auto& var = ints_[s.var_slot];
         const auto& lim = ints_[in.limit_slot];
+        std::size_t go_on = 0;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          NodeId v = nodes[i];
+          go_on += s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
+        }
+        if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
+          advance_all(go_on ? pc + 1 : in.target);
+          return;
+        }
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
           bool go = s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
@@ -890,6 +909,16 @@ class Machine : public SliceMachine {
         const std::int64_t last = s.downto ? std::numeric_limits<std::int64_t>::min()
                                            : std::numeric_limits<std::int64_t>::max();
         bool any_exit = false;
+        std::size_t at_last = 0;
+        for (std::size_t i = 0; i < cnt; ++i) at_last += var[nodes[i]] == last;
+        if (at_last == 0) {  // the usual case: every counter moves on
+          if (s.downto)
+            for (std::size_t i = 0; i < cnt; ++i) --var[nodes[i]];
+          else
+            for (std::size_t i = 0; i < cnt; ++i) ++var[nodes[i]];
+          advance_all(in.target);
+          return;
+        }
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
           if (var[v] == last) {
@@ -909,9 +938,24 @@ class Machine : public SliceMachine {
         eval_data(*s.value, nodes, cnt, val.data(), 1);
         auto& peer = iscratch(0);
         eval_int(*s.peer, nodes, cnt, peer.data(), 1);
-        for (std::size_t i = 0; i < cnt; ++i) {
+        // The destinations first, so that the loop below can prefetch each one's mailbox ahead
+        // of its use (at star:10 and beyond they are cache misses). A node whose peer is an
+        // error stops the loop there, as it did when peers were found one send at a time.
+        auto& dsts = iscratch(1);
+        std::size_t good = 0;
+        try {
+          for (; good < cnt; ++good) dsts[good] = peer_of(s, nodes[good], peer[good]);
+        } catch (const ModelRuntimeError&) {
+        }
+        constexpr std::size_t kAhead = 8;
+        for (std::size_t i = 0; i < good; ++i) {
+          if (i + kAhead < good) {
+            const auto ahead = static_cast<NodeId>(dsts[i + kAhead]);
+            __builtin_prefetch(&inbox_[ahead], 1);
+            __builtin_prefetch(&waiting_on_[ahead], 0);
+          }
           NodeId v = nodes[i];
-          NodeId dst = peer_of(s, v, peer[i]);
+          const auto dst = static_cast<NodeId>(dsts[i]);
           if (dst == v) {  // a self-message: queued at the node, no transfer, no step
             self_send(s, pc, v, std::move(val[i]));
             continue;
@@ -969,6 +1013,7 @@ class Machine : public SliceMachine {
           inbox_[dst].push_back(tid);
           wake(v, dst);
         }
+        if (good < cnt) (void)peer_of(s, nodes[good], peer[good]);  // throws its error
         const std::uint64_t issued = stream_ ? stream_->issued() : tr_.transfers.size();
         if ((issued & 0xFFFF) < cnt) {
           check_memory();
@@ -986,7 +1031,17 @@ class Machine : public SliceMachine {
         std::vector<NodeId> self_got;
         got.reserve(cnt);
         tids.reserve(cnt);
+        constexpr std::size_t kAhead = 8;
         for (std::size_t i = 0; i < cnt; ++i) {
+          if (i + kAhead < cnt) {  // the message a node ahead will look at first: a cache miss
+            const auto& ahead = inbox_[nodes[i + kAhead]];
+            if (!ahead.empty()) {
+              if (stream_)
+                stream_->prefetch(ahead[0]);
+              else
+                __builtin_prefetch(&tr_.transfers[ahead[0]], 0);
+            }
+          }
           NodeId v = nodes[i];
           NodeId src = peer_of(s, v, peer[i]);
           if (src == v) {  // a self-message: the oldest one the node sent itself
@@ -1061,9 +1116,11 @@ class Machine : public SliceMachine {
     store(*s.target, nodes.data(), nodes.size(), vals.data(), 1, true);
     // The target depends on what the sent value depended on (a whole target: only that).
     bool whole = s.target->kind == ExprKind::Name;
-    auto& col = deps_[whole ? s.target->slot : s.target->args[0]->slot];
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      col[nodes[i]] = whole ? deps[i] : std::max(col[nodes[i]], deps[i]);
+    const int j = dep_col_[whole ? s.target->slot : s.target->args[0]->slot];
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      DepTag& t = deps_.row(nodes[i])[j];
+      t = whole ? deps[i] : std::max(t, deps[i]);
+    }
     auto& r = ready_[pc + 1];
     r.insert(r.end(), nodes.begin(), nodes.end());
     mark_ready(pc + 1);
@@ -1105,27 +1162,29 @@ class Machine : public SliceMachine {
   // it adds to it; a receive makes the target depend on that receive.
   DepTag deps_of(std::uint32_t pc, NodeId v) const {
     DepTag d = 0;
-    for (int slot : reads_[pc]) d = std::max(d, deps_[slot][v]);
+    const DepTag* row = deps_.row(v);
+    for (int j : reads_[pc]) d = std::max(d, row[j]);
     return d;
   }
   void track_assign(std::uint32_t pc, const Expr& target, const NodeId* nodes, std::size_t cnt) {
     bool whole = target.kind == ExprKind::Name;
-    auto& col = deps_[whole ? target.slot : target.args[0]->slot];
+    const int j = dep_col_[whole ? target.slot : target.args[0]->slot];
     for (std::size_t i = 0; i < cnt; ++i) {
       DepTag d = deps_of(pc, nodes[i]);
-      col[nodes[i]] = whole ? d : std::max(col[nodes[i]], d);
+      DepTag& t = deps_.row(nodes[i])[j];
+      t = whole ? d : std::max(t, d);
     }
   }
   void track_receive(const Expr& target, const NodeId* nodes, std::size_t cnt,
                      const std::uint32_t* tids) {
-    auto& col = deps_[target.kind == ExprKind::Name ? target.slot : target.args[0]->slot];
+    const int j = dep_col_[target.kind == ExprKind::Name ? target.slot : target.args[0]->slot];
     for (std::size_t i = 0; i < cnt; ++i) {
       if (recv_count_[nodes[i]] == kMaxDepSeq)
         throw LimitError(
             fmt::format("node {} receives more than {} messages; collv's timing "
                         "counts at most that many per node",
                         topo_.label(nodes[i]), kMaxDepSeq));
-      col[nodes[i]] = dep_tag(++recv_count_[nodes[i]], tids[i]);
+      deps_.row(nodes[i])[j] = dep_tag(++recv_count_[nodes[i]], tids[i]);
     }
   }
 
@@ -1183,7 +1242,8 @@ class Machine : public SliceMachine {
   // Timing (exec/timing.hpp).
   StepBound bound_{opts_.port, n_local_, lo_};
   TimingRecord timing_;
-  std::vector<NodeCol<DepTag>> deps_;
+  DepTable deps_;
+  std::vector<int> dep_col_;  // per slot: its DepTable column, -1 if not a data variable
 
  public:
   std::unique_ptr<StreamTiming> stream_;  // streamed runs only

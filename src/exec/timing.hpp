@@ -44,6 +44,28 @@ inline std::uint32_t dep_transfer(DepTag d) {
   return d == 0 ? kNoTransfer : static_cast<std::uint32_t>(d & 0xFFFFFFFFu);
 }
 
+// The dependency tags of every data variable at every node, node-major: a node's tags are
+// adjacent, so a streamed run that settles a transfer rewrites one cache line of its receiver
+// rather than one line per variable (exec/executor.cpp numbers the data variables 0..width-1).
+class DepTable {
+ public:
+  // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
+  void init(std::uint32_t n, std::uint32_t width, std::uint32_t base = 0) {
+    width_ = width;
+    base_ = base;
+    tags_.assign(std::size_t{n} * width, 0);
+  }
+  std::uint32_t width() const { return width_; }
+  DepTag* row(std::uint32_t v) { return tags_.data() + std::size_t{v - base_} * width_; }
+  const DepTag* row(std::uint32_t v) const {
+    return tags_.data() + std::size_t{v - base_} * width_;
+  }
+
+ private:
+  std::uint32_t width_ = 0, base_ = 0;
+  std::vector<DepTag> tags_;
+};
+
 // What the executor records for the timing pass, indexed by transfer id (Trace::transfers).
 struct TimingRecord {
   std::vector<std::uint32_t> dep;        // newest receive (a transfer id) the payload needs
@@ -90,7 +112,7 @@ struct TimingOutcome {
 // receive, the dependency tags of the receiver's variables) when it is known, so a transfer that
 // left the window is never looked up again.
 //
-//   collv::StreamTiming st(p, &deps);
+//   collv::StreamTiming st(p, &deps);   // deps: a DepTable
 //   st.make_room();  auto id = st.on_send(u, v, 1, 12, dep, std::move(payload));
 //   Buffer got = st.on_receive(id, v);  st.resolve(false);
 //   st.finish();  st.steps();  st.per_step();
@@ -105,7 +127,7 @@ struct TimingOutcome {
 class StreamTiming {
  public:
   // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
-  StreamTiming(std::uint32_t n, std::vector<NodeCol<DepTag>>* deps, NodeId base = 0);
+  StreamTiming(std::uint32_t n, DepTable* deps, NodeId base = 0);
   // Before each send, and before the dependency tag it passes is read: settles waiting transfers
   // or grows the window so that one more fits (settling rewrites the tags).
   void make_room();
@@ -132,6 +154,8 @@ class StreamTiming {
   // Unresolved transfers this process counts (not the sender's side of a remote one).
   std::uint64_t unresolved_here() const;
   std::uint64_t arrived() const { return arrived_; }
+  // A hint: transfer tid will be looked at soon.
+  void prefetch(std::uint32_t tid) const { __builtin_prefetch(&at(tid), 1); }
   // v receives transfer tid: returns its payload.
   Buffer on_receive(std::uint32_t tid, NodeId v);
   // Gives steps to the waiting transfers that can have them; cheap unless enough has been
@@ -184,7 +208,7 @@ class StreamTiming {
   void grow();
 
   std::uint32_t p_;
-  std::vector<NodeCol<DepTag>>* deps_;
+  DepTable* deps_;
   std::vector<Entry> ring_;
   std::uint64_t magic_ = 0;                    // UINT64_MAX / capacity + 1
   std::uint32_t next_ = 0, lo_ = 0;            // the window: ids lo_ .. next_-1

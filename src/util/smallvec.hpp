@@ -81,7 +81,12 @@ class SmallVec {
       release();
       reserve(n);
     }
-    if (n) std::memmove(data(), src, sizeof(T) * n);  // src may be null when n is 0
+    if (n <= N) {  // the usual case (one or two items): no call into the C library
+      T* d = data();
+      for (std::uint32_t i = 0; i < n; ++i) d[i] = src[i];  // src is d itself or elsewhere
+    } else {
+      std::memmove(data(), src, sizeof(T) * n);  // src may overlap data()
+    }
     size_ = n;
   }
   bool operator==(const SmallVec& o) const {
@@ -100,7 +105,7 @@ class SmallVec {
     if (o.cap_ > N) {
       heap_ = o.heap_;
     } else {
-      std::memcpy(inline_, o.inline_, sizeof(T) * o.size_);
+      for (std::uint32_t i = 0; i < o.size_; ++i) inline_[i] = o.inline_[i];
     }
     o.cap_ = N;
     o.size_ = 0;
