@@ -129,8 +129,7 @@ void StreamTiming::grow() {
   magic_ = magic;
 }
 
-std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
-                                    DepTag dep, Buffer&& payload) {
+std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line) {
   if (next_ == kNoTransfer - 1)
     throw LimitError("the run sends more than 2^32 transfers; it is too large");
   COLLV_ASSERT(next_ - lo_ < ring_.size());  // make_room() first
@@ -141,6 +140,13 @@ std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::
   e.dst = v;
   e.len = len;
   e.line = line;
+  return tid;
+}
+
+std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
+                                    DepTag dep, Buffer&& payload) {
+  const std::uint32_t tid = open_entry(u, v, len, line);
+  Entry& e = at(tid);
   set_pred(e, 0, last_send_[u]);
   if (dep != 0)
     set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
@@ -164,16 +170,8 @@ std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, std::uint16_t len
 
 std::uint32_t StreamTiming::on_arrive(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
                                       std::uint32_t origin, Buffer&& payload) {
-  if (next_ == kNoTransfer - 1)
-    throw LimitError("the run sends more than 2^32 transfers; it is too large");
-  COLLV_ASSERT(next_ - lo_ < ring_.size());  // make_room() first
-  const std::uint32_t tid = next_++;
+  const std::uint32_t tid = open_entry(u, v, len, line);
   Entry& e = at(tid);
-  e = Entry{};
-  e.src = u;
-  e.dst = v;
-  e.len = len;
-  e.line = line;
   e.remote = 2;
   e.kind[0] = 3;  // the sender's bound, from its process
   e.pred[1] = origin;

@@ -206,6 +206,8 @@ class StreamTiming {
   const Entry& at(std::uint32_t tid) const { return ring_[slot(tid)]; }
   bool try_resolve(std::uint32_t tid, bool at_end);
   void grow();
+  // A fresh window entry for a transfer u -> v (the next id), its other fields zero.
+  std::uint32_t open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line);
 
   std::uint32_t p_;
   DepTable* deps_;
