@@ -554,7 +554,11 @@ TEST_CASE("the README tour runs as written", "[readme][cli][slow]") {
     std::string comment = hash == std::string::npos ? "" : line.substr(hash);
     int expect = std::regex_search(comment, m, exit_re) ? std::stoi(m[1]) : 0;
     std::ofstream(dir / "tour_line.sh")
-        << "cd '" << dir.string() << "' || exit 99\nB='" << bin << "'\n"
+        << "cd '" << dir.string() << "' || exit 99\nB='" << bin
+        << "'\n"
+        // mpirun as root, and more processes than this machine's cores (the README says so)
+        << "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+           "OMPI_MCA_rmaps_base_oversubscribe=1\n"
         << line << "\n";
     auto t0 = std::chrono::steady_clock::now();
     int rc = std::system(("bash '" + (dir / "tour_line.sh").string() + "' > '" +
