@@ -1,17 +1,17 @@
 // libFuzzer harness: the two analyses that read a program instead of a Trace. The first byte
 // picks star:3, star:4, hypercube:2, hypercube:3, ring:5 or ring:65 (by value mod 6) for the
 // symmetric engine
-// (exec/symmetric.hpp); the rest is the model, also given to the induction over star levels
+// (verify/symmetric.hpp); the rest is the model, also given to the induction over star levels
 // (smt/star_induction.hpp, no solver: the obligations are only built). Both must refuse or answer
 // within their bounds, never crash or hang.
 #include <cstdint>
 #include <string>
 
-#include "exec/symmetric.hpp"
 #include "lang/ast.hpp"
 #include "smt/star_induction.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
+#include "verify/symmetric.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1 || size > 16 * 1024) return 0;
