@@ -338,9 +338,11 @@ class Machine : public SliceMachine {
     for (NodeId v = lo_; v < hi_; ++v)
       if (waiting_on_[v] != kNone) waiting.push_back(v);
     COLLV_ASSERT(!waiting.empty());
+    // Before the move: the order in which arguments are evaluated is unspecified (clang moved
+    // `waiting` first and read front() of an empty vector; the fuzz_run harness found it).
+    const auto at = blocked_at(waiting.front());
     tr_.failure = deadlock_failure(
-        topo_, std::move(waiting), [&](NodeId v) { return waiting_on_[v]; },
-        blocked_at(waiting.front()));
+        topo_, std::move(waiting), [&](NodeId v) { return waiting_on_[v]; }, at);
   }
 
   [[noreturn]] void rt_error(const Expr& e, NodeId v, std::string msg) {
