@@ -123,7 +123,7 @@ void StreamTiming::grow() {
   std::vector<Entry> ring(cap);
   const std::uint64_t magic = UINT64_MAX / cap + 1;
   for (std::uint32_t t = lo_; t != next_; ++t)
-    ring[static_cast<std::size_t>((static_cast<unsigned __int128>(magic * t) * cap) >> 64)] =
+    ring[static_cast<std::size_t>((static_cast<Uint128>(magic * t) * cap) >> 64)] =
         std::move(at(t));
   ring_.swap(ring);
   magic_ = magic;

@@ -35,6 +35,8 @@ inline constexpr std::uint32_t kNoTransfer = std::numeric_limits<std::uint32_t>:
 // (StreamTiming) replaces the transfer id by the receive's step once that is known, and marks it
 // with kDepResolved. Sequence numbers stay below kMaxDepSeq.
 using DepTag = std::uint64_t;
+// Lemire's fastmod needs the high half of a 64x64-bit product (a GCC/Clang extension).
+__extension__ using Uint128 = unsigned __int128;
 inline constexpr DepTag kDepResolved = DepTag{1} << 32;
 inline constexpr std::uint32_t kMaxDepSeq = 0x7FFFFFFFu;
 inline DepTag dep_tag(std::uint32_t seq, std::uint32_t tid) {
@@ -199,7 +201,7 @@ class StreamTiming {
   // The window is a ring of any capacity (grown by a quarter, not doubled): tid mod capacity,
   // by multiplication (Lemire's fastmod) rather than division.
   std::size_t slot(std::uint32_t tid) const {
-    return static_cast<std::size_t>((static_cast<unsigned __int128>(magic_ * tid) * ring_.size()) >>
+    return static_cast<std::size_t>((static_cast<Uint128>(magic_ * tid) * ring_.size()) >>
                                     64);
   }
   Entry& at(std::uint32_t tid) { return ring_[slot(tid)]; }
