@@ -201,8 +201,7 @@ class StreamTiming {
   // The window is a ring of any capacity (grown by a quarter, not doubled): tid mod capacity,
   // by multiplication (Lemire's fastmod) rather than division.
   std::size_t slot(std::uint32_t tid) const {
-    return static_cast<std::size_t>((static_cast<Uint128>(magic_ * tid) * ring_.size()) >>
-                                    64);
+    return static_cast<std::size_t>((static_cast<Uint128>(magic_ * tid) * ring_.size()) >> 64);
   }
   Entry& at(std::uint32_t tid) { return ring_[slot(tid)]; }
   const Entry& at(std::uint32_t tid) const { return ring_[slot(tid)]; }
