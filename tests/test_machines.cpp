@@ -322,14 +322,62 @@ TEST_CASE("export refuses what MSCCL-XML cannot say and runs that fail", "[expor
                              out) == 1);
   CHECK(out.find("fails its own checks") != std::string::npos);
   CHECK_FALSE(fs::exists(xml));
-  // A run that sends an older partial result than its buffer holds needs scratch buffers.
+  // A sum the sender never stored (x1+x2 at rank 0, whose buffer holds x0+x1+x2) has no step.
   CHECK(collv::test::run_cli("export " + kRoot +
-                                 "/models/mpich/allreduce_recursive_doubling.coll -t complete:6 "
-                                 "--msccl-xml " +
+                                 "/tests/data/export/allreduce_sends_unheld_sum.coll -t "
+                                 "complete:4 --msccl-xml " +
                                  xml,
                              out) == 2);
-  CHECK(out.find("holds another value") != std::string::npos);
+  CHECK(out.find("gpu 0 sends x1+x2, a value it does not hold") != std::string::npos);
   CHECK_FALSE(fs::exists(xml));
+}
+
+TEST_CASE("export keeps in scratch what is sent on later: the paper's star all-reduce loads",
+          "[export]") {
+  // Theorem 2's all-reduce forwards values it received (x3+x5 at 123 in step 3 of star:3) while
+  // it sums them: each such value is received into scratch and reduced into the sum by a local
+  // `re`; MPICH's recursive doubling on 6 ranks sends older partial results, kept likewise.
+  for (const std::string args :
+       {std::string("allreduce_star -t star:3"),
+        std::string("allreduce_star -t star:4 --out-of-place"),
+        kRoot + "/models/mpich/allreduce_recursive_doubling.coll -t complete:6"}) {
+    INFO(args);
+    std::string xml = collv::test::unique_temp("scratch") + ".xml";
+    std::string out;
+    REQUIRE(collv::test::run_cli("export " + args + " --msccl-xml " + xml, out) == 0);
+    std::string text = collv::test::slurp(xml);
+    CHECK((text.find("type=\"re\"") != std::string::npos) ==
+          (args.find("allreduce_star") != std::string::npos));
+    CHECK((text.find("s_chunks=\"0\"") == std::string::npos ||
+           args.find("recursive_doubling") != std::string::npos));
+    CHECK(collv::test::run_cli("verify " + xml + " --quiet", out) == 0);
+    if (args.find("recursive_doubling") != std::string::npos) {
+      // Its older partial result is kept by receiving the new sum into scratch (rrc).
+      const std::string kept = "type=\"rrc\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"s\" dstoff=\"1\"";
+      auto k = text.find(kept);
+      REQUIRE(k != std::string::npos);
+      // Summed in place instead, the older value sent later is the new sum: counted twice.
+      text.replace(k, kept.size(),
+                   "type=\"rrc\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\"");
+      std::ofstream(xml) << text;
+      CHECK(collv::test::run_cli("verify " + xml + " --quiet", out) == 1);
+      fs::remove(xml);
+      continue;
+    }
+    // Without the local reductions the sums miss what was kept: the replay fails the file.
+    std::string broken;
+    for (std::size_t at = 0, nl; at < text.size(); at = nl + 1) {
+      nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      std::string line = text.substr(at, nl - at);
+      if (auto k = line.find("type=\"re\""); k != std::string::npos)
+        line.replace(k, 9, "type=\"nop\"");
+      broken += line + "\n";
+    }
+    std::ofstream(xml) << broken;
+    CHECK(collv::test::run_cli("verify " + xml + " --quiet", out) == 1);
+    fs::remove(xml);
+  }
 }
 
 TEST_CASE("examples/msccl-ci: the gate passes the right files and fails the broken one",

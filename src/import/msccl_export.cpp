@@ -31,10 +31,15 @@
 // writes in another threadblock, and a write waits for every read of the old value in other
 // threadblocks (no race); a `<step>` names one dependency, so extra ones go on `nop` steps.
 //
+// Values kept for later sends: every GPU's values (a key and whose contributions it holds) are
+// followed with the number of their sends still to come. A receive whose destination holds a
+// value still to be sent goes to a fresh scratch chunk; a value received whole that is also sent
+// on later is received into scratch and added to the GPU's sum by a local `re` (after a `cpy`
+// when the sum moves), as the star all-reduce forwards what it receives.
+//
 // Refused with the reason (UsageError, exit 2): a collective the runtimes have no layout for, a
-// send of an older value than the chunk holds or a receive that is neither a copy nor a
-// reduction (they need scratch the exporter does not plan), an in-place overwrite of a value
-// still to be sent, and every limit: steps per threadblock after splitting over channels,
+// send of a value the GPU never stored, a receive that is neither a copy nor a reduction, and
+// every limit: steps per threadblock after splitting over channels,
 // threadblocks per GPU, XML nodes per rank. The import of the written file is judged by the same
 // checks, the runtime's loading rules included, so a wrong reading would show as a failed
 // verdict, never as a pass.
@@ -220,24 +225,38 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
     }
   }
 
+  // A value: a key and, with reduction, whose contributions it holds (one per key without).
+  using Value = std::pair<int, std::multiset<std::uint32_t>>;
+  auto value_of = [&](Item it) {
+    return Value{key_of(it), L.reduces ? ranks_of(it) : std::multiset<std::uint32_t>{}};
+  };
   std::vector<Gpu> g(static_cast<std::size_t>(p));
-  // Where each key is on each GPU, what it holds (with reduction: whose contributions), which
-  // key occupies a location, and how many sends of each key are still to come.
+  // Per GPU: where each key's latest value is and whose contributions it holds; where each value
+  // still kept is; which value occupies a location; how many sends of each value are to come.
   std::vector<std::map<int, int>> where(static_cast<std::size_t>(p));
   std::vector<std::map<int, std::multiset<std::uint32_t>>> held(static_cast<std::size_t>(p));
-  std::vector<std::map<int, int>> occupant(static_cast<std::size_t>(p));
-  std::vector<std::map<int, int>> sends_left(static_cast<std::size_t>(p));
+  std::vector<std::map<Value, int>> kept(static_cast<std::size_t>(p));
+  std::vector<std::map<int, Value>> occupant(static_cast<std::size_t>(p));
+  std::vector<std::map<Value, int>> sends_left(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r)
     for (int e = 0; e < elems; ++e) {
       int key = L.reduces ? e : r * elems + e;
       int l = inplace && coll == Collective::Allgather ? loc_of(kOut, r * c + e) : loc_of(kIn, e);
       where[r][key] = l;
-      occupant[r][l] = key;
       if (L.reduces) held[r][key] = {static_cast<std::uint32_t>(r)};
+      Value v{key, L.reduces ? held[r][key] : std::multiset<std::uint32_t>{}};
+      kept[r][v] = l;
+      occupant[r][l] = v;
     }
   for (const Transfer& x : t.transfers)
     for (std::uint32_t k = 0; k < x.payload_len; ++k)
-      ++sends_left[x.src][key_of(t.payload[x.payload_begin + k])];
+      ++sends_left[x.src][value_of(t.payload[x.payload_begin + k])];
+  // A scratch chunk of its own, for a value received while the home still holds one to be sent.
+  auto fresh_scratch = [&](int r) {
+    Gpu& G = g[static_cast<std::size_t>(r)];
+    G.scratch = std::max(G.scratch, L.reduces ? elems : 0) + 1;
+    return loc_of(kScr, G.scratch - 1);
+  };
   // Where a key received at r goes.
   auto home = [&](int r, int key) {
     auto op = out_pos[r].find(key);
@@ -262,10 +281,14 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
     int key, sloc, rsrc, rdst;  // sender's location; receiver's source and destination
     const char* type;
     Item item;
+    // A value received whole and also sent on later is kept where it arrived (rdst); the
+    // receiver's sum goes to acc, copied there from accsrc first if they differ, then reduced.
+    int acc = -1, accsrc = -1;
   };
   struct Group {
     int sloc, rsrc, rdst, cnt;
     const char* type;
+    int acc, accsrc;
   };
   std::size_t i = 0;
   while (i < order.size()) {
@@ -278,33 +301,31 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
       const Transfer& x = t.transfers[order[q]];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
         Item it = t.payload[x.payload_begin + k];
-        int key = key_of(it);
-        auto w = where[x.src].find(key);
-        if (w == where[x.src].end())
+        Value v = value_of(it);
+        auto w = kept[x.src].find(v);
+        if (w == kept[x.src].end())
           throw UsageError(
-              fmt::format("export --msccl-xml: step {}: gpu {} sends {}, which it "
-                          "does not hold",
+              fmt::format("export --msccl-xml: step {}: gpu {} sends {}, a value it does not hold",
                           step, x.src, d.describe(it)));
-        if (L.reduces && ranks_of(it) != held[x.src][key])
-          throw UsageError(fmt::format(
-              "export --msccl-xml: step {}: gpu {} sends {} from chunk {}, which holds another "
-              "value at that point (the run keeps an older partial result; writing it needs "
-              "scratch buffers, which the exporter does not use)",
-              step, x.src, d.describe(it), key));
-        moves[q - i].push_back({key, w->second, 0, 0, "r", it});
+        moves[q - i].push_back({v.first, w->second, 0, 0, "r", it});
       }
       std::stable_sort(moves[q - i].begin(), moves[q - i].end(),
                        [](const Move& a, const Move& b) { return a.sloc < b.sloc; });
     }
     // The step's sends are issued before its receives write.
     for (std::size_t q = i; q < j; ++q)
-      for (const Move& m : moves[q - i]) --sends_left[t.transfers[order[q]].src][m.key];
+      for (const Move& m : moves[q - i]) --sends_left[t.transfers[order[q]].src][value_of(m.item)];
     for (std::size_t q = i; q < j; ++q) {
       const Transfer& x = t.transfers[order[q]];
       const int r = static_cast<int>(x.dst);
       for (Move& m : moves[q - i]) {
         m.rdst = home(r, m.key);
+        // A home still holding a value to be sent keeps it: the new value goes to scratch.
+        if (auto occ = occupant[r].find(m.rdst);
+            occ != occupant[r].end() && sends_left[r][occ->second] > 0)
+          m.rdst = fresh_scratch(r);
         m.rsrc = m.rdst;
+        Value now{m.key, {}};
         if (L.reduces) {
           std::multiset<std::uint32_t> got = ranks_of(m.item);
           auto& mine = held[r][m.key];
@@ -313,6 +334,17 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
           for (auto v : got) disjoint = disjoint && mine.count(v) == 0;
           if (covers) {
             mine = got;
+          } else if (disjoint && sends_left[r][{m.key, got}] > 0) {
+            // Sent on later as it is: kept in scratch, and reduced into the sum locally.
+            m.rdst = m.rsrc = fresh_scratch(r);
+            kept[r][{m.key, got}] = m.rdst;
+            occupant[r][m.rdst] = {m.key, got};
+            m.accsrc = where[r].at(m.key);
+            m.acc = home(r, m.key);
+            if (auto occ = occupant[r].find(m.acc);
+                occ != occupant[r].end() && sends_left[r][occ->second] > 0)
+              m.acc = fresh_scratch(r);
+            mine.insert(got.begin(), got.end());
           } else if (disjoint) {
             m.type = "rrc";
             m.rsrc = where[r].at(m.key);
@@ -323,19 +355,17 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
                 "overlaps what it holds without including it: neither a copy nor a reduction",
                 step, r, m.key));
           }
+          now.second = mine;
         }
-        // Writing over a value still to be sent loses it (in place only: out of place every
-        // key has a location of its own).
-        auto occ = occupant[r].find(m.rdst);
-        if (occ != occupant[r].end() && occ->second != m.key && sends_left[r][occ->second] > 0)
-          throw UsageError(fmt::format(
-              "export --msccl-xml: step {}: gpu {} receives into {}[{}] in place while it still "
-              "has to send what that chunk holds (write it --out-of-place)",
-              step, r, buf_name(m.rdst), off_of(m.rdst)));
-        if (auto w = where[r].find(m.key); w != where[r].end() && occupant[r][w->second] == m.key)
-          occupant[r].erase(w->second);
-        where[r][m.key] = m.rdst;
-        occupant[r][m.rdst] = m.key;
+        // The value overwritten is no longer kept anywhere.
+        const int at = m.acc >= 0 ? m.acc : m.rdst;
+        if (auto occ = occupant[r].find(at); occ != occupant[r].end()) {
+          auto k = kept[r].find(occ->second);
+          if (k != kept[r].end() && k->second == at) kept[r].erase(k);
+        }
+        where[r][m.key] = at;
+        kept[r][now] = at;
+        occupant[r][at] = now;
       }
     }
     // Runs contiguous on both sides and received alike are one instruction on each side.
@@ -346,12 +376,13 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
         if (!gs.empty()) {
           Group& b = gs.back();
           if (b.sloc + b.cnt == m.sloc && b.rsrc + b.cnt == m.rsrc && b.rdst + b.cnt == m.rdst &&
-              b.type == m.type && b.cnt < lim.max_count - 1) {
+              b.type == m.type && b.cnt < lim.max_count - 1 && (b.acc < 0) == (m.acc < 0) &&
+              (b.acc < 0 || (b.acc + b.cnt == m.acc && b.accsrc + b.cnt == m.accsrc))) {
             ++b.cnt;
             continue;
           }
         }
-        gs.push_back({m.sloc, m.rsrc, m.rdst, 1, m.type});
+        gs.push_back({m.sloc, m.rsrc, m.rdst, 1, m.type, m.acc, m.accsrc});
       }
     std::vector<int> chans(j - i);
     for (std::size_t q = i; q < j; ++q) {
@@ -379,7 +410,23 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
             Gpu& G = g[static_cast<std::size_t>(dst)];
             std::vector<int> reads;
             if (gr.rsrc != gr.rdst) reads = range(gr.rsrc, gr.cnt);
-            add(G, G.tb_for(false, src, chan), in, reads, range(gr.rdst, gr.cnt));
+            const int tbi = G.tb_for(false, src, chan);
+            add(G, tbi, in, reads, range(gr.rdst, gr.cnt));
+            if (gr.acc < 0) continue;
+            Instr local;
+            local.cnt = gr.cnt;
+            if (gr.accsrc != gr.acc) {
+              local.type = "cpy";
+              local.src = gr.accsrc;
+              local.dst = gr.acc;
+              add(G, tbi, local, range(gr.accsrc, gr.cnt), range(gr.acc, gr.cnt));
+            }
+            local.type = "re";
+            local.src = gr.rdst;
+            local.dst = gr.acc;
+            std::vector<int> both = range(gr.rdst, gr.cnt);
+            for (int l : range(gr.acc, gr.cnt)) both.push_back(l);
+            add(G, tbi, local, both, range(gr.acc, gr.cnt));
           }
         }
       }
