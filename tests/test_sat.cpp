@@ -275,3 +275,39 @@ TEST_CASE("sat backend: caps, timeouts, usage errors and the command's exit code
   c.synth.backend = "nonsense";
   CHECK(run_synth_command(c, out, err) == 2);
 }
+
+TEST_CASE("sat backend: a DRAT proof rests on the CNF, not on collv's distances", "[sat]") {
+  // Broadcast from 0 on the ring 0-1-2-3-0, single-port, 2 steps: 0 -> 1, then 0 -> 3 and
+  // 1 -> 2. With a wrong distance (2 hops claimed as 3) the pruning says node 2 cannot hold the
+  // root's chunk after step 2, and the solver, given the pruning, answers unsat; the written CNF
+  // keeps that variable, so the proof's first lemmas (the pruning) must follow from the CNF by
+  // unit propagation, and the wrong one does not: the checker rejects the proof.
+  fs::path d = temp_dir("distance");
+  sat::SynthProblem p;
+  p.kind = sat::SynthKind::Broadcast;
+  p.steps = 2;
+  p.p = 4;
+  p.root = 0;
+  for (std::uint32_t u = 0; u < 4; ++u) {
+    p.nbr.push_back({(u + 3) % 4, (u + 1) % 4});
+    p.link_number.push_back({0, 1});
+    p.dist.push_back({});
+    for (std::uint32_t v = 0; v < 4; ++v)
+      p.dist[u].push_back(std::min((v - u + 4) % 4, (u - v + 4) % 4));
+  }
+  sat::CnfOptions o;
+  o.proof_dir = d.string();
+  o.symmetry_breaking = false;
+  p.name = "right";
+  CHECK(sat::solve_synth_cnf(p, o).answer == smt::Answer::Sat);
+  p.dist[0][2] = 3;
+  p.name = "wrong";
+  auto r = sat::solve_synth_cnf(p, o);
+  REQUIRE(r.answer == smt::Answer::Unsat);
+  REQUIRE(fs::exists(r.proof_file));
+  auto pc = sat::check_drup_proof(r.cnf_file, r.proof_file);
+  CHECK_FALSE(pc.ok);
+  CHECK(pc.message.find("not implied") != std::string::npos);
+  // The CNF alone is satisfiable: the wrong answer came from the distance, not the constraints.
+  CHECK(test::shell("cadical -q " + r.cnf_file + " > /dev/null") == 10);
+}

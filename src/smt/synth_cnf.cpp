@@ -127,7 +127,10 @@ class Cnf {
 // The encodings; the same constraints as synth.cpp's Builder (variable names included).
 class Encoder {
  public:
-  Encoder(const SynthProblem& p, Cnf& f) : p_(p), f_(f), T_(p.steps) {
+  // unpruned: every variable the BFS distances would fix to false is a variable of the CNF, and
+  // its negation a lemma (lemmas()) that a DRAT proof derives by unit propagation before use.
+  Encoder(const SynthProblem& p, Cnf& f, bool unpruned = false)
+      : p_(p), f_(f), T_(p.steps), unpruned_(unpruned) {
     // Orbits of the invariance group (acting freely): rep_[x] = the least node of x's orbit and
     // g_[x] = the element that maps x to it. Without a group every node is its own orbit.
     rep_.resize(p_.p);
@@ -255,9 +258,12 @@ class Encoder {
   int H(std::uint32_t v, std::uint32_t c, unsigned t) {
     if (!is_rep(v)) return H(rep_[v], to_rep(v, c), t);
     if (v == c) return kTrue;
-    if (t == 0 || p_.dist[c][v] > t) return kFalse;
+    if (t == 0 || (p_.dist[c][v] > t && !unpruned_)) return kFalse;
     int& h = hv_[(static_cast<std::size_t>(t) * p_.p + v) * nchunks_ + chunk_index_[c]];
-    if (h == 0) h = f_.var(fmt::format("h{}_{}_{}", v, c, t));
+    if (h == 0) {
+      h = f_.var(fmt::format("h{}_{}_{}", v, c, t));
+      if (p_.dist[c][v] > t) lemma(2 * t + 1, -h);
+    }
     return h;
   }
 
@@ -337,12 +343,13 @@ class Encoder {
   }
   // s: u sends chunk c to v in step t.
   int S(std::uint32_t u, std::uint32_t v, std::uint32_t c, unsigned t) {
-    if (t == 0 || p_.dist[c][u] > t - 1) return kFalse;
+    if (t == 0 || (p_.dist[c][u] > t - 1 && !unpruned_)) return kFalse;
     auto key = std::make_tuple(u, v, c, t);
     auto it = sv_.find(key);
     if (it != sv_.end()) return it->second;
     int s = f_.var(fmt::format("s{}_{}_{}_{}", u, v, c, t));
     sv_.emplace(key, s);
+    if (p_.dist[c][u] > t - 1) lemma(2 * t, -s);
     return s;
   }
   int A(std::uint32_t u, const Atom& a, std::uint32_t c) {
@@ -391,16 +398,22 @@ class Encoder {
   }
   int X(std::uint32_t u, std::uint32_t c, unsigned t) {
     if (!is_rep(u)) return X(rep_[u], to_rep(u, c), t);
-    if (t == 0 || p_.dist[c][u] > t - 1) return kFalse;
+    if (t == 0 || (p_.dist[c][u] > t - 1 && !unpruned_)) return kFalse;
     int& x = xv_[cell(t, u, c)];
-    if (x == 0) x = f_.var(fmt::format("x{}_{}_{}", u, c, t));
+    if (x == 0) {
+      x = f_.var(fmt::format("x{}_{}_{}", u, c, t));
+      if (p_.dist[c][u] > t - 1) lemma(2 * t, -x);
+    }
     return x;
   }
   int R(std::uint32_t v, std::uint32_t c, unsigned t) {
     if (!is_rep(v)) return R(rep_[v], to_rep(v, c), t);
-    if (t == 0 || p_.dist[c][v] > t) return kFalse;
+    if (t == 0 || (p_.dist[c][v] > t && !unpruned_)) return kFalse;
     int& r = rv_[cell(t, v, c)];
-    if (r == 0) r = f_.var(fmt::format("r{}_{}_{}", v, c, t));
+    if (r == 0) {
+      r = f_.var(fmt::format("r{}_{}_{}", v, c, t));
+      if (p_.dist[c][v] > t) lemma(2 * t + 1, -r);
+    }
     return r;
   }
   int atom_sp(std::uint32_t v, unsigned j, std::uint32_t c) {
@@ -457,6 +470,16 @@ class Encoder {
   }
 
  public:
+  // The pruning lemmas (unit clauses), in the order a proof derives them: what is sent in step t
+  // (rank 2t) follows from what was held before it, what is held after step t (2t+1) from what
+  // was sent in it.
+  std::vector<int> lemmas() const {
+    auto l = lemmas_;
+    std::stable_sort(l.begin(), l.end(), [](auto a, auto b) { return a.first < b.first; });
+    std::vector<int> out;
+    for (auto [rank, lit] : l) out.push_back(lit);
+    return out;
+  }
   // Whether the model is read through decode() rather than by the variables' own names.
   bool decodes() const {
     return !p_.uniform &&
@@ -549,9 +572,13 @@ class Encoder {
         [](std::uint32_t) { return kTrue; }, kTrue);
   }
 
+  void lemma(unsigned rank, int lit) { lemmas_.emplace_back(rank, lit); }
+
   const SynthProblem& p_;
   Cnf& f_;
   unsigned T_;
+  bool unpruned_ = false;
+  std::vector<std::pair<unsigned, int>> lemmas_;
   std::vector<std::vector<std::vector<int>>> mv_;  // [t][u][i]
   std::vector<int> hv_;
   std::size_t nchunks_ = 0;
@@ -670,7 +697,11 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
   CnfResult res;
   auto t0 = Clock::now();
   Cnf f(o.max_literals);
-  Encoder e(p, f);
+  // A DRAT proof rests on the written CNF alone: the CNF keeps the variables collv's distances
+  // would prune, the solver gets the pruning as unit clauses, and the proof derives each of them
+  // first (docs/smt.md, "Proofs of unsat answers").
+  const bool drat = !o.proof_dir.empty() && o.cube_depth == 0;
+  Encoder e(p, f, drat);
   try {
     e.build(o.symmetry_breaking, res);
   } catch (const CapExceeded&) {
@@ -697,10 +728,15 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
       throw std::runtime_error("CaDiCaL: unknown configuration " + o.configuration);
     if (!proof.empty()) {
       s.set("binary", 0);
-      if (!s.trace_proof(proof.c_str())) throw std::runtime_error("cannot write " + proof);
+      if (!s.trace_proof((proof + ".solver").c_str()))
+        throw std::runtime_error("cannot write " + proof);
     }
     s.reserve(f.vars());
     for (int lit : f.buffer()) s.add(lit);
+    for (int lit : e.lemmas()) {
+      s.add(lit);
+      s.add(0);
+    }
     Deadline d;
     d.end = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
     s.connect_terminator(&d);
@@ -730,10 +766,18 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
     if (!proof.empty()) s.close_proof_trace();
   }
   if (!proof.empty()) {
-    if (res.answer == smt::Answer::Unsat)
+    if (res.answer == smt::Answer::Unsat) {
+      // The pruning lemmas, then CaDiCaL's proof of the CNF with them.
+      std::ofstream out(proof, std::ios::binary);
+      std::string head;
+      for (int lit : e.lemmas()) head += fmt::format("{} 0\n", lit);
+      out << head;
+      std::ifstream in(proof + ".solver", std::ios::binary);
+      if (in.peek() != std::char_traits<char>::eof()) out << in.rdbuf();
+      if (!out) throw std::runtime_error("cannot write " + proof);
       res.proof_file = proof;
-    else
-      std::filesystem::remove(proof);
+    }
+    std::filesystem::remove(proof + ".solver");
   }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
