@@ -6,7 +6,8 @@
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
  *                 reduce_scatter_block scan exscan, or ring_allreduce (the harness's own ring
- *                 all-reduce over point-to-point, the one bugs are injected into)
+ *                 all-reduce over point-to-point, the one bugs are injected into), or none
+ *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
  *     COUNTS      N or A..B: one collective per count, in one launch (MPI_Init is the slow part)
  *     OP          c (a commutative user operation) or n (a non-commutative one)
  *     INPLACE     1: MPI_IN_PLACE where the collective allows it
@@ -191,7 +192,9 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
   elem* result = NULL;
   int ok = MPI_SUCCESS;
 
-  if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "scan") == 0 ||
+  if (strcmp(coll, "none") == 0) {
+    n_out = -1; /* the baseline launch of per-peer message counts: no collective */
+  } else if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "scan") == 0 ||
       strcmp(coll, "exscan") == 0) {
     elem* s = alloc_elems(count);
     elem* r = alloc_elems(count);

@@ -405,3 +405,131 @@ TEST_CASE(
                                   "makes ranks {0} (op) ranks {1} at position 0, the model makes "
                                   "no more"));
 }
+
+TEST_CASE("mpi messages: the first rank and peer whose message counts or bytes differ", "[mpi]") {
+  PeerMessages a(3);
+  a.msgs[0][1] = 2;
+  a.bytes[0][1] = 32;
+  a.msgs[2][0] = 1;
+  a.bytes[2][0] = 16;
+  CHECK(compare_messages(a, a).verdict == Verdict::Pass);
+  PeerMessages b = a;
+  b.msgs[2][0] = 2;  // one more message from rank 2 to rank 0
+  auto r = compare_messages(a, b);
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK(r.violations.front().message ==
+        "rank 2 sends 1 message to rank 0 (16 bytes), the model 2 (16 bytes)");
+  PeerMessages c = a;
+  c.bytes[0][1] = 48;  // the same messages carrying one element more
+  r = compare_messages(a, c);
+  REQUIRE(r.verdict == Verdict::Fail);
+  CHECK_THAT(r.violations.front().message,
+             Catch::Contains("rank 0 sends 32 bytes to rank 1 in 2 messages, the model's "
+                             "transfers carry 48 bytes (3 items of 16 bytes)"));
+  // Self-messages are left out, and said.
+  PeerMessages d = a;
+  d.self[1] = 2;
+  r = compare_messages(d, a);
+  CHECK(r.verdict == Verdict::Pass);
+  CHECK_THAT(r.note, Catch::Contains("2 messages a rank sent to itself left out"));
+}
+
+TEST_CASE("mpi messages: Open MPI's monitoring files are read, and refused when not its format",
+          "[mpi]") {
+  std::string dir = test::unique_temp("collv_mpi_mon");
+  fs::create_directories(dir);
+  auto write = [&](int r, const std::string& text) {
+    std::ofstream(fs::path(dir) / ("monitoring." + std::to_string(r) + ".prof")) << text;
+  };
+  // As Open MPI 4.1.4 writes them with pml_monitoring_enable=2: E (user tags) and I (internal).
+  write(0,
+        "# POINT TO POINT\nE\t0\t1\t4 bytes\t1 msgs sent\t0,0,0,1\nI\t0\t1\t12 bytes\t1 msgs "
+        "sent\nI\t0\t0\t0 bytes\t3 msgs sent\n# OSC\n# COLLECTIVES\nC\t0\t1\t12 bytes\t1 msgs "
+        "sent\n");
+  write(1, "# POINT TO POINT\nI\t1\t0\t32 bytes\t2 msgs sent\t1,0\n# OSC\n");
+  std::string why;
+  auto m = read_monitoring(dir, 2, why);
+  REQUIRE(m);
+  CHECK(m->msgs[0][1] == 2);
+  CHECK(m->bytes[0][1] == 16);
+  CHECK(m->self[0] == 3);
+  CHECK(m->msgs[1][0] == 2);
+  CHECK(m->bytes[1][0] == 32);
+  // A rank writing another rank's lines, a peer outside p, a cut line, a missing file.
+  write(1, "# POINT TO POINT\nI\t0\t1\t32 bytes\t2 msgs sent\n");
+  CHECK_FALSE(read_monitoring(dir, 2, why));
+  CHECK_THAT(why, Catch::Contains("monitoring.1.prof:2: not a line of Open MPI's monitoring"));
+  write(1, "# POINT TO POINT\nI\t1\t2\t32 bytes\t2 msgs sent\n");
+  CHECK_FALSE(read_monitoring(dir, 2, why));
+  write(1, "# POINT TO POINT\nI\t1\t0\t32 by");
+  CHECK_FALSE(read_monitoring(dir, 2, why));
+  write(1, "nothing of the kind\n");
+  CHECK_FALSE(read_monitoring(dir, 2, why));
+  CHECK_THAT(why, Catch::Contains("no \"# POINT TO POINT\" section"));
+  fs::remove(fs::path(dir) / "monitoring.1.prof");
+  CHECK_FALSE(read_monitoring(dir, 2, why));
+  CHECK_THAT(why, Catch::Contains("wrote no"));
+  fs::remove_all(dir);
+  // A model's transfers per peer: the ring all-reduce at p = 4, count 8 sends 2 (p - 1) = 6
+  // messages of 2 elements to its right neighbour and none to the others.
+  auto mr =
+      model_run(std::string(COLLV_SOURCE_DIR) + "/models/openmpi/allreduce_ring.coll", 4, 8, 0);
+  for (int r = 0; r < 4; ++r)
+    for (int q = 0; q < 4; ++q) {
+      CHECK(mr.messages.msgs[r][q] == (q == (r + 1) % 4 ? 6u : 0u));
+      CHECK(mr.messages.bytes[r][q] == (q == (r + 1) % 4 ? 6u * 2 * kHarnessElemBytes : 0u));
+    }
+}
+
+TEST_CASE(
+    "collv mpi --model: Open MPI's per-peer message counts against the model's transfers; a model "
+    "with the same combinations but other messages fails, and no monitoring is not a pass",
+    "[mpi]") {
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string root = COLLV_SOURCE_DIR;
+  const std::string wrong = root + "/tests/data/mpi/allreduce_ring_direct_allgather.coll";
+  std::string out;
+  // Count 4 = p: the ring; the copy's all-gather sends each segment from its owner to every rank.
+  int rc = test::run_cli("mpi --conformance " + wrong + " --sizes 4 --count 3..4", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: 1 run; the first: np:4 count 4"));
+  CHECK_THAT(out, Catch::Contains("messages: rank 0 sends 6 messages to rank 1 (96 bytes), the "
+                                  "model 4 (64 bytes)"));
+  CHECK(out.find("conformance: rank") == std::string::npos);  // the combinations agree
+  // The model as it is: combinations and messages conform, both judged.
+  std::string json = test::unique_temp("collv_mpi_msgs") + ".json";
+  rc = test::run_cli(
+      "mpi --impl openmpi --collective allreduce --algorithm ring --sizes 4 "
+      "--count 0..4 --model " +
+          root + "/models/openmpi/allreduce_ring.coll --json " + json,
+      out, "", 120);
+  CHECK(rc == 0);
+  std::string j = test::slurp(json);
+  std::size_t passed = 0, at = 0;
+  while ((at = j.find("\"messages\": \"pass\"", at)) != std::string::npos) ++passed, ++at;
+  CHECK(passed == 5);
+  // Monitoring that writes nothing (a launcher that turns it off): not checked, with the reason.
+  std::string wrapper = test::unique_temp("collv_mpi_nomon") + ".sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nunset OMPI_MCA_pml_monitoring_enable\nexec mpirun.openmpi "
+                            "\"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  rc = test::run_cli(
+      "mpi --impl openmpi --collective allreduce --algorithm ring --sizes 4 "
+      "--count 4 --model " +
+          root + "/models/openmpi/allreduce_ring.coll --mpirun " + wrapper + " --json " + json,
+      out, "", 120);
+  j = test::slurp(json);
+  INFO(j);
+  CHECK(j.find("\"messages\": \"pass\"") == std::string::npos);
+  CHECK_THAT(j, Catch::Contains("\"messages\": \"not-checked\""));
+  CHECK_THAT(j, Catch::Contains("\"messages_not_checked\""));
+  CHECK_THAT(j, Catch::Contains("np:4 count 4: not checked: Open MPI's pml monitoring wrote no"));
+  CHECK_THAT(out, Catch::Contains("messages (per-peer counts against the model) not checked in 1 "
+                                  "of 1 runs"));
+  fs::remove(wrapper);
+  fs::remove(json);
+}

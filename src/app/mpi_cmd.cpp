@@ -337,6 +337,10 @@ MpiCombinations library_combinations(const std::string& dir, int p) {
 }
 
 MpiCombinations model_combinations(const std::string& model_file, int p, int count, int root) {
+  return model_run(model_file, p, count, root).combinations;
+}
+
+ModelRunResult model_run(const std::string& model_file, int p, int count, int root) {
   Model m = parse_model_file(model_file);
   const auto& fams = m.header.topologies;
   std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
@@ -365,14 +369,126 @@ MpiCombinations model_combinations(const std::string& model_file, int p, int cou
     }
     return mask;
   };
-  MpiCombinations out(static_cast<std::size_t>(p));
+  ModelRunResult res;
+  MpiCombinations& out = res.combinations;
+  out.resize(static_cast<std::size_t>(p));
   for (const auto& [n, a, b] : seen) {
     std::int64_t pos = -1;
     std::uint64_t ma = decode(a, pos), mb = decode(b, pos);
     if (ma == 0 || mb == 0) continue;  // a combination with the identity: no operation in MPI
     if (n < out.size()) out[n].push_back({pos, ma, mb});
   }
-  return out;
+  // Its transfers, empty ones included (a send of an empty range is a message); a send to
+  // oneself is no transfer in collv's executor.
+  res.messages = PeerMessages(p);
+  for (const Transfer& x : tr.transfers) {
+    if (x.src >= static_cast<NodeId>(p) || x.dst >= static_cast<NodeId>(p) || x.src == x.dst)
+      continue;
+    ++res.messages.msgs[x.src][x.dst];
+    res.messages.bytes[x.src][x.dst] += kHarnessElemBytes * x.payload_len;
+  }
+  return res;
+}
+
+std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::string& why_not) {
+  PeerMessages m(p);
+  for (int r = 0; r < p; ++r) {
+    fs::path file = fs::path(dir) / fmt::format("monitoring.{}.prof", r);
+    std::error_code ec;
+    auto size = fs::file_size(file, ec);
+    if (ec) {
+      why_not = fmt::format(
+          "Open MPI's pml monitoring wrote no {} (the monitoring component is not installed, or "
+          "the rank did not reach MPI_Finalize)",
+          file.string());
+      return std::nullopt;
+    }
+    if (size > kMaxRankFile) {
+      why_not = file.string() + ": too large";
+      return std::nullopt;
+    }
+    std::ifstream f(file);
+    std::string line;
+    std::size_t lineno = 0;
+    bool p2p = false, header = false;
+    while (std::getline(f, line)) {
+      ++lineno;
+      if (!line.empty() && line[0] == '#') {
+        p2p = line == "# POINT TO POINT";
+        header = header || p2p;
+        continue;
+      }
+      if (!p2p) continue;
+      // E|I <rank> <peer> <bytes> bytes <n> msgs sent [histogram]
+      std::istringstream ls(line);
+      std::string kind, w_bytes, w_msgs, w_sent;
+      long long rank = -1, peer = -1;
+      unsigned long long bytes = 0, n = 0;
+      ls >> kind >> rank >> peer >> bytes >> w_bytes >> n >> w_msgs >> w_sent;
+      if (!ls || (kind != "E" && kind != "I") || w_bytes != "bytes" || w_msgs != "msgs" ||
+          w_sent != "sent" || rank != r || peer < 0 || peer >= p) {
+        why_not = fmt::format(
+            "{}:{}: not a line of Open MPI's monitoring output (E|I rank peer "
+            "N bytes M msgs sent) for rank {} of {}",
+            file.string(), lineno, r, p);
+        return std::nullopt;
+      }
+      if (peer == r) {
+        m.self[r] += n;
+        continue;
+      }
+      m.msgs[r][peer] += n;
+      m.bytes[r][peer] += bytes;
+    }
+    if (!header) {
+      why_not =
+          file.string() + ": no \"# POINT TO POINT\" section (not Open MPI's monitoring output)";
+      return std::nullopt;
+    }
+  }
+  return m;
+}
+
+CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model) {
+  CheckResult res;
+  res.name = "messages";
+  res.verdict = Verdict::Pass;
+  const std::size_t p = std::min(lib.msgs.size(), model.msgs.size());
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t q = 0; q < p; ++q) {
+      const auto ln = lib.msgs[r][q], mn = model.msgs[r][q];
+      const auto lb = lib.bytes[r][q], mb = model.bytes[r][q];
+      if (ln == mn && lb == mb) continue;
+      std::string msg = ln != mn
+                            ? fmt::format(
+                                  "rank {} sends {} message{} to rank {} ({} bytes), the model {} "
+                                  "({} bytes)",
+                                  r, ln, ln == 1 ? "" : "s", q, lb, mn, mb)
+                            : fmt::format(
+                                  "rank {} sends {} bytes to rank {} in {} message{}, the model's "
+                                  "transfers carry {} bytes ({} items of {} bytes)",
+                                  r, lb, q, ln, ln == 1 ? "" : "s", mb, mb / kHarnessElemBytes,
+                                  kHarnessElemBytes);
+      res.verdict = Verdict::Fail;
+      if (res.violations.empty()) {
+        Counterexample cx;
+        cx.invariant = "messages";
+        cx.nodes.push_back(static_cast<NodeId>(r));
+        cx.nodes.push_back(static_cast<NodeId>(q));
+        cx.message = msg;
+        res.violations.push_back(cx);
+      }
+      ++res.violation_count;
+    }
+  }
+  std::uint64_t self = 0;
+  for (auto n : lib.self) self += n;
+  if (self > 0)
+    res.note = fmt::format(
+        "{} message{} a rank sent to itself left out (a model's send to itself "
+        "is no transfer)",
+        self, self == 1 ? "" : "s");
+  return res;
 }
 
 CheckResult compare_combinations(const MpiCombinations& lib, const MpiCombinations& model) {
@@ -865,6 +981,17 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     if (!ring) env.emplace_back("MPIR_CVAR_" + upper(o.collective) + "_INTRA_ALGORITHM", alg);
   }
   for (const auto& kv : o.extra_env) env.push_back(kv);
+  // Per-peer message counts (Open MPI's pml monitoring, against a model's transfers): one launch
+  // per count, each writing monitoring.<rank>.prof at MPI_Finalize; pml_monitoring_enable=2
+  // keeps the collectives' internal messages (negative tags) apart from user ones, both read.
+  const bool monitor = o.impl == "openmpi" && !model_file.empty();
+  auto monitoring_env = [&](const fs::path& count_dir) {
+    auto e = env;
+    e.emplace_back("OMPI_MCA_pml_monitoring_enable", "2");
+    e.emplace_back("OMPI_MCA_pml_monitoring_enable_output", "3");
+    e.emplace_back("OMPI_MCA_pml_monitoring_filename", (count_dir / "monitoring").string());
+    return e;
+  };
 
   VerifyReport rep;
   VerifyGroup g;
@@ -874,7 +1001,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   g.family = "np";
   g.named = true;
   rep.groups.push_back(g);
-  std::vector<std::string> repro, refused;
+  std::vector<std::string> repro, refused, msgs_not_checked;
   fs::path runs_dir = fs::path(cache_root(o)) / fmt::format("runs-{}", getpid());
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
@@ -907,10 +1034,29 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     // Open MPI: every count in one launch (mpirun's start-up is most of a run's time). MPICH:
     // one launch per count, so that a fallback message on the error stream belongs to one count.
     std::vector<std::pair<std::int64_t, std::int64_t>> batches;
-    if (o.impl == "openmpi") {
+    if (o.impl == "openmpi" && !monitor) {
       batches.emplace_back(o.counts);
     } else {
       for (std::int64_t n = o.counts.first; n <= o.counts.second; ++n) batches.emplace_back(n, n);
+    }
+    // The baseline: a launch of the harness that runs no collective, with monitoring on. What it
+    // counts (MPI_Init and MPI_Finalize's own messages, none measured with Open MPI 4.1.4) is
+    // subtracted from every run at this p.
+    std::optional<PeerMessages> baseline;
+    std::string no_baseline;
+    if (monitor && !roots.empty()) {
+      fs::path dir = runs_dir / fmt::format("p{}-baseline", p);
+      fs::remove_all(dir, ec);
+      fs::create_directories(dir, ec);
+      ProcResult pr = run_process(
+          {run, "-n", std::to_string(p), bin, dir.string(), "none", "0", "0", "c", "0", "none"},
+          monitoring_env(dir / "c0"), dir, o.timeout_s);
+      if (pr.status != 0)
+        no_baseline = fmt::format("the baseline launch (no collective) exited with {}: {}",
+                                  pr.status, tail(pr.err, 300));
+      else
+        baseline = read_monitoring((dir / "c0").string(), static_cast<int>(p), no_baseline);
+      fs::remove_all(dir, ec);
     }
     for (int root : roots) {
       for (auto [lo, hi] : batches) {
@@ -932,10 +1078,11 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             o.inject};
         auto t0 = std::chrono::steady_clock::now();
         int limit = static_cast<int>(std::min<std::int64_t>(86400, o.timeout_s * (hi - lo + 1)));
-        ProcResult pr = run_process(argv, env, dir, limit);
+        const auto launch_env = monitor ? monitoring_env(dir / fmt::format("c{}", lo)) : env;
+        ProcResult pr = run_process(argv, launch_env, dir, limit);
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::string launch;
-        for (const auto& [k, v] : env) launch += k + "=" + shell_quote(v) + " ";
+        for (const auto& [k, v] : launch_env) launch += k + "=" + shell_quote(v) + " ";
         for (const auto& a : argv) launch += shell_quote(a) + " ";
         bool keep = false;
         for (std::int64_t count = lo; count <= hi; ++count) {
@@ -977,23 +1124,58 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           }
           vr.checks = judge_mpi_run(c, cdir.string());
           if (!model_file.empty()) {
-            CheckResult conf;
+            CheckResult conf, msgs;
             conf.name = "conformance";
+            msgs.name = "messages";
+            std::optional<ModelRunResult> mr;
             try {
-              if (count == 0) {
-                conf.note = "count 0: models run from count 1";
-              } else {
-                conf =
-                    compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
-                                         model_combinations(model_file, static_cast<int>(p),
-                                                            static_cast<int>(count), root));
-              }
+              mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root);
             } catch (const ModelError& e) {
-              conf.note = std::string("the model does not run here: ") + e.what();
+              conf.note = msgs.note = std::string("the model does not run here: ") + e.what();
             } catch (const UsageError& e) {
-              conf.note = std::string("the model does not run here: ") + e.what();
+              conf.note = msgs.note = std::string("the model does not run here: ") + e.what();
+            }
+            if (mr) {
+              conf = compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
+                                          mr->combinations);
+              if (!monitor) {
+                msgs.note =
+                    "MPICH: per-peer message counts are read from Open MPI's pml monitoring "
+                    "only (MPICH has no such counter collv reads)";
+              } else if (!baseline) {
+                msgs.note = "not checked: " + no_baseline;
+              } else if (pr.status != 0) {
+                msgs.note = "not checked: the launch did not end normally";
+              } else {
+                std::string why;
+                auto lib = read_monitoring(cdir.string(), static_cast<int>(p), why);
+                if (lib) {
+                  for (std::size_t a = 0; a < lib->msgs.size() && why.empty(); ++a)
+                    for (std::size_t b = 0; b < lib->msgs.size(); ++b) {
+                      if (lib->msgs[a][b] < baseline->msgs[a][b] ||
+                          lib->bytes[a][b] < baseline->bytes[a][b]) {
+                        why = fmt::format(
+                            "rank {} sent fewer messages to rank {} than in the "
+                            "baseline launch (no collective)",
+                            a, b);
+                        break;
+                      }
+                      lib->msgs[a][b] -= baseline->msgs[a][b];
+                      lib->bytes[a][b] -= baseline->bytes[a][b];
+                    }
+                }
+                if (lib && why.empty())
+                  msgs = compare_messages(*lib, mr->messages);
+                else
+                  msgs.note = "not checked: " + why;
+              }
             }
             vr.checks.push_back(conf);
+            vr.checks.push_back(msgs);
+            if (msgs.verdict == Verdict::NotChecked)
+              msgs_not_checked.push_back(fmt::format(
+                  "np:{} count {}{}: {}", p, count,
+                  rooted(o.collective) ? fmt::format(" root {}", root) : "", msgs.note));
           }
           CheckResult& rt = vr.checks.front();
           if (pr.status == -1) {
@@ -1055,10 +1237,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     std::size_t k = 0;
     for (std::size_t i = 0; i < rep.runs.size(); ++i)
       if (rep.runs[i].status != "pass") j["results"][i]["reproduce"] = repro[k++];
-    j["library"] = {{"impl", o.impl},      {"collective", o.collective},
-                    {"algorithm", alg},    {"mpicc", cc},
-                    {"mpirun", run},       {"harness", src},
-                    {"fell_back", refused}};
+    j["library"] = {{"impl", o.impl},       {"collective", o.collective},
+                    {"algorithm", alg},     {"mpicc", cc},
+                    {"mpirun", run},        {"harness", src},
+                    {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
     write(o.json_file, j.dump(2) + "\n");
   }
   if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));
@@ -1072,6 +1254,11 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < refused.size() && i < 12; ++i) out << " " << refused[i] << ";";
       out << (refused.size() > 12 ? " ...\n" : "\n");
     }
+    if (!msgs_not_checked.empty())
+      out << fmt::format(
+          "messages (per-peer counts against the model) not checked in {} of {} "
+          "runs; the first: {}\n",
+          msgs_not_checked.size(), rep.runs.size(), msgs_not_checked.front());
     if (!repro.empty() && !o.quiet) {
       out << "\nreproduce (the first failing runs):\n";
       for (std::size_t i = 0; i < repro.size() && i < 8; ++i) out << "  " << repro[i] << "\n";

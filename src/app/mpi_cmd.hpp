@@ -92,6 +92,33 @@ MpiCombinations model_combinations(const std::string& model_file, int p, int cou
 // The conformance check: the first rank and position whose sequences differ.
 CheckResult compare_combinations(const MpiCombinations& lib, const MpiCombinations& model);
 
+// Point-to-point messages per sender and receiver: msgs[src][dst] and the bytes they carried
+// (a model's: 16 bytes per item, the harness's element). Self-messages are not counted (a model's
+// send to itself is no transfer); a library's are in `self`.
+struct PeerMessages {
+  std::vector<std::vector<std::uint64_t>> msgs, bytes;
+  std::vector<std::uint64_t> self;  // per rank: messages a library rank sent to itself
+  explicit PeerMessages(int p = 0)
+      : msgs(p, std::vector<std::uint64_t>(p)), bytes(p, std::vector<std::uint64_t>(p)), self(p) {}
+};
+inline constexpr std::uint64_t kHarnessElemBytes = 16;
+
+// A model's run at p, count, root: its combinations and its transfers per sender and receiver.
+struct ModelRunResult {
+  MpiCombinations combinations;
+  PeerMessages messages;
+};
+ModelRunResult model_run(const std::string& model_file, int p, int count, int root);
+
+// What Open MPI's pml monitoring wrote into dir (monitoring.<rank>.prof, written at
+// MPI_Finalize with pml_monitoring_enable=2): per rank and peer the messages and bytes sent,
+// internal (the collectives' negative tags) and external (user tags) added. Returns nullopt and
+// sets why_not when a rank's file is missing or not in that format.
+std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::string& why_not);
+// The check "messages": the first rank and peer (in rank order) whose message counts, or bytes,
+// differ between the library (its monitoring, less the baseline launch's) and the model.
+CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model);
+
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace collv
