@@ -31,24 +31,35 @@ for ((p = P_LO; p <= P_HI; ++p)); do
   echo "$(date -u +%H:%M:%S) p=$p counts 0..$((2 * p + 1)): exit $rc"
 done
 
-# The table: one row per model, one column per p (pass, FAIL, inconclusive, error, not judged).
+# The table: one row per model: its verdict at each p (pass, FAIL, inconclusive, error, not
+# judged), the runs judged and passed, and the runs where the library fell back (MPICH said so).
 python3 - "$OUT" "$P_LO" "$P_HI" >"$OUT/table.md" <<'PY'
 import re, sys
 out, lo, hi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-verdicts, runs = {}, {}
+verdicts, runs, passed, fell = {}, {}, {}, {}
 for p in range(lo, hi + 1):
     try:
         text = open(f"{out}/p{p}.txt").read()
     except OSError:
         continue
-    tail = text[text.rfind("\nconformance: "):]
-    for m in re.finditer(r"^  (pass|FAIL|inconclusive|error|not judged)\s+(\S+)", tail, re.M):
+    cut = text.rfind("\nconformance: ")
+    for sec in re.split(r"^== ", text[:cut], flags=re.M)[1:]:
+        model = sec.split(":", 1)[0]
+        m = re.search(r"^(\d+) runs: (\d+) passed", sec, re.M)
+        if m:
+            runs[model] = runs.get(model, 0) + int(m.group(1))
+            passed[model] = passed.get(model, 0) + int(m.group(2))
+        m = re.search(r"^the skipped runs: (\d+) where the library fell back", sec, re.M)
+        if m:
+            fell.setdefault(model, []).append(f"{m.group(1)} at p={p}")
+    for m in re.finditer(r"^  (pass|FAIL|inconclusive|error|not judged|no compare)\s+(\S+)", text[cut:], re.M):
         verdicts.setdefault(m.group(2), {})[p] = m.group(1)
 ps = list(range(lo, hi + 1))
-print("| model | " + " | ".join(f"p={p}" for p in ps) + " |")
-print("|---|" + "---|" * len(ps))
+print("| model | " + " | ".join(f"p={p}" for p in ps) + " | runs judged | passed | fell back |")
+print("|---|" + "---|" * (len(ps) + 3))
 for model in sorted(verdicts):
     name = re.sub(r"^(.*/)?models/", "", model)
-    print(f"| {name} | " + " | ".join(verdicts[model].get(p, "") for p in ps) + " |")
+    print(f"| {name} | " + " | ".join(verdicts[model].get(p, "") for p in ps) +
+          f" | {runs.get(model, 0)} | {passed.get(model, 0)} | {', '.join(fell.get(model, []))} |")
 PY
 cat "$OUT/table.md"

@@ -46,6 +46,9 @@ struct MpiOptions {
   std::vector<std::pair<std::string, std::string>> extra_env;
   // Set (when not null) to whether the library fell back to its own choice in every run.
   bool* all_fell_back = nullptr;
+  // Set (when not null) to the number of runs whose `conformance` or `messages` check compared
+  // something with the model (passed or failed; not "not checked").
+  std::size_t* compared_runs = nullptr;
 };
 
 // The run a model's `library` line asks for: impl, collective and algorithm set from the line,
