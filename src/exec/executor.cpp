@@ -267,6 +267,16 @@ class Machine : public SliceMachine {
     wake(src, dst);
   }
   StreamTiming& timing() override { return *stream_; }
+  void set_horizon(std::uint32_t h) override {
+    COLLV_ASSERT(h == 0 || opts_.port == PortModel::Single);
+    horizon_ = h;
+    for (auto [pc, v] : held_) {
+      ready_[pc].push_back(v);
+      mark_ready(pc);
+    }
+    held_.clear();
+  }
+  std::uint64_t held() const override { return held_.size(); }
   std::uint64_t unfinished() const override { return n_local_ - finished_; }
   std::vector<std::pair<NodeId, NodeId>> waiting() const override {
     std::vector<std::pair<NodeId, NodeId>> w;
@@ -293,6 +303,17 @@ class Machine : public SliceMachine {
       if (pc == prog_.code.size()) {  // finished
         finished_ += batch.size();
         continue;
+      }
+      if (horizon_ != 0 && prog_.code[pc].op == IOp::Send) {  // hold who reached the horizon
+        std::size_t keep = 0;
+        for (NodeId v : batch) {
+          if (bound_.sends(v) < horizon_)
+            batch[keep++] = v;
+          else
+            held_.emplace_back(pc, v);
+        }
+        batch.resize(keep);
+        if (batch.empty()) continue;
       }
       if (!std::is_sorted(batch.begin(), batch.end())) std::sort(batch.begin(), batch.end());
       ops_ += batch.size();
@@ -990,7 +1011,7 @@ class Machine : public SliceMachine {
             if (dst < lo_ || dst >= hi_) {  // another process's node (partitioned runs)
               const auto len = static_cast<std::uint16_t>(val[i].size());
               const auto line = static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF));
-              tid = stream_->on_send_remote(v, dst, len, line, deps_of(pc, v));
+              tid = stream_->on_send_remote(v, dst, deps_of(pc, v));
               outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
               continue;
             }
@@ -1221,6 +1242,8 @@ class Machine : public SliceMachine {
   NodeId lo_, hi_;  // the nodes this Machine runs
   std::uint32_t n_local_;
   std::vector<RemoteSend> outbox_;  // sends to other processes' nodes, until exchanged
+  std::uint32_t horizon_ = 0;       // set_horizon
+  std::vector<std::pair<std::uint32_t, NodeId>> held_;  // (program point, node) at the horizon
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
   std::vector<NodeCol<std::int64_t>> ints_;

@@ -89,8 +89,15 @@ struct RemoteSend {
 class SliceMachine {
  public:
   virtual ~SliceMachine() = default;
-  virtual void start() = 0;      // every node of the slice at the program's start
-  virtual void run_local() = 0;  // until each node finished or waits for a message, or a failure
+  virtual void start() = 0;  // every node of the slice at the program's start
+  // Until each node finished, waits for a message or is held at the horizon, or a failure.
+  virtual void run_local() = 0;
+  // Paces the slices (0: no horizon): a node whose next send would be its h+1-th waits at that
+  // send (is held) until the horizon is raised. Without it a slice's nodes run many steps ahead of
+  // the nodes they send to in other slices, and every transfer issued meanwhile waits in the
+  // timing window for the laggards' receives (docs/partitioned.md, "Memory").
+  virtual void set_horizon(std::uint32_t h) = 0;
+  virtual std::uint64_t held() const = 0;         // nodes held at the horizon
   virtual std::vector<RemoteSend>& outbox() = 0;  // sends to other processes, to be exchanged
   // A message from another process's node src arrives for dst (`origin`: its id there); tid is
   // set to its id here.

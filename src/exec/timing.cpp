@@ -110,11 +110,13 @@ StreamTiming::StreamTiming(std::uint32_t n, DepTable* deps, NodeId base) : p_(n)
   last_recv_.assign(n, 0, base);
   ring_.resize(1024);
   magic_ = UINT64_MAX / ring_.size() + 1;
+  rring_.resize(1024);
 }
 
 std::uint64_t StreamTiming::bytes() const {
-  return ring_.capacity() * sizeof(Entry) +
-         (pending_.capacity() + keep_.capacity()) * sizeof(std::uint32_t) +
+  return ring_.capacity() * sizeof(Entry) + rring_.capacity() * sizeof(RemoteEntry) +
+         (pending_.capacity() + keep_.capacity() + rpending_.capacity() + rkeep_.capacity()) *
+             sizeof(std::uint32_t) +
          per_step_.capacity() * sizeof(StepStats) + 2 * std::uint64_t{p_} * sizeof(Ref);
 }
 
@@ -151,21 +153,66 @@ std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::
   if (dep != 0)
     set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
   e.payload.assign(payload.data(), payload.size());
-  last_send_[u] = Ref{tid} + 1;
+  link_send(u, Ref{tid} + 1);
   pending_.push_back(tid);
   ++unreceived_;
   return tid;
 }
 
-std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, std::uint16_t len,
-                                           std::uint16_t line, DepTag dep) {
-  const std::uint32_t tid = on_send(u, v, len, line, dep, Buffer{});
-  Entry& e = at(tid);
-  e.remote = 1;
-  e.received = true;  // on the other side; its step comes back from there
-  e.kind[2] = 3;
-  --unreceived_;
-  return tid;
+void StreamTiming::link_send(NodeId u, Ref self) {
+  const Ref prev = last_send_[u];
+  if ((prev & kRemote) && !(prev & kStep))
+    rat(static_cast<std::uint32_t>((prev & ~kRemote) - 1)).succ = self;
+  last_send_[u] = self;
+}
+
+std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, DepTag dep) {
+  if (rnext_ == kNoTransfer - 1)
+    throw LimitError("the run sends more than 2^32 transfers; it is too large");
+  if (rnext_ - rlo_ == rring_.size()) {  // full: twice as large
+    std::vector<RemoteEntry> ring(rring_.size() * 2);
+    for (std::uint32_t r = rlo_; r != rnext_; ++r) ring[r & (ring.size() - 1)] = rat(r);
+    rring_.swap(ring);
+  }
+  const std::uint32_t rid = rnext_++;
+  RemoteEntry& e = rat(rid);
+  e = RemoteEntry{};
+  e.src = u;
+  e.dst = v;
+  set_pred(e, 0, last_send_[u]);
+  if (dep != 0)
+    set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
+  link_send(u, kRemote | (Ref{rid} + 1));
+  rpending_.push_back(rid);
+  return rid;
+}
+
+bool StreamTiming::pred_known(std::uint8_t& kind, std::uint32_t& pred) {
+  if (kind == 0 || kind == 2) return true;
+  if (kind != 1) return false;  // decided by another process, or a sender's side (set_step)
+  const std::uint32_t q = pred;
+  COLLV_ASSERT(q - lo_ < next_ - lo_);  // waiting transfers refer only into the window
+  if (at(q).step == 0) return false;
+  kind = 2;
+  pred = at(q).step;
+  return true;
+}
+
+// A sender's side: queues its bound once its two predecessors have steps.
+bool StreamTiming::try_resolve_remote(std::uint32_t rid) {
+  RemoteEntry& e = rat(rid);
+  std::uint32_t latest = 0;
+  bool known = true;
+  for (int k = 0; k < 2; ++k) {
+    if (!pred_known(e.kind[k], e.pred[k]))
+      known = false;
+    else if (e.kind[k] == 2)
+      latest = std::max(latest, e.pred[k]);
+  }
+  if (!known) return false;
+  bounds_out_.push_back({e.dst, rid, latest});
+  e.bound_sent = true;
+  return true;
 }
 
 std::uint32_t StreamTiming::on_arrive(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
@@ -189,18 +236,28 @@ void StreamTiming::set_bound(std::uint32_t tid, std::uint32_t bound) {
   e.pred[0] = bound;
 }
 
-void StreamTiming::set_step(std::uint32_t tid, std::uint32_t step) {
-  Entry& e = at(tid);
-  COLLV_ASSERT(e.remote == 1 && e.kind[2] >= 3 && step >= 1);
-  e.kind[2] = 2;
-  e.pred[2] = step - 1;  // 1 + max(bound, step - 1) = step: the bound is below it
+void StreamTiming::set_step(std::uint32_t rid, std::uint32_t step) {
+  COLLV_ASSERT(rid - rlo_ < rnext_ - rlo_);
+  RemoteEntry& e = rat(rid);
+  COLLV_ASSERT(e.bound_sent && e.step == 0 && step >= 1);
+  e.step = step;
+  // The one transfer that waits for it: the sender's next send, or the sender's last send.
+  if (e.succ == 0) {
+    COLLV_ASSERT(last_send_[e.src] == (kRemote | (Ref{rid} + 1)));
+    last_send_[e.src] = kStep | step;
+  } else if (e.succ & kRemote) {
+    RemoteEntry& s = rat(static_cast<std::uint32_t>((e.succ & ~kRemote) - 1));
+    s.kind[0] = 2;
+    s.pred[0] = step;
+  } else {
+    Entry& s = at(static_cast<std::uint32_t>(e.succ - 1));
+    s.kind[0] = 2;
+    s.pred[0] = step;
+  }
+  while (rlo_ != rnext_ && rat(rlo_).step != 0) ++rlo_;
 }
 
-std::uint64_t StreamTiming::unresolved_here() const {
-  std::uint64_t n = 0;
-  for (std::uint32_t tid : pending_) n += at(tid).remote != 1;
-  return n;
-}
+std::uint64_t StreamTiming::unresolved_here() const { return pending_.size(); }
 
 void StreamTiming::make_room() {
   if (next_ - lo_ < ring_.size()) return;
@@ -229,23 +286,9 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   bool known = true;
   for (int k = 0; k < 3; ++k) {
     if (e.kind[k] == 0 || (k == 1 && e.remote == 2)) continue;  // (pred[1]: the sender's id)
-    if (e.kind[k] >= 3) {                                       // decided by another process
-      if (k == 2 && e.kind[2] == 3 && known) {  // the sender's bound is known: queue it once
-        bounds_out_.push_back({e.dst, tid, latest});
-        e.kind[2] = 4;
-      }
+    if (!pred_known(e.kind[k], e.pred[k])) {
       known = false;
       continue;
-    }
-    if (e.kind[k] == 1) {
-      const std::uint32_t q = e.pred[k];
-      COLLV_ASSERT(q - lo_ < next_ - lo_);  // waiting transfers refer only into the window
-      if (at(q).step == 0) {
-        known = false;
-        continue;
-      }
-      e.kind[k] = 2;
-      e.pred[k] = at(q).step;
     }
     latest = std::max(latest, e.pred[k]);
   }
@@ -254,10 +297,6 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   e.step = s;
   e.payload = SmallVec<Item, 1>{};
   const Ref self = Ref{tid} + 1;
-  if (e.remote == 1) {  // the sender's side: the receiver's process counts it
-    if (last_send_[e.src] == self) last_send_[e.src] = kStep | s;
-    return true;
-  }
   if (e.remote == 2) steps_out_.push_back({e.src, e.pred[1], s});
   if (s > per_step_.size()) per_step_.resize(s);
   StepStats& st = per_step_[s - 1];
@@ -295,10 +334,8 @@ void StreamTiming::resolve(bool force) {
       const std::uint32_t tid = pending_[i];
       if (i + kAhead < pending_.size()) {
         const Entry& a = at(pending_[i + kAhead]);
-        if (a.remote != 1) {  // (the sender's side of a remote transfer: dst is not here)
-          __builtin_prefetch(deps_->row(a.dst), 1);
-          __builtin_prefetch(&last_recv_[a.dst], 1);
-        }
+        __builtin_prefetch(deps_->row(a.dst), 1);
+        __builtin_prefetch(&last_recv_[a.dst], 1);
       }
       if (try_resolve(tid, false))
         progress = true;
@@ -306,14 +343,31 @@ void StreamTiming::resolve(bool force) {
         keep_.push_back(tid);
     }
     pending_.swap(keep_);
+    // Senders' sides read the steps of the transfers just settled in this same pass, before the
+    // window moves past them.
+    if (resolve_remote()) progress = true;
     if (!force) break;
   }
   lo_ = pending_.empty() ? next_ : pending_.front();
 }
 
+bool StreamTiming::resolve_remote() {
+  if (rpending_.empty()) return false;
+  bool progress = false;
+  rkeep_.clear();
+  for (std::uint32_t rid : rpending_) {
+    if (try_resolve_remote(rid))
+      progress = true;
+    else
+      rkeep_.push_back(rid);
+  }
+  rpending_.swap(rkeep_);
+  return progress;
+}
+
 void StreamTiming::finish() {
   bool progress = true;
-  while (progress && !pending_.empty()) {
+  while (progress && (!pending_.empty() || !rpending_.empty())) {
     progress = false;
     keep_.clear();
     for (std::uint32_t tid : pending_) {
@@ -323,6 +377,7 @@ void StreamTiming::finish() {
         keep_.push_back(tid);
     }
     pending_.swap(keep_);
+    if (resolve_remote()) progress = true;
   }
   lo_ = pending_.empty() ? next_ : pending_.front();
 }

@@ -90,6 +90,8 @@ class StepBound {
   }
   // Records a send from u to v and returns the least step it can take.
   std::uint32_t on_send(NodeId u, NodeId v);
+  // Single-port: u's sends so far.
+  std::uint32_t sends(NodeId u) const { return sends_[u]; }
 
  private:
   PortModel port_;
@@ -125,7 +127,11 @@ struct TimingOutcome {
 // bounds_out() for the receiver's process. The receiver's (on_arrive) waits for that bound
 // (set_bound) in place of those two predecessors, and once resolved queues its step in
 // steps_out() for the sender's process (set_step). The receiver's side counts the transfer into
-// the statistics; the sender's counts as issued.
+// the statistics; the sender's counts as issued. The sender's sides are not in the window but in
+// a window of their own (20 bytes an entry, numbered apart): each waits a round trip for its
+// step, and in the window it held every transfer issued after it for that long. The one transfer
+// that waits for a sender's side (the sender's next send) is recorded in it, and set_step gives
+// it the step.
 class StreamTiming {
  public:
   // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
@@ -139,8 +145,8 @@ class StreamTiming {
                         Buffer&& payload);
   NodeId src(std::uint32_t tid) const { return at(tid).src; }
   // Partitioned runs (see above). A send to a node of another process (no payload kept here).
-  std::uint32_t on_send_remote(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
-                               DepTag dep);
+  // Its id is among the senders' sides (numbered apart from the window's).
+  std::uint32_t on_send_remote(NodeId u, NodeId v, DepTag dep);
   // A transfer from a node of another process arrives (`origin`: its id there).
   std::uint32_t on_arrive(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
                           std::uint32_t origin, Buffer&& payload);
@@ -166,8 +172,8 @@ class StreamTiming {
   // The run is over: transfers never received take no receive predecessor, and everything that
   // can be resolved is. What is left waits on a cycle of port orders (assign_steps' "cycle").
   void finish();
-  std::uint64_t issued() const { return next_; }
-  std::uint64_t unresolved() const { return pending_.size(); }
+  std::uint64_t issued() const { return std::uint64_t{next_} + rnext_; }
+  std::uint64_t unresolved() const { return pending_.size() + rpending_.size(); }
   std::uint64_t unreceived() const { return unreceived_; }
   std::uint32_t steps() const { return steps_; }
   const std::vector<StepStats>& per_step() const { return per_step_; }
@@ -175,8 +181,10 @@ class StreamTiming {
 
  private:
   // A reference to a transfer's step: 0 none, kStep | step once known, else tid + 1.
+  // (kRemote | id + 1: a sender's side, by its id among those.)
   using Ref = std::uint64_t;
   static constexpr Ref kStep = Ref{1} << 63;
+  static constexpr Ref kRemote = Ref{1} << 62;
   struct Entry {
     NodeId src = 0, dst = 0;
     std::uint32_t step = 0;  // 0 until resolved
@@ -184,20 +192,39 @@ class StreamTiming {
     // Previous send of src, the payload's receive, previous receive of dst: a transfer id, or its
     // step once known (kind[k] says which).
     std::uint32_t pred[3] = {0, 0, 0};
-    // 0 none, 1 transfer id, 2 step, 3 decided by another process (partitioned runs), 4 the same
-    // with the bound already queued (pred[2] of a sender's side).
+    // 0 none, 1 transfer id, 2 step, 3 decided by another process (partitioned runs: pred[0] of
+    // a receiver's side), 5 the id of a sender's side (pred[0]).
     std::uint8_t kind[3] = {0, 0, 0};
     bool received = false;
-    std::uint8_t remote = 0;    // 0 local, 1 the sender's side, 2 the receiver's side (pred[1]:
-                                // the id at the sender)
+    std::uint8_t remote = 0;    // 0 local, 2 the receiver's side (pred[1]: the id at the sender)
     SmallVec<Item, 1> payload;  // until received
   };
-  static void set_pred(Entry& e, int k, Ref r) {
-    e.kind[k] = r == 0 ? 0 : (r & kStep) ? 2 : 1;
+  // A sender's side (partitioned runs): its previous send and data as in Entry (kinds 0, 1, 2,
+  // 5), whether its bound is queued, its step once it comes back, and the sender's next send
+  // (succ: kRemote | id + 1 or id + 1; 0 none yet), which is given the step.
+  struct RemoteEntry {
+    NodeId src = 0, dst = 0;
+    std::uint32_t pred[2] = {0, 0};
+    std::uint32_t step = 0;
+    std::uint8_t kind[2] = {0, 0};
+    bool bound_sent = false;
+    Ref succ = 0;
+  };
+  template <class E>
+  static void set_pred(E& e, int k, Ref r) {
+    e.kind[k] = r == 0 ? 0 : (r & kStep) ? 2 : (r & kRemote) ? 5 : 1;
     e.pred[k] = r == 0        ? 0
                 : (r & kStep) ? static_cast<std::uint32_t>(r)
-                              : static_cast<std::uint32_t>(r - 1);
+                              : static_cast<std::uint32_t>((r & ~kRemote) - 1);
   }
+  // u's previous send: the transfer u sends now (ref `self`) comes after it. A sender's side
+  // still waiting for its step records the new one as its successor.
+  void link_send(NodeId u, Ref self);
+  // Copies a known predecessor step into (kind, pred); false if it is not known yet.
+  bool pred_known(std::uint8_t& kind, std::uint32_t& pred);
+  RemoteEntry& rat(std::uint32_t rid) { return rring_[rid & (rring_.size() - 1)]; }
+  bool try_resolve_remote(std::uint32_t rid);
+  bool resolve_remote();  // one pass over the senders' sides waiting to queue their bounds
   // The window is a ring of any capacity (grown by a quarter, not doubled): tid mod capacity,
   // by multiplication (Lemire's fastmod) rather than division.
   std::size_t slot(std::uint32_t tid) const {
@@ -219,6 +246,10 @@ class StreamTiming {
   NodeCol<Ref> last_send_, last_recv_;         // per node
   std::uint64_t since_ = 0, unreceived_ = 0, arrived_ = 0;
   std::vector<RemoteTiming> bounds_out_, steps_out_;
+  // Senders' sides: a ring of a power of two entries, ids rlo_ .. rnext_-1; unresolved ones.
+  std::vector<RemoteEntry> rring_;
+  std::uint32_t rnext_ = 0, rlo_ = 0;
+  std::vector<std::uint32_t> rpending_, rkeep_;
   std::uint32_t steps_ = 0;
   std::vector<StepStats> per_step_;
 };

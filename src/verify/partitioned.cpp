@@ -93,6 +93,9 @@ Buffer get_buffer(Reader& r, Domain& d) {
 
 enum Record : std::uint8_t { kMessage = 1, kBound = 2, kStep = 3 };
 
+// How many more sends a node may make each round (SliceMachine::set_horizon).
+constexpr std::uint32_t kPace = 1;
+
 // An error thrown on one process becomes the same error on every process (the lowest rank's), so
 // they all leave the run together: the collective calls never wait for a process that left.
 struct ErrorState {
@@ -253,8 +256,14 @@ class PartitionDriver : public SliceDriver {
         together(part_, [&] { unpack(in); });
       }
     };
-    // The run: each process runs its nodes until they finish or wait, then the messages between
-    // slices are exchanged; it ends when no process sent one (or one failed).
+    // The run: each process runs its nodes until they finish, wait or reach the horizon (at
+    // most `horizon` sends each), then the messages between slices are exchanged; it ends when
+    // no process sent one and none holds a node at the horizon (or one failed). The horizon keeps
+    // the slices within a step or two of each other, as one process's lowest-point-first order
+    // keeps its nodes; it grows by at least a sixteenth a round, so a run that sends for ever
+    // reaches --max-steps in a few hundred rounds.
+    std::uint32_t horizon = kPace;
+    m.set_horizon(horizon);
     for (;;) {
       std::vector<std::string> out;
       std::uint64_t sent = 0;
@@ -264,11 +273,15 @@ class PartitionDriver : public SliceDriver {
         sent = pack(out);
       });
       std::vector<std::string> in = part_.alltoall(out);
-      std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u};
+      std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u,
+                                   m.held()};
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
-      if (g[0] == 0 || g[1] != 0) break;
+      if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
       settle(false);
+      horizon = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::uint64_t{horizon} + std::max(kPace, horizon / 16), kNoTransfer - 1));
+      m.set_horizon(horizon);
     }
     // The timing of what is left (transfers never received take no receive predecessor).
     settle(true);
