@@ -9,7 +9,8 @@
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
  *     COUNTS      N or A..B: one collective per count, in one launch (MPI_Init is the slow part)
- *     OP          c (a commutative user operation) or n (a non-commutative one)
+ *     OP          c (a commutative user operation), n (a non-commutative one) or b (the
+ *                 built-in MPI_SUM on MPI_UINT64_T; reductions only, p <= 12)
  *     INPLACE     1: MPI_IN_PLACE where the collective allows it
  *     INJECT      none | off-by-one | double-count | swap-operands (ring_allreduce only)
  *
@@ -21,7 +22,14 @@
  * MPI computes inoutvec = invec (op) inoutvec, so `a` is the left operand. At the end:
  *   {"k":"out","buf":[[idx,mask],...]}   the result region the collective defines at this rank
  *   {"k":"done","rank":R,"size":P}
- * Masks are written in decimal. An element the collective never wrote keeps {-1, 0}. */
+ * Masks are written in decimal. An element the collective never wrote keeps {-1, 0}.
+ *
+ * OP b: some algorithms run for built-in operations only (MPICH's Rabenseifner all-reduce). The
+ * library calls no user function then, so no combination is seen; each element is one uint64,
+ * rank r's input at position k being (k + 1) << (5 r), and the result region is written as
+ *   {"k":"outv","buf":[v,...]}
+ * in which digit r (5 bits) is k + 1 times the number of times rank r's input at position k
+ * was added. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -183,6 +191,63 @@ static void ring_allreduce(const elem* own, elem* res, int count, const char* in
   free(tmp);
 }
 
+/* A reduction under the built-in MPI_SUM on plain uint64 values (OP b). Returns 2 for a
+ * collective that is no reduction. */
+static int run_builtin(const char* coll, int count, int root, int inplace) {
+  long p = size, total = count, n_out = count;
+  int* rc = NULL;
+  if (strcmp(coll, "reduce_scatter_block") == 0) {
+    total = p * count;
+  } else if (strcmp(coll, "reduce_scatter") == 0) {
+    rc = (int*)malloc(sizeof(int) * (size_t)p);
+    total = 0;
+    for (int i = 0; i < size; ++i) total += rc[i] = rs_count(i, count);
+    n_out = rc[rank];
+  }
+  uint64_t* s = (uint64_t*)calloc((size_t)total + 1, sizeof(uint64_t));
+  uint64_t* r = (uint64_t*)calloc((size_t)total + 1, sizeof(uint64_t));
+  if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 3);
+  for (long k = 0; k < total; ++k) s[k] = (uint64_t)(k + 1) << (5 * rank);
+  int ip = inplace && (strcmp(coll, "reduce") != 0 || rank == root);
+  if (ip) memcpy(r, s, sizeof(uint64_t) * (size_t)total);
+  void* sb = ip ? MPI_IN_PLACE : (void*)s;
+  int ok;
+  if (strcmp(coll, "allreduce") == 0) {
+    ok = MPI_Allreduce(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  } else if (strcmp(coll, "reduce") == 0) {
+    ok = MPI_Reduce(sb, r, count, MPI_UINT64_T, MPI_SUM, root, MPI_COMM_WORLD);
+    if (rank != root) n_out = -1;
+  } else if (strcmp(coll, "scan") == 0) {
+    ok = MPI_Scan(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  } else if (strcmp(coll, "exscan") == 0) {
+    ok = MPI_Exscan(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) n_out = -1;
+  } else if (rc) {
+    ok = MPI_Reduce_scatter(sb, r, rc, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  } else if (strcmp(coll, "reduce_scatter_block") == 0) {
+    ok = MPI_Reduce_scatter_block(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  } else {
+    if (rank == 0) fprintf(stderr, "harness: OP b: '%s' is no reduction\n", coll);
+    return 2;
+  }
+  if (ok != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(ok, msg, &len);
+    fprintf(out, "{\"k\":\"error\",\"message\":\"");
+    for (int i = 0; i < len; ++i)
+      if (msg[i] != '"' && msg[i] != '\\' && (unsigned char)msg[i] >= 0x20) fputc(msg[i], out);
+    fprintf(out, "\"}\n");
+  } else if (n_out >= 0) {
+    fputs("{\"k\":\"outv\",\"buf\":[", out);
+    for (long i = 0; i < n_out; ++i)
+      fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)r[i]);
+    fputs("]}\n", out);
+  }
+  fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
+  return 0;
+}
+
 /* One collective at one count, its observations written to `out`. Returns 2 for an unknown
  * collective. (Buffers are not freed: a launch runs a few counts, then exits.) */
 static int run_one(const char* coll, int count, int root, int inplace, const char* inject,
@@ -324,8 +389,14 @@ int main(int argc, char** argv) {
   if (dots) hi = atoi(dots + 2);
   int root = atoi(argv[4]);
   int commute = strcmp(argv[5], "c") == 0;
+  int builtin = strcmp(argv[5], "b") == 0;
   int inplace = atoi(argv[6]) != 0;
   const char* inject = argv[7];
+  if (builtin && (size > 12 || hi > 30)) {
+    if (rank == 0) fprintf(stderr, "harness: OP b needs p <= 12 and counts <= 30\n");
+    MPI_Finalize();
+    return 2;
+  }
   if (size > 64 || lo < 0 || hi > 65536 || lo > hi || root < 0 || root >= size) {
     if (rank == 0) fprintf(stderr, "harness: p <= 64, 0 <= A <= B <= 65536, 0 <= root < p\n");
     MPI_Finalize();
@@ -355,7 +426,8 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harness: cannot write %s\n", path);
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    rc = run_one(coll, count, root, inplace, inject, op);
+    rc = builtin ? run_builtin(coll, count, root, inplace)
+                 : run_one(coll, count, root, inplace, inject, op);
     fclose(out);
   }
   MPI_Op_free(&op);

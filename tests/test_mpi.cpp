@@ -541,3 +541,78 @@ TEST_CASE(
   fs::remove(wrapper);
   fs::remove(json);
 }
+
+TEST_CASE("mpi judge --op builtin: MPI_SUM's values say how often each input was added", "[mpi]") {
+  // p = 3, count 2, all-reduce: rank r's input at position k is (k + 1) << 5r.
+  auto v = [](std::uint64_t k, std::initializer_list<int> ranks) {
+    std::uint64_t x = 0;
+    for (int r : ranks) x += (k + 1) << (5 * r);
+    return std::to_string(x);
+  };
+  auto run = [&](const std::string& buf0) {
+    std::vector<std::string> files;
+    for (int r = 0; r < 3; ++r)
+      files.push_back("{\"k\":\"outv\",\"buf\":[" +
+                      (r == 0 ? buf0 : v(0, {0, 1, 2}) + "," + v(1, {0, 1, 2})) + "]}\n" +
+                      done(r, 3));
+    MpiCase c{"allreduce", 3, 2, 0, true, false};
+    c.builtin = true;
+    std::string dir = write_ranks(files);
+    auto res = judge_mpi_run(c, dir);
+    fs::remove_all(dir);
+    return res;
+  };
+  auto ok = run(v(0, {0, 1, 2}) + "," + v(1, {0, 1, 2}));
+  CHECK(verdict(ok, "postcondition") == Verdict::Pass);
+  CHECK(verdict(ok, "nodup") == Verdict::NotChecked);  // no combination is visible
+  CHECK(verdict(ok, "order") == Verdict::NotChecked);
+  auto first = [](const std::vector<CheckResult>& cs) {
+    for (const auto& c : cs)
+      if (c.name == "postcondition" && !c.violations.empty()) return c.violations[0].message;
+    return std::string("(none)");
+  };
+  // Rank 1's input added twice at position 1; rank 2's missing at position 0.
+  auto twice = run(v(0, {0, 1, 2}) + "," + v(1, {0, 1, 1, 2}));
+  CHECK(verdict(twice, "postcondition") == Verdict::Fail);
+  CHECK_THAT(first(twice),
+             Catch::Contains("rank 0 position 1") && Catch::Contains("rank 1 counted 2 times"));
+  auto missing = run(v(0, {0, 1}) + "," + v(1, {0, 1, 2}));
+  CHECK_THAT(first(missing), Catch::Contains("rank 2 missing"));
+  // Rank 2's input of position 0 added at position 1.
+  auto moved = run(v(0, {0, 1, 2}) + "," + std::to_string((2u << 0) + (2u << 5) + (1u << 10)));
+  CHECK_THAT(first(moved),
+             Catch::Contains("rank 0 position 1") && Catch::Contains("rank 2's digit is 1, not 2"));
+  // Values in a run of a user operation are not the harness's output.
+  MpiCase user{"allreduce", 3, 2, 0, true, false};
+  std::string dir = write_ranks({"{\"k\":\"outv\",\"buf\":[1,2]}\n" + done(0, 3)});
+  CHECK_THROWS_AS(judge_mpi_run(user, dir), UsageError);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("collv mpi --op builtin: MPICH's Rabenseifner all-reduce runs and its values are judged",
+          "[mpi]") {
+  if (!have_mpi("mpicc.mpich") || !have_mpi("mpiexec.mpich")) {
+    WARN("MPICH is not installed (mpicc.mpich): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  // With the harness's user operation MPICH falls back (nothing run: exit 2); with MPI_SUM it
+  // runs reduce_scatter_allgather (count >= pof2) and the values pass.
+  const std::string base =
+      "mpi --impl mpich --collective allreduce --algorithm reduce_scatter_allgather --sizes 4 "
+      "--count 4";
+  CHECK(test::run_cli(base, out, "", 120) == 2);
+  CHECK_THAT(out, Catch::Contains("fell back"));
+  int rc = test::run_cli(base + " --op builtin", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("1 runs: 1 passed"));
+  CHECK(out.find("fell back") == std::string::npos);
+  // Refused: a collective that is no reduction, a model, more positions than digits hold.
+  CHECK(test::run_cli("mpi --impl mpich --collective bcast --op builtin", out) == 2);
+  CHECK(test::run_cli(base + " --op builtin --model models/mpich/allreduce_rabenseifner.coll",
+                      out) == 2);
+  CHECK(test::run_cli("mpi --impl mpich --collective reduce_scatter_block --sizes 4 --count 8 "
+                      "--op builtin",
+                      out) == 2);
+}

@@ -266,6 +266,46 @@ std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir)
                                       "left operand must be ranks i..j and the right j+1..k",
                                       at, elem_text(x), elem_text(y)));
         }
+      } else if (k == "outv") {
+        // OP b: values, digit r = (position + 1) times rank r's multiplicity.
+        have_out = true;
+        if (!c.builtin) throw UsageError(where + ": values (outv) from a run of a user operation");
+        const auto& buf = j.value("buf", nlohmann::json());
+        if (!buf.is_array()) throw UsageError(where + ": buf: expected an array of numbers");
+        if (!exp) continue;
+        if (buf.size() != exp->size()) {
+          post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, buf.size(),
+                                   exp->size()));
+          continue;
+        }
+        for (std::size_t i = 0; i < buf.size(); ++i) {
+          if (!buf[i].is_number_unsigned() && !buf[i].is_number_integer())
+            throw UsageError(where + ": buf: expected an array of numbers");
+          const std::uint64_t got = buf[i].get<std::uint64_t>();
+          const Elem& e = (*exp)[i];
+          const std::uint64_t unit = static_cast<std::uint64_t>(e.idx + 1);
+          std::uint64_t want = 0;
+          for (int q = 0; q < c.p; ++q)
+            if (e.mask >> q & 1) want += unit << (5 * q);
+          if (got == want) continue;
+          std::string diff;
+          for (int q = 0; q < c.p; ++q) {
+            const std::uint64_t d = got >> (5 * q) & 31, w = (e.mask >> q & 1) ? unit : 0;
+            if (d == w) continue;
+            if (d == 0)
+              diff += fmt::format(", rank {} missing", q);
+            else if (w == 0)
+              diff += fmt::format(", rank {} extra (digit {})", q, d);
+            else if (d % w == 0)
+              diff += fmt::format(", rank {} counted {} times", q, d / w);
+            else
+              diff += fmt::format(", rank {}'s digit is {}, not {} (another position's input?)", q,
+                                  d, w);
+          }
+          post.fail(
+              r, fmt::format("rank {} position {}: holds {}, MPI_SUM of the inputs is {}{}", r, i,
+                             got, want, diff.empty() ? "" : " (" + diff.substr(2) + ")"));
+        }
       } else if (k == "out") {
         have_out = true;
         auto got = read_elems(j.value("buf", nlohmann::json()), where + ": buf");
@@ -309,6 +349,14 @@ std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir)
   if (c.commutative) {
     order.res.verdict = Verdict::NotChecked;
     order.res.note = "a commutative operation may combine in any order";
+  }
+  if (c.builtin) {
+    for (Judge* jg : {&nodup, &operands, &order}) {
+      jg->res.verdict = Verdict::NotChecked;
+      jg->res.note =
+          "a built-in operation (MPI_SUM): the library calls no user function, so no "
+          "combination is visible; the result's values say how often each input was added";
+    }
   }
   return {runtime.res, nodup.res, operands.res, order.res, post.res};
 }
@@ -916,8 +964,29 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& c : kCollectives) l += (l.empty() ? "" : ", ") + c;
     throw UsageError("--collective must be one of " + l);
   }
-  if (o.op != "commutative" && o.op != "noncommutative")
-    throw UsageError("--op must be commutative or noncommutative");
+  if (o.op != "commutative" && o.op != "noncommutative" && o.op != "builtin")
+    throw UsageError("--op must be commutative, noncommutative or builtin");
+  if (o.op == "builtin") {
+    const std::string& k = o.collective;
+    if (k != "allreduce" && k != "reduce" && k != "scan" && k != "exscan" &&
+        k != "reduce_scatter" && k != "reduce_scatter_block")
+      throw UsageError("--op builtin applies to the reductions only");
+    if (o.algorithm == "harness-ring" || !o.model.empty())
+      throw UsageError(
+          "--op builtin: the library calls no user function, so no combination is visible; it "
+          "judges the final values of a library's collective, with no --model and no "
+          "harness-ring");
+    // Digit r of a value is 5 bits: p <= 12 ranks, and (position + 1) < 32 at every position.
+    const std::int64_t P = o.sizes.second, C = o.counts.second;
+    const std::int64_t positions = k == "reduce_scatter_block" ? P * C
+                                   : k == "reduce_scatter"     ? (P + 1) / 2 * C + P / 2 * (C / 2)
+                                                               : C;
+    if (P > 12 || positions > 31)
+      throw UsageError(fmt::format(
+          "--op builtin: p <= 12 and at most 31 positions (each rank's input is (position + 1) "
+          "<< 5 rank); here p up to {} and up to {} positions",
+          P, positions));
+  }
   const bool ring = o.algorithm == "harness-ring";
   if (ring && o.collective != "allreduce")
     throw UsageError("--algorithm harness-ring is an all-reduce (the harness's own ring)");
@@ -1081,7 +1150,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             kind,
             lo == hi ? std::to_string(lo) : fmt::format("{}..{}", lo, hi),
             std::to_string(root),
-            o.op == "commutative" ? "c" : "n",
+            o.op == "commutative" ? "c"
+            : o.op == "builtin"   ? "b"
+                                  : "n",
             o.in_place ? "1" : "0",
             o.inject};
         auto t0 = std::chrono::steady_clock::now();
@@ -1094,8 +1165,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         for (const auto& a : argv) launch += shell_quote(a) + " ";
         bool keep = false;
         for (std::int64_t count = lo; count <= hi; ++count) {
-          MpiCase c{kind, static_cast<int>(p),   static_cast<int>(count),
-                    root, o.op == "commutative", o.in_place};
+          MpiCase c{kind, static_cast<int>(p),      static_cast<int>(count),
+                    root, o.op != "noncommutative", o.in_place};
+          c.builtin = o.op == "builtin";
           fs::path cdir = dir / fmt::format("c{}", count);
           VerifyRun vr;
           vr.model = rep.groups[0].model;

@@ -71,6 +71,9 @@ struct MpiCase {
   std::string collective;  // as the harness names it (ring_allreduce for harness-ring)
   int p = 2, count = 1, root = 0;
   bool commutative = true, in_place = false;
+  // The built-in MPI_SUM on uint64 values (harness OP b): no combination is visible; the result
+  // is judged by value, digit r (5 bits) being (position + 1) times rank r's multiplicity.
+  bool builtin = false;
 };
 
 // Judges the files rank0.jsonl .. rank<p-1>.jsonl the harness wrote into dir (format in

@@ -397,8 +397,10 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
   mpi->add_option("--root", mpi_opts.root,
                   "root of a rooted collective: a rank, last (p-1) or all (0)");
-  mpi->add_option("--op", mpi_opts.op, "commutative (default) | noncommutative user operation")
-      ->check(CLI::IsMember({"commutative", "noncommutative"}));
+  mpi->add_option("--op", mpi_opts.op,
+                  "commutative (default) | noncommutative user operation | builtin (MPI_SUM, final "
+                  "values only)")
+      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
