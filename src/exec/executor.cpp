@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <queue>
 #include <unordered_map>
@@ -29,7 +30,23 @@ constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 20;
 // The most items one local buffer may hold (a message: at most 65535).
 constexpr std::uint64_t kMaxBufferItems = 1ULL << 28;
 
-enum class IOp { Assign, Send, Recv, JumpIfFalse, Jump, ForInit, ForTest, ForNext, ArrayInit };
+enum class IOp {
+  Assign,
+  Send,
+  Recv,
+  JumpIfFalse,
+  Jump,
+  ForInit,
+  ForTest,
+  ForNext,
+  ArrayInit,
+  Irecv,
+  Isend,
+  Wait
+};
+// Outstanding nonblocking requests per node (docs/language.md, "Nonblocking point-to-point"):
+// a limit of collv, checked before a request is added.
+constexpr std::size_t kMaxRequests = 65536;
 
 struct Instr {
   IOp op;
@@ -62,6 +79,15 @@ void compile_stmt(const Stmt& s, Program& prog) {
       break;
     case StmtKind::Receive:
       emit({IOp::Recv, &s});
+      break;
+    case StmtKind::Irecv:
+      emit({IOp::Irecv, &s});
+      break;
+    case StmtKind::Isend:
+      emit({IOp::Isend, &s});
+      break;
+    case StmtKind::Wait:
+      emit({IOp::Wait, &s});
       break;
     case StmtKind::If: {
       auto jf = emit({IOp::JumpIfFalse, &s, s.cond.get()});
@@ -125,6 +151,14 @@ void data_slots_read(const Expr& e, const Model& m, std::vector<int>& out) {
       m.var_types[e.slot] == Type::Data && std::find(out.begin(), out.end(), e.slot) == out.end())
     out.push_back(e.slot);
   for (const auto& a : e.args) data_slots_read(*a, m, out);
+}
+
+bool uses_nonblocking(const std::vector<StmtPtr>& body) {
+  for (const auto& s : body)
+    if (s->kind == StmtKind::Irecv || s->kind == StmtKind::Isend || s->kind == StmtKind::Wait ||
+        uses_nonblocking(s->body) || uses_nonblocking(s->else_body))
+      return true;
+  return false;
 }
 
 // A runtime error of the model at one node.
@@ -213,10 +247,12 @@ class Machine : public SliceMachine {
     reads_.resize(prog_.code.size());
     for (std::size_t pc = 0; pc < prog_.code.size(); ++pc) {
       const Instr& in = prog_.code[pc];
-      if ((in.op == IOp::Assign || in.op == IOp::Send) && in.stmt->value)
+      if ((in.op == IOp::Assign || in.op == IOp::Send || in.op == IOp::Isend) && in.stmt->value)
         data_slots_read(*in.stmt->value, m, reads_[pc]);
+      if (in.op == IOp::Irecv || in.op == IOp::Isend || in.op == IOp::Wait) has_nb_ = true;
       for (int& slot : reads_[pc]) slot = dep_col_[slot];
     }
+    if (has_nb_) init_nonblocking();
     waiting_on_.assign(n_local_, kNone, lo_);
     blocked_pc_.assign(n_local_, kNone, lo_);
     inbox_.resize(n_local_, lo_);
@@ -813,6 +849,7 @@ class Machine : public SliceMachine {
       r.insert(r.end(), nodes, nodes + cnt);
       mark_ready(to);
     };
+    if (has_nb_ && (!acc_[pc].reads.empty() || acc_[pc].write >= 0)) check_access(pc, nodes, cnt);
     switch (in.op) {
       case IOp::Assign: {
         const Expr& tgt = *s.target;
@@ -956,6 +993,15 @@ class Machine : public SliceMachine {
         mark_ready(in.target);
         return;
       }
+      case IOp::Irecv:
+        post_irecv(pc, nodes, cnt);
+        return;
+      case IOp::Wait:
+        run_wait(pc, nodes, cnt);
+        return;
+      case IOp::Isend:
+        post_isend(pc, nodes, cnt);
+        [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
       case IOp::Send: {
         auto& val = dscratch(0);
         eval_data(*s.value, nodes, cnt, val.data(), 1);
@@ -1068,12 +1114,23 @@ class Machine : public SliceMachine {
           NodeId v = nodes[i];
           NodeId src = peer_of(s, v, peer[i]);
           if (src == v) {  // a self-message: the oldest one the node sent itself
+            if (has_nb_ && !match_pending(v, v, kNone)) {
+              waiting_on_[v] = v;
+              blocked_pc_[v] = pc;
+              continue;
+            }
             if (self_box_.empty() || self_box_[v].empty()) {
               waiting_on_[v] = v;  // no earlier send to itself: it waits for ever
               blocked_pc_[v] = pc;
               continue;
             }
             self_got.push_back(v);
+            continue;
+          }
+          // MPI's non-overtaking rule: irecvs posted earlier from src take the first messages.
+          if (has_nb_ && !match_pending(v, src, kNone)) {
+            waiting_on_[v] = src;
+            blocked_pc_[v] = pc;
             continue;
           }
           auto& box = inbox_[v];
@@ -1091,8 +1148,12 @@ class Machine : public SliceMachine {
             tids.push_back(tid);
             continue;
           }
-          timing_.prev_recv[tid] = last_recv_[v];
-          last_recv_[v] = tid;
+          if (has_nb_) {  // the receive port's order is fixed when the run ends (posting order)
+            nb_[v].port.push_back(tid);
+          } else {
+            timing_.prev_recv[tid] = last_recv_[v];
+            last_recv_[v] = tid;
+          }
           if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
           got.push_back(v);
           tids.push_back(tid);
@@ -1118,6 +1179,430 @@ class Machine : public SliceMachine {
       }
     }
   }
+
+  // ---- Nonblocking point-to-point (docs/language.md, "Nonblocking point-to-point") ----
+  // An irecv is matched, in posting order per source (MPI's non-overtaking rule), when a wait
+  // or a later blocking receive from the same source needs it; its data is written into the
+  // buffer at its wait. Until then the buffer may be neither read nor written; an isend's
+  // buffers may not be written until its wait. The receive port takes a node's receives in
+  // posting order (the chain is set when the run ends).
+  struct Request {
+    const Stmt* stmt = nullptr;
+    NodeId peer = 0;
+    bool recv = false, matched = false, whole = false;
+    int slot = -1;                 // irecv: the target buffer
+    std::int64_t lo = 0, hi = -1;  // irecv into a slice: its positions
+    std::uint32_t seq = 0;         // irecv: its receive sequence number (posting order)
+    std::uint32_t port = kNone;    // irecv: its place in NbNode::port (not for self-messages)
+    std::uint32_t tid = kNoTransfer;
+    Buffer self_val;  // irecv from the node itself, once matched
+    DepTag self_dep = 0;
+    std::vector<int> send_slots;  // isend: the buffers it reads (not writable until its wait)
+  };
+  struct Lock {
+    int slot;
+    std::uint32_t recv = 0, send = 0, whole = 0;
+  };
+  struct NbNode {
+    std::map<std::uint32_t, Request> reqs;                  // outstanding, by handle
+    std::map<NodeId, std::deque<std::uint32_t>> unmatched;  // irecvs per source, posting order
+    std::uint32_t next = 0;                                 // the last handle given
+    std::vector<std::uint32_t> port;  // this node's receives (transfer ids), posting order
+    std::vector<Lock> locks;
+  };
+  struct Access {
+    std::vector<int> reads;  // data slots an instruction reads
+    int write = -1;          // the data slot it writes
+  };
+
+  void init_nonblocking() {
+    nb_.resize(n_local_, lo_);
+    acc_.resize(prog_.code.size());
+    send_slots_.resize(prog_.code.size());
+    auto data_slot = [&](const Expr& e) {
+      return e.slot >= 0 && e.slot < static_cast<int>(m_.var_types.size()) &&
+                     m_.var_types[e.slot] == Type::Data
+                 ? e.slot
+                 : -1;
+    };
+    for (std::size_t pc = 0; pc < prog_.code.size(); ++pc) {
+      const Instr& in = prog_.code[pc];
+      const Stmt& s = *in.stmt;
+      Access& a = acc_[pc];
+      auto read = [&](const Expr* e) {
+        if (e) data_slots_read(*e, m_, a.reads);
+      };
+      auto target = [&](bool writes) {
+        const Expr& t = *s.target;
+        if (t.kind == ExprKind::Name) {
+          if (writes) a.write = data_slot(t);
+          return;
+        }
+        for (std::size_t k = 1; k < t.args.size(); ++k) read(t.args[k].get());
+        if (writes && t.args[0]->kind == ExprKind::Name) a.write = data_slot(*t.args[0]);
+      };
+      switch (in.op) {
+        case IOp::Assign:
+          read(s.value.get());
+          target(true);
+          break;
+        case IOp::Send:
+        case IOp::Isend:
+          read(s.value.get());
+          read(s.peer.get());
+          if (in.op == IOp::Isend) data_slots_read(*s.value, m_, send_slots_[pc]);
+          break;
+        case IOp::Recv:
+        case IOp::Irecv:
+          read(s.peer.get());
+          target(in.op == IOp::Recv);
+          break;
+        case IOp::JumpIfFalse:
+          read(in.cond);
+          break;
+        case IOp::ForInit:
+          read(s.value.get());
+          read(s.limit.get());
+          break;
+        case IOp::ArrayInit:
+          read(s.value.get());
+          break;
+        case IOp::Wait:
+          for (const auto& r : s.requests) read(r.get());
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  static Lock* find_lock(NbNode& n, int slot) {
+    for (auto& l : n.locks)
+      if (l.slot == slot) return &l;
+    return nullptr;
+  }
+  static Lock& lock_of(NbNode& n, int slot) {
+    if (Lock* l = find_lock(n, slot)) return *l;
+    n.locks.push_back(Lock{slot});
+    return n.locks.back();
+  }
+  static void unlock_empty(NbNode& n) {
+    n.locks.erase(std::remove_if(n.locks.begin(), n.locks.end(),
+                                 [](const Lock& l) { return l.recv == 0 && l.send == 0; }),
+                  n.locks.end());
+  }
+  // Where the oldest outstanding request of node v that holds `slot` was posted.
+  std::string posted_at(NodeId v, int slot, bool recv) {
+    for (const auto& [h, r] : nb_[v].reqs) {
+      if (r.recv != recv) continue;
+      if ((recv && r.slot == slot) || (!recv && std::find(r.send_slots.begin(), r.send_slots.end(),
+                                                          slot) != r.send_slots.end()))
+        return r.stmt->loc.str();
+    }
+    return "?";
+  }
+
+  // A buffer held by an outstanding request is read or written: a runtime error naming both.
+  void check_access(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+    const Access& a = acc_[pc];
+    const Stmt& s = *prog_.code[pc].stmt;
+    for (std::size_t i = 0; i < cnt; ++i) {
+      NbNode& n = nb_[nodes[i]];
+      if (n.locks.empty()) continue;
+      for (int r : a.reads)
+        if (Lock* l = find_lock(n, r); l && l->recv)
+          rt_error(s, nodes[i],
+                   fmt::format("'{}' is read before the irecv into it (posted at {}) is completed: "
+                               "data an irecv brings may be used only after its wait",
+                               m_.var_names[r], posted_at(nodes[i], r, true)));
+      if (a.write < 0) continue;
+      if (Lock* l = find_lock(n, a.write)) {
+        if (l->recv)
+          rt_error(s, nodes[i],
+                   fmt::format("'{}' is written before the irecv into it (posted at {}) is "
+                               "completed: wait for it first",
+                               m_.var_names[a.write], posted_at(nodes[i], a.write, true)));
+        if (l->send)
+          rt_error(s, nodes[i],
+                   fmt::format("'{}' is written before the isend of it (posted at {}) is "
+                               "completed: MPI forbids changing a send buffer before its wait",
+                               m_.var_names[a.write], posted_at(nodes[i], a.write, false)));
+      }
+    }
+  }
+
+  std::uint32_t new_handle(const Stmt& s, NodeId v) {
+    NbNode& n = nb_[v];
+    if (n.reqs.size() >= kMaxRequests || n.next == std::numeric_limits<std::uint32_t>::max())
+      throw LimitError(fmt::format(
+          "{}: node {} would have more than {} outstanding requests (or issue more than 2^32); "
+          "collv keeps at most that many per node (a limit of collv, not a fault of the model)",
+          s.loc.str(), topo_.label(v), kMaxRequests));
+    return ++n.next;
+  }
+
+  // `as R`: the handles into R (an integer variable or an integer array's element).
+  void store_handles(const Expr& tgt, const NodeId* nodes, std::size_t cnt,
+                     const std::vector<std::int64_t>& h) {
+    if (tgt.kind == ExprKind::Name) {
+      for (std::size_t i = 0; i < cnt; ++i) {
+        ints_[tgt.slot][nodes[i]] = h[i];
+        int_init_[tgt.slot][nodes[i]] = 1;
+      }
+      return;
+    }
+    const int as = tgt.args[0]->slot;
+    std::vector<std::int64_t> at(cnt);
+    eval_int(*tgt.args[1], nodes, cnt, at.data(), 1);
+    for (std::size_t i = 0; i < cnt; ++i) {
+      auto& arr = arrays_[as][nodes[i]];
+      if (at[i] < 0 || at[i] >= static_cast<std::int64_t>(arr.size()))
+        rt_error(
+            tgt, nodes[i],
+            arr.empty() && !array_declared(as, nodes[i])
+                ? fmt::format("'{}' is used before its 'array' statement ran", tgt.args[0]->name)
+                : fmt::format("index {} is out of range for '{}' of {} elements", at[i],
+                              tgt.args[0]->name, arr.size()));
+      arr[static_cast<std::size_t>(at[i])] = h[i];
+    }
+  }
+
+  void post_irecv(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+    const Stmt& s = *prog_.code[pc].stmt;
+    const Expr& tgt = *s.target;
+    std::vector<std::int64_t> peer(cnt), lo(cnt), hi(cnt), handles(cnt);
+    eval_int(*s.peer, nodes, cnt, peer.data(), 1);
+    const bool whole = tgt.kind == ExprKind::Name;
+    if (!whole && tgt.args[0]->kind != ExprKind::Name)
+      rt_error(tgt, nodes[0], "only one level of indexing can be received into");
+    const int slot = whole ? tgt.slot : tgt.args[0]->slot;
+    if (!whole) {
+      eval_int(*tgt.args[1], nodes, cnt, lo.data(), 1);
+      if (tgt.kind == ExprKind::Slice)
+        eval_int(*tgt.args[2], nodes, cnt, hi.data(), 1);
+      else
+        hi = lo;
+    }
+    for (std::size_t i = 0; i < cnt; ++i) {
+      const NodeId v = nodes[i];
+      const NodeId src = peer_of(s, v, peer[i]);
+      if (!whole && (lo[i] < 0 || hi[i] < lo[i] - 1 || hi[i] > (1 << 24)))
+        rt_error(tgt, v, fmt::format("cannot receive into positions [{} .. {}]", lo[i], hi[i]));
+      const std::uint32_t h = new_handle(s, v);
+      NbNode& n = nb_[v];
+      Lock& l = lock_of(n, slot);
+      if (l.recv > 0 && (whole || l.whole > 0))
+        rt_error(s, v,
+                 fmt::format("'{}' already has an irecv outstanding (posted at {}): two receives "
+                             "into one buffer at once need disjoint slices",
+                             m_.var_names[slot], posted_at(v, slot, true)));
+      if (recv_count_[v] == kMaxDepSeq)
+        throw LimitError(
+            fmt::format("node {} receives more than {} messages; collv's timing "
+                        "counts at most that many per node",
+                        topo_.label(v), kMaxDepSeq));
+      Request r;
+      r.stmt = &s;
+      r.peer = src;
+      r.recv = true;
+      r.whole = whole;
+      r.slot = slot;
+      r.lo = lo[i];
+      r.hi = hi[i];
+      r.seq = ++recv_count_[v];
+      if (src != v) {
+        r.port = static_cast<std::uint32_t>(n.port.size());
+        n.port.push_back(kNoTransfer);
+      }
+      ++l.recv;
+      if (whole) ++l.whole;
+      n.unmatched[src].push_back(h);
+      n.reqs.emplace(h, std::move(r));
+      handles[i] = h;
+    }
+    store_handles(*s.request, nodes, cnt, handles);
+    auto& r = ready_[pc + 1];
+    r.insert(r.end(), nodes, nodes + cnt);
+    mark_ready(pc + 1);
+  }
+
+  // Before the send itself (the IOp::Send code): the requests and their handles.
+  void post_isend(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+    const Stmt& s = *prog_.code[pc].stmt;
+    std::vector<std::int64_t> handles(cnt);
+    for (std::size_t i = 0; i < cnt; ++i) {
+      const NodeId v = nodes[i];
+      const std::uint32_t h = new_handle(s, v);
+      NbNode& n = nb_[v];
+      Request r;
+      r.stmt = &s;
+      r.send_slots = send_slots_[pc];
+      for (int slot : r.send_slots) ++lock_of(n, slot).send;
+      n.reqs.emplace(h, std::move(r));
+      handles[i] = h;
+    }
+    store_handles(*s.request, nodes, cnt, handles);
+  }
+
+  // Matches node v's irecvs from src, oldest first, up to the one with handle `upto` (all of
+  // them for kNone). False if a message is not there yet (the node waits for src).
+  bool match_pending(NodeId v, NodeId src, std::uint32_t upto) {
+    NbNode& n = nb_[v];
+    auto it = n.unmatched.find(src);
+    if (it == n.unmatched.end()) return true;
+    auto& q = it->second;
+    while (!q.empty()) {
+      const std::uint32_t h = q.front();
+      Request& r = n.reqs.at(h);
+      if (src == v) {
+        if (self_box_.empty() || self_box_[v].empty()) return false;
+        r.self_val = std::move(self_box_[v].front().value);
+        r.self_dep = self_box_[v].front().dep;
+        self_box_[v].pop_front();
+      } else {
+        auto& box = inbox_[v];
+        std::uint32_t k = 0;
+        while (k < box.size() && src_of(box[k]) != src) ++k;
+        if (k == box.size()) return false;
+        r.tid = box[k];
+        box.erase_at(k);
+        n.port[r.port] = r.tid;
+        if (m_.header.collective == Collective::Barrier) tr_.events.push_back((r.tid << 1) | 1);
+      }
+      r.matched = true;
+      q.pop_front();
+      if (h == upto) break;
+    }
+    if (q.empty()) n.unmatched.erase(it);
+    return true;
+  }
+
+  // Completes a matched request: an irecv's data goes into its buffer (and its dependency).
+  void complete(NodeId v, std::uint32_t h) {
+    NbNode& n = nb_[v];
+    auto node = n.reqs.extract(h);
+    Request& r = node.mapped();
+    if (!r.recv) {
+      for (int slot : r.send_slots) --lock_of(n, slot).send;
+      unlock_empty(n);
+      return;
+    }
+    Lock& l = lock_of(n, r.slot);
+    --l.recv;
+    if (r.whole) --l.whole;
+    unlock_empty(n);
+    Buffer val;
+    DepTag dep;
+    if (r.peer == v) {
+      val = std::move(r.self_val);
+      dep = r.self_dep;
+    } else {
+      const Transfer& t = tr_.transfers[r.tid];
+      val.assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+      dep = dep_tag(r.seq, r.tid);
+    }
+    DepTag& tag = deps_.row(v)[dep_col_[r.slot]];
+    if (r.whole) {
+      data_[r.slot][v] = std::move(val);
+      tag = dep;
+      return;
+    }
+    const Expr& tgt = *r.stmt->target;
+    if (val.size() > static_cast<std::uint64_t>(r.hi - r.lo + 1))
+      rt_error(tgt, v,
+               fmt::format("a message of {} items is received into {} positions (MPI's "
+                           "truncation error: a receive may be larger than its message, never "
+                           "smaller)",
+                           val.size(), r.hi - r.lo + 1));
+    tag = std::max(tag, dep);
+    if (val.size() == 0) return;
+    const std::int64_t b = r.lo + static_cast<std::int64_t>(val.size()) - 1;
+    Buffer& dst = data_[r.slot][v];
+    if (static_cast<std::int64_t>(dst.size()) <= b) {
+      charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
+      dst.resize(static_cast<std::uint32_t>(b + 1), 0);
+    }
+    for (std::int64_t k = r.lo; k <= b; ++k)
+      dst[static_cast<std::uint32_t>(k)] = val[static_cast<std::uint32_t>(k - r.lo)];
+  }
+
+  // `wait R`, `waitall R1, ...`, `waitall`: a node goes on once every listed request is
+  // matched; until then it waits for the source of the first one that is not.
+  void run_wait(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+    const Stmt& s = *prog_.code[pc].stmt;
+    std::vector<std::vector<std::int64_t>> hs(s.requests.size(), std::vector<std::int64_t>(cnt));
+    for (std::size_t k = 0; k < s.requests.size(); ++k)
+      eval_int(*s.requests[k], nodes, cnt, hs[k].data(), 1);
+    std::vector<NodeId> done;
+    std::vector<std::uint32_t> list;
+    for (std::size_t i = 0; i < cnt; ++i) {
+      const NodeId v = nodes[i];
+      NbNode& n = nb_[v];
+      list.clear();
+      if (s.requests.empty()) {
+        for (const auto& kv : n.reqs) list.push_back(kv.first);
+      } else {
+        for (std::size_t k = 0; k < s.requests.size(); ++k) {
+          const std::int64_t h = hs[k][i];
+          if (h <= 0 || h > std::numeric_limits<std::uint32_t>::max() ||
+              !n.reqs.count(static_cast<std::uint32_t>(h)))
+            rt_error(*s.requests[k], v,
+                     fmt::format("{} is not an outstanding request at this node (never posted, "
+                                 "or already completed by a wait)",
+                                 h));
+          if (std::find(list.begin(), list.end(), static_cast<std::uint32_t>(h)) != list.end())
+            rt_error(*s.requests[k], v, fmt::format("request {} is listed twice", h));
+          list.push_back(static_cast<std::uint32_t>(h));
+        }
+      }
+      bool all = true;
+      for (std::uint32_t h : list) {
+        Request& r = n.reqs.at(h);
+        if (r.recv && !r.matched && !match_pending(v, r.peer, h)) {
+          waiting_on_[v] = r.peer;
+          blocked_pc_[v] = pc;
+          all = false;
+          break;
+        }
+      }
+      if (!all) continue;
+      for (std::uint32_t h : list) complete(v, h);
+      done.push_back(v);
+    }
+    if (done.empty()) return;
+    auto& r = ready_[pc + 1];
+    r.insert(r.end(), done.begin(), done.end());
+    mark_ready(pc + 1);
+  }
+
+  // The run ended: every request must have been completed; the receive ports take their
+  // transfers in posting order.
+  void check_requests() {
+    for (NodeId v = lo_; v < hi_; ++v) {
+      std::uint32_t prev = kNoTransfer;
+      for (std::uint32_t tid : nb_[v].port) {
+        if (tid == kNoTransfer) continue;
+        timing_.prev_recv[tid] = prev;
+        prev = tid;
+      }
+    }
+    if (tr_.failure.kind != RunFailure::Kind::None) return;
+    for (NodeId v = lo_; v < hi_; ++v) {
+      if (nb_[v].reqs.empty()) continue;
+      const Request& r = nb_[v].reqs.begin()->second;
+      tr_.failure.kind = RunFailure::Kind::RuntimeError;
+      tr_.failure.message = fmt::format(
+          "{}: runtime error at node {} ({}): the {} posted here is never completed (MPI "
+          "requires a wait or waitall for every request)",
+          r.stmt->loc.str(), v, topo_.label(v), r.recv ? "irecv" : "isend");
+      return;
+    }
+  }
+
+  bool has_nb_ = false;
+  NodeCol<NbNode> nb_;
+  std::vector<Access> acc_;
+  std::vector<std::vector<int>> send_slots_;  // per isend instruction: the buffers it reads
 
   // Self-messages (docs/language.md, "Self-messages"): a send to oneself queues the value with
   // the dependency of the data it carries; the matching receive takes the oldest one (FIFO, as
@@ -1158,6 +1643,7 @@ class Machine : public SliceMachine {
   }
   // The run ended: a self-message never received is a runtime error (if nothing failed before).
   void check_self_messages() override {
+    if (has_nb_) check_requests();
     if (tr_.failure.kind == RunFailure::Kind::None)
       if (auto self = unreceived_self()) {
         tr_.failure.kind = RunFailure::Kind::RuntimeError;
@@ -1637,6 +2123,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
                 : ty == Type::IntArray ? 32
                                        : 9;
   }
+  if (uses_nonblocking(m.body)) per_node += 256;  // the request table, without its requests
   std::uint64_t est = sat_mul(p, per_node);
   std::uint64_t stored = 0;  // the trace, if it is kept
   if (tr.claimed_steps && *tr.claimed_steps > 0) {
@@ -1655,6 +2142,10 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     unstreamable = fmt::format(
         "{} declares link bandwidths; judging chunks against them needs the stored trace",
         t.spec());
+  else if (uses_nonblocking(m.body))
+    unstreamable =
+        "the receive ports of irecvs are ordered when the run ends; a nonblocking model needs "
+        "the stored trace";
   else if (m.header.collective == Collective::Barrier)
     unstreamable =
         "the barrier's postcondition replays every send and receive; it needs the "

@@ -106,7 +106,9 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
-enum class StmtKind { Assign, If, For, While, Send, Receive, Break, Array };
+// Irecv/Isend: nonblocking point-to-point (docs/language.md, "Nonblocking point-to-point");
+// Wait: `wait R` (one request) or `waitall R1, R2, ...` / `waitall` (every outstanding one).
+enum class StmtKind { Assign, If, For, While, Send, Receive, Break, Array, Irecv, Isend, Wait };
 
 struct Stmt {
   StmtKind kind;
@@ -120,6 +122,11 @@ struct Stmt {
   std::string var;          // For, Array
   int var_slot = -1;        // For, Array
   std::vector<std::unique_ptr<Stmt>> body, else_body;
+  // Irecv/Isend: the integer variable (or array element) `as R` that receives the request's
+  // handle. Wait: the handles it completes (empty in a bare `waitall`: every outstanding one).
+  ExprPtr request;
+  std::vector<ExprPtr> requests;
+  bool wait_all = false;  // Wait: written `waitall`
 };
 using StmtPtr = std::unique_ptr<Stmt>;
 

@@ -147,7 +147,19 @@ class Checker {
     return *b;
   }
   void collect(Stmt& s) {
-    if (s.kind == StmtKind::Assign || s.kind == StmtKind::Receive) {
+    if (s.request) {  // `as R`: R holds an integer handle (a variable or an array's element)
+      const Expr& b = base_of(*s.request);
+      if (b.kind != ExprKind::Name || (s.request->kind != ExprKind::Name && !arrays_.count(b.name)))
+        throw ModelError(s.request->loc,
+                         "the request after 'as' must be an integer variable or an element of "
+                         "an integer array");
+      if (env_names().count(b.name) && !shadowable(b.name))
+        throw ModelError(b.loc, "'" + b.name + "' is a built-in name and cannot be assigned");
+      if (arrays_.count(b.name) && s.request->kind != ExprKind::Index)
+        throw ModelError(s.request->loc, "'" + b.name + "' is an integer array: name an element");
+      declare(b.name);
+    }
+    if (s.kind == StmtKind::Assign || s.kind == StmtKind::Receive || s.kind == StmtKind::Irecv) {
       const Expr& b = base_of(*s.target);
       if (b.kind != ExprKind::Name)
         throw ModelError(s.target->loc, "the target of an assignment must be a variable");
@@ -155,7 +167,7 @@ class Checker {
         throw ModelError(b.loc, "'" + b.name + "' is a built-in name and cannot be assigned");
       declare(b.name);
       if (arrays_.count(b.name)) {
-        if (s.kind == StmtKind::Receive)
+        if (s.kind != StmtKind::Assign)
           throw ModelError(s.target->loc, "'" + b.name +
                                               "' is an integer array; data is received into "
                                               "buffers");
@@ -164,7 +176,7 @@ class Checker {
                                               "' is an integer array: assign its elements, "
                                               "'" +
                                               b.name + "[i] := ...'");
-      } else if (s.kind == StmtKind::Receive || s.target->kind != ExprKind::Name) {
+      } else if (s.kind != StmtKind::Assign || s.target->kind != ExprKind::Name) {
         data_.insert(b.name);
       }
     }
@@ -390,6 +402,22 @@ class Checker {
       case StmtKind::Send:
         expr(*s.value, Type::Data);
         expr(*s.peer, Type::Int);
+        break;
+      case StmtKind::Irecv:
+      case StmtKind::Isend: {
+        if (s.kind == StmtKind::Irecv)
+          expr(*s.target, Type::Data);
+        else
+          expr(*s.value, Type::Data);
+        expr(*s.peer, Type::Int);
+        if (data_.count(base_of(*s.request).name))
+          throw ModelError(s.request->loc, "'" + base_of(*s.request).name +
+                                               "' is a buffer; a request is an integer handle");
+        expr(*s.request, Type::Int);
+        break;
+      }
+      case StmtKind::Wait:
+        for (auto& r : s.requests) expr(*r, Type::Int);
         break;
       case StmtKind::If:
       case StmtKind::While:

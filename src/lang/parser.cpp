@@ -698,6 +698,10 @@ class Parser {
     if (t.text == "while") return while_stmt();
     if (t.text == "send") return send_stmt();
     if (t.text == "receive") return receive_stmt();
+    // Nonblocking point-to-point; `wait := 1` still assigns a variable of that name.
+    if ((t.text == "irecv" || t.text == "isend" || t.text == "wait" || t.text == "waitall") &&
+        !is_punct(":=", 1) && !is_punct("[", 1))
+      return nonblocking_stmt();
     if (t.text == "array" && peek(1).kind == Tok::Ident && is_punct("[", 2)) {
       auto s = std::make_unique<Stmt>();
       s->kind = StmtKind::Array;
@@ -846,6 +850,35 @@ class Parser {
     s->loc = loc(next());
     s->target = lvalue();
     peer(*s, "from", "receive");
+    return s;
+  }
+
+  // `irecv T from S as R`, `isend E to D as R`, `wait R`, `waitall [R1, R2, ...]` (the list,
+  // if any, starts on the keyword's line; a bare `waitall` completes every outstanding request).
+  StmtPtr nonblocking_stmt() {
+    auto s = std::make_unique<Stmt>();
+    const Token& kw = next();
+    const std::string word = kw.text;
+    s->loc = loc(kw);
+    if (word == "irecv" || word == "isend") {
+      s->kind = word == "irecv" ? StmtKind::Irecv : StmtKind::Isend;
+      if (s->kind == StmtKind::Irecv)
+        s->target = lvalue();
+      else
+        s->value = expr();
+      peer(*s, s->kind == StmtKind::Irecv ? "from" : "to", word.c_str());
+      expect_word("as", "'as' and the request's variable after '" + word + " ... " +
+                            (s->kind == StmtKind::Irecv ? "from" : "to") + " ...'");
+      s->request = lvalue();
+      return s;
+    }
+    s->kind = StmtKind::Wait;
+    s->wait_all = word == "waitall";
+    if (word == "wait" || (peek().line == kw.line && !is_punct(";") && !at_block_end())) {
+      do {
+        s->requests.push_back(expr());
+      } while (accept(","));
+    }
     return s;
   }
 

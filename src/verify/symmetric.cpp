@@ -616,7 +616,7 @@ class Engine {
         breaking_ = true;
         return;
       default:
-        throw Refused{"arrays are outside the symmetric engine", s.loc};
+        throw Refused{"arrays and nonblocking statements are outside the symmetric engine", s.loc};
     }
   }
 
