@@ -672,3 +672,32 @@ TEST_CASE("export --msccl-xml: a rooted file is for its root, and verify -s name
   CHECK(failing(import_msccl_xml(lost, "red.xml", o)).count("postcondition") == 1);
   std::filesystem::remove(xml);
 }
+
+TEST_CASE("export --msccl-proto: the file names the protocol and is replayed with its slots",
+          "[export][msccl-runtime]") {
+  const std::string root = COLLV_SOURCE_DIR;
+  std::string xml = collv::test::unique_temp("export_proto") + ".xml";
+  std::string out;
+  for (const char* proto : {"Simple", "LL", "LL128"}) {
+    INFO(proto);
+    REQUIRE(collv::test::run_cli(
+                fmt::format("export {}/models/nccl/allreduce_ring_nccl.coll -t nvswitch:8 -c 16 "
+                            "--msccl-proto {} --msccl-xml {}",
+                            root, proto, xml),
+                out) == 0);
+    std::string text = collv::test::slurp(xml);
+    CHECK(text.find(fmt::format("proto=\"{}\"", proto)) != std::string::npos);
+    check_written_file(text, 64);
+    // Judged as the runtime would run it: the replay's slots follow the file's protocol.
+    CHECK(collv::test::run_cli("verify " + xml + " --quiet", out) == 0);
+    auto res = results(import_schedule(xml, rt(MscclRuntime::ExecutorNccl)));
+    CHECK(res["attributes"].note.find(std::string("holds ") +
+                                      (std::string(proto) == "Simple" ? "2" : "8") +
+                                      " unreceived sends") != std::string::npos);
+  }
+  CHECK(collv::test::run_cli(fmt::format("export {}/models/nccl/allreduce_ring_nccl.coll "
+                                         "--msccl-proto LL256 --msccl-xml {}",
+                                         root, xml),
+                             out) == 2);
+  std::filesystem::remove(xml);
+}

@@ -132,6 +132,11 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "the runtime whose limits the file keeps and whose loader re-judges it: "
                   "msccl-executor-nccl (default) | msccl")
       ->check(CLI::IsMember({"msccl-executor-nccl", "msccl"}));
+  exp->add_option("--msccl-proto", exp_opts.msccl.proto,
+                  "the protocol the file names: Simple (default) | LL | LL128; the re-import "
+                  "replays it with that protocol's connection slots (2 sends under Simple, 8 "
+                  "under LL and LL128)")
+      ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
   exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");
   exp->add_option("--models", exp_opts.models_dir, "models directory for model names");
   exp->footer(

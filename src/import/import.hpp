@@ -87,6 +87,10 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
 struct MscclExportOptions {
   bool out_of_place = false;
   MscclRuntime runtime = MscclRuntime::ExecutorNccl;
+  // The file's `proto`: Simple, LL or LL128. The re-import's connection slots follow it (2 sends
+  // under Simple, 8 under LL and LL128), so a schedule needing more buffering than the protocol
+  // gives is refused.
+  std::string proto = "Simple";
 };
 std::string export_msccl_xml(const Trace& t, const std::string& name,
                              const MscclExportOptions& opts = {});

@@ -588,9 +588,9 @@ std::string export_msccl_xml(const Trace& t, const std::string& name,
   if (collective_is_rooted(coll)) safe += fmt::format("_root{}", t.root);
   std::string o;
   o += fmt::format(
-      "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" "
+      "<algo name=\"{}\" proto=\"{}\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" "
       "coll=\"{}\" inplace=\"{}\" outofplace=\"{}\" minBytes=\"0\" maxBytes=\"0\">\n",
-      safe, nchannels, L.nchunksperloop, p, L.coll, opts.out_of_place ? 0 : 1,
+      safe, opts.proto, nchannels, L.nchunksperloop, p, L.coll, opts.out_of_place ? 0 : 1,
       opts.out_of_place ? 1 : 0);
   for (int r = 0; r < p; ++r) {
     const Gpu& G = g[static_cast<std::size_t>(r)];
