@@ -125,9 +125,11 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
   if (!o.json_file.empty()) {
     auto j = trace_to_json(tr);
     if (o.json_file == "-") {
-      out << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-      write_file_checked(o.json_file, j.dump(2) + "\n");  // a full disk is an error too
+      write_file_checked(o.json_file,
+                         j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                             "\n");  // a full disk is an error too
     }
   }
   bool failed = tr.failure.kind != RunFailure::Kind::None;
@@ -154,7 +156,9 @@ int run_run_command(const RunCommandOptions& o, std::ostream& out, std::ostream&
       out << fmt::format("({} transfers; --schedule prints them all)\n", tr.transfers.size());
     }
     if (o.schedule || p <= 64) {
-      out << "final buffers\n";
+      // A run that stopped early has no final buffers: these are what the nodes held then.
+      out << (failed ? "buffers when the run stopped (not final: see the message below)\n"
+                     : "final buffers\n");
       for (NodeId v = 0; v < p; ++v)
         out << fmt::format("  {}: {}\n", topo.label(v), buffer_to_string(tr, tr.final_output[v]));
     }

@@ -1331,7 +1331,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
                     {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
-    write(o.json_file, j.dump(2) + "\n");
+    write(o.json_file, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));
   if (o.json_file != "-" && o.junit_file != "-") {

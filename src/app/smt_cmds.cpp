@@ -669,7 +669,8 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
     }
     out << fmt::format("re-checked by the executor's checkers ({}):{}\n", port, verdicts);
     if (!o.json_file.empty()) {
-      std::string text = trace_to_json(t).dump(2) + "\n";
+      std::string text =
+          trace_to_json(t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json_file == "-") {
         out << text;
       } else {

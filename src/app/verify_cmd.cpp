@@ -145,20 +145,23 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
   }
 }
 
-std::string run_status(const std::vector<CheckResult>& checks, const Trace& t, DomainKind dom) {
-  bool fail = false, unknown = false, only_order = true;
-  for (const auto& c : checks) {
-    if (c.verdict == Verdict::Fail) {
+// The run's status. In an ordered-domain run of a model that declares `operator commutative`, a
+// failure of operand order only is expected: marked commutative_only and never counted as a
+// failure, whatever else fails in the run (a run whose only failures are those is
+// "commutative-only").
+std::string run_status(std::vector<CheckResult>& checks, const Trace& t, DomainKind dom) {
+  const bool commutative = dom == DomainKind::Ordered && t.op_class == OperatorClass::Commutative;
+  bool fail = false, unknown = false, order = false;
+  for (auto& c : checks) {
+    c.commutative_only = commutative && c.verdict == Verdict::Fail && c.order_only;
+    if (c.commutative_only)
+      order = true;
+    else if (c.verdict == Verdict::Fail)
       fail = true;
-      only_order = only_order && c.order_only;
-    }
     if (c.verdict == Verdict::Unknown) unknown = true;
   }
-  if (fail) {
-    if (only_order && dom == DomainKind::Ordered && t.op_class == OperatorClass::Commutative)
-      return "commutative-only";
-    return "fail";
-  }
+  if (fail) return "fail";
+  if (order) return "commutative-only";
   return unknown ? "inconclusive" : "pass";
 }
 
@@ -193,7 +196,8 @@ void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace
   // A deadlock explains the failures that follow from it: draw it first.
   const Counterexample* first = nullptr;
   for (const auto& c : run.checks)
-    if (c.verdict == Verdict::Fail && !c.violations.empty() && (!first || c.name == "deadlock"))
+    if (c.verdict == Verdict::Fail && !c.commutative_only && !c.violations.empty() &&
+        (!first || c.name == "deadlock"))
       first = &c.violations.front();
   if (!first) return;
   std::string name = run.model + "_" + run.topology;

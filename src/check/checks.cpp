@@ -1242,7 +1242,50 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
       }
     }
   }
+  mark_stopped_run(all, t);
   return all;
+}
+
+std::string stopped_run_reason(const Trace& t) {
+  const RunFailure& f = t.failure;
+  if (f.kind == RunFailure::Kind::Deadlock && f.ports)
+    return "the run has a deadlock of the ports: no single-port schedule exists, so its steps "
+           "are not a schedule (see the deadlock check)";
+  std::string when = t.steps == 0 ? std::string("before its first transfer")
+                                  : fmt::format("after step {}", t.steps);
+  if (f.kind == RunFailure::Kind::Deadlock)
+    return fmt::format("the run deadlocked {} (see the deadlock check)", when);
+  if (f.kind == RunFailure::Kind::RuntimeError)
+    return fmt::format("the run stopped at a runtime error {} (see the runtime check)", when);
+  return "";
+}
+
+void mark_stopped_run(std::vector<CheckResult>& all, const Trace& t) {
+  const std::string why = stopped_run_reason(t);
+  if (why.empty()) return;
+  // A deadlock of the ports computed every value and received every message: only what rests on
+  // the steps follows from it. A deadlock of the values or a runtime error left nodes unfinished:
+  // their buffers, the messages they would have received and the steps they would have taken are
+  // not the algorithm's. route and nodup judge each transfer made on its own, and stand.
+  static const std::vector<std::string_view> steps_only = {"single-port", "congestion", "steps",
+                                                           "cost"};
+  static const std::vector<std::string_view> unfinished = {
+      "single-port",   "congestion",    "dataflow", "match",
+      "postcondition", "final-buffers", "steps",    "cost"};
+  const auto& names = t.failure.ports ? steps_only : unfinished;
+  for (auto& r : all) {
+    if (std::find(names.begin(), names.end(), r.name) == names.end()) continue;
+    // Not checked for a reason of its own (no claim, --port all, ...): that reason stands.
+    if (r.verdict == Verdict::NotChecked && r.note.rfind("the run did not finish", 0) != 0 &&
+        r.note.rfind("the run stopped at a runtime error", 0) != 0)
+      continue;
+    r.verdict = Verdict::NotChecked;
+    r.violations.clear();
+    r.violation_count = 0;
+    r.order_only = false;
+    r.after_stop = true;
+    r.note = why;
+  }
 }
 
 }  // namespace collv

@@ -60,6 +60,13 @@ struct CheckResult {
   // "exec+smt"; empty: the executor alone, no other engine ran) and whether the engines disagree.
   std::string decided_by;
   bool engines_disagree = false;
+  // not-checked because the run stopped at a deadlock or a runtime error (mark_stopped_run): the
+  // note says how; reports list these beside the failure they follow from.
+  bool after_stop = false;
+  // `collv verify`: a failure of operand order only (order_only) in an ordered-domain run of a
+  // model that declares `operator commutative`: expected, reported as commutative-only and never
+  // as a failure, whatever else fails in the run.
+  bool commutative_only = false;
 };
 
 struct CheckOptions {
@@ -81,8 +88,19 @@ struct CheckOptions {
   std::uint64_t nodup_shared_bytes = UINT64_MAX;
 };
 
-// Runs every check, in kCheckNames order.
+// Runs every check, in kCheckNames order. A run stopped at a deadlock or a runtime error reports
+// it once: the checks that follow from it are not-checked, with the reason (mark_stopped_run).
 std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o);
+
+// Why a run's end is not judged: "the run deadlocked after step 3 (see the deadlock check)",
+// the runtime error's or the deadlock of the ports' equivalent; "" for a run that finished or
+// stopped at a limit.
+std::string stopped_run_reason(const Trace& t);
+// Turns the checks that follow from a deadlock or a runtime error into not-checked with
+// stopped_run_reason: after a deadlock of the ports (every value computed), the step-based ones
+// (single-port, congestion, steps, cost); after any other deadlock or a runtime error, also
+// dataflow, match, postcondition and final-buffers. route, nodup, deadlock and runtime stand.
+void mark_stopped_run(std::vector<CheckResult>& all, const Trace& t);
 
 // The individual checks, for tests and for callers that want one.
 // A result with verdict not-checked and `why` as its note (readers use it too).

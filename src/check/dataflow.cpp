@@ -697,7 +697,8 @@ class Analyzer {
                               x.step, i, label(x.src), label(x.dst), payload_to_string(t_, x));
       add(std::move(c));
     }
-    if (f.kind == RunFailure::Kind::Deadlock && !f.waiting.empty()) {
+    // A deadlock of the ports received every message: no receive waits.
+    if (f.kind == RunFailure::Kind::Deadlock && !f.ports && !f.waiting.empty()) {
       // Receives that never happen: every waiting node waits for a message nobody sends.
       Counterexample c;
       c.nodes = f.waiting;

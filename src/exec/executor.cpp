@@ -1854,6 +1854,7 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
   if (!o.cycle.empty()) {
     RunFailure& f = tr.failure;
     f.kind = RunFailure::Kind::Deadlock;
+    f.ports = true;
     std::string chain;
     for (auto t : o.cycle) {
       const Transfer& x = tr.transfers[t];
@@ -1910,6 +1911,7 @@ void finish_stream(Trace& tr, StreamTotals st, const RunOptions& opts) {
     tr.stream_incomplete = why[0] + (why.size() > 1 ? "; " + why[1] : "");
     if (tr.failure.kind == RunFailure::Kind::None && st.unresolved > 0) {
       tr.failure.kind = RunFailure::Kind::Deadlock;
+      tr.failure.ports = true;
       tr.failure.message = fmt::format(
           "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
           "receives in program order ({}; the stored run names the cycle)",

@@ -281,6 +281,7 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
                     {"waiting", t.failure.waiting},
                     {"cycle", t.failure.waiting_cycle},
                     {"cycle_closed", t.failure.cycle_closed}};
+    if (t.failure.ports) j["failure"]["ports"] = true;
   }
   return j;
 }

@@ -47,6 +47,9 @@ struct RunFailure {
   std::vector<NodeId> waiting_cycle;  // Deadlock: a -> b means a waits for b; closed if a cycle
   bool cycle_closed = false;          // false: the chain ends at a node that finished
   std::vector<NodeId> waiting;        // Deadlock: every node left waiting
+  // Deadlock of the ports (--port single): every value was computed and every message received,
+  // but no order of the steps exists; the steps assigned are not a schedule.
+  bool ports = false;
 };
 
 struct StepStats {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -451,7 +452,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("failure")) {
     const auto& f = j["failure"];
     if (!f.is_object()) r.fail("failure", "expected an object");
-    r.known_keys(f, {"kind", "message", "waiting", "cycle", "cycle_closed"}, "failure");
+    r.known_keys(f, {"kind", "message", "waiting", "cycle", "cycle_closed", "ports"}, "failure");
     static const char* names[] = {"none", "deadlock", "step-limit", "op-limit", "runtime-error"};
     if (f.contains("kind")) {
       std::string kind = r.str(f, "kind", "failure");
@@ -470,6 +471,10 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     if (f.contains("cycle_closed")) {
       if (!f["cycle_closed"].is_boolean()) r.fail("failure.cycle_closed", "expected true or false");
       t.failure.cycle_closed = f["cycle_closed"].get<bool>();
+    }
+    if (f.contains("ports")) {
+      if (!f["ports"].is_boolean()) r.fail("failure.ports", "expected true or false");
+      t.failure.ports = f["ports"].get<bool>() && t.failure.kind == RunFailure::Kind::Deadlock;
     }
     auto nodes = [&](const char* key, std::vector<NodeId>& out) {
       if (!f.contains(key)) return;
@@ -557,7 +562,10 @@ Trace read_trace_file(const std::string& path, std::uint64_t max_memory) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(path + ": not valid JSON: " + json_error_text(e.what()));
+    // Read again to say where (the size was checked above): the first byte that is not UTF-8.
+    std::ifstream again(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+    throw UsageError(path + ": " + json_parse_error(text, e.what()));
   }
   return trace_from_json(j, path, max_memory);
 }

@@ -259,7 +259,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw UsageError(src + ": not valid JSON: " + json_error_text(e.what()));
+    throw UsageError(src + ": " + json_parse_error(text, e.what()));
   }
   if (!j.is_object()) throw UsageError(src + ": expected a JSON object");
   std::vector<std::string> ignored;  // keys msccl-tools' loader ignores

@@ -191,7 +191,7 @@ std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::strin
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    fail(fmt::format("{}: not valid JSON: {}", shown(path), json_error_text(e.what())));
+    fail(fmt::format("{}: {}", shown(path), json_parse_error(text, e.what())));
   }
   // A value of another type than the reader checked for is an input error, never a crash.
   try {

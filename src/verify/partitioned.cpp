@@ -416,6 +416,7 @@ nlohmann::json to_json(const CheckResult& c) {
   j["count"] = c.violation_count;
   j["note"] = c.note;
   j["order_only"] = c.order_only;
+  j["after_stop"] = c.after_stop;
   auto& vs = j["violations"] = nlohmann::json::array();
   for (const auto& v : c.violations) {
     nlohmann::json x;
@@ -438,6 +439,7 @@ CheckResult from_json(const nlohmann::json& j) {
   c.violation_count = j["count"].get<std::size_t>();
   c.note = j["note"].get<std::string>();
   c.order_only = j["order_only"].get<bool>();
+  c.after_stop = j["after_stop"].get<bool>();
   for (const auto& x : j["violations"]) {
     Counterexample v;
     v.invariant = x["invariant"].get<std::string>();
@@ -485,7 +487,7 @@ std::vector<CheckResult> combine_at_root(std::vector<CheckResult> mine,
   nlohmann::json j = nlohmann::json::array();
   for (const auto& c : mine)
     if (std::find(names.begin(), names.end(), c.name) != names.end()) j.push_back(to_json(c));
-  auto all = part.allgather(j.dump());
+  auto all = part.allgather(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   const std::size_t max_violations = CheckOptions{}.max_violations;
   for (auto& c : mine) {
     if (std::find(names.begin(), names.end(), c.name) == names.end()) continue;

@@ -8,10 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "util/number_text.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
 namespace {
+
+// A failure to report as one: an expected order-only difference (CheckResult::commutative_only)
+// is reported as commutative-only instead.
+bool failed(const CheckResult& c) { return c.verdict == Verdict::Fail && !c.commutative_only; }
 
 std::string short_cost(double ts, double tw) {
   auto f = [](double x) { return number_text(x); };
@@ -92,7 +97,8 @@ nlohmann::json cex_json(const Counterexample& c) {
   return j;
 }
 
-std::string xml_escape(const std::string& s) {
+std::string xml_escape(const std::string& in) {
+  const std::string s = utf8_replaced(in);  // XML text must be UTF-8 too
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -156,8 +162,11 @@ std::string report_to_json(const VerifyReport& rep) {
     auto& checks = x["checks"] = nlohmann::json::object();
     auto& viol = x["violations"] = nlohmann::json::array();
     for (const auto& c : r.checks) {
-      checks[c.name] = verdict_name(c.verdict);
-      for (const auto& v : c.violations) viol.push_back(cex_json(v));
+      checks[c.name] = c.commutative_only ? "commutative-only" : verdict_name(c.verdict);
+      // Expected order-only differences apart from the failures; why a check was not judged.
+      for (const auto& v : c.violations)
+        (c.commutative_only ? x["order_only"] : viol).push_back(cex_json(v));
+      if (c.verdict == Verdict::NotChecked && !c.note.empty()) x["not_checked"][c.name] = c.note;
       // --engine smt|both: which engine decided each check, and the disagreements.
       if (!c.decided_by.empty()) x["decided_by"][c.name] = c.decided_by;
       if (c.engines_disagree) x["engines_disagree"].push_back(c.name);
@@ -193,7 +202,9 @@ std::string report_to_json(const VerifyReport& rep) {
   summary["skipped_runs"] = rep.skipped_runs;
   summary["exit_code"] = rep.exit_code;
   j["summary"] = std::move(summary);
-  return j.dump(2) + "\n";
+  // Names and messages copied from input may hold bytes that are not UTF-8: replaced (U+FFFD),
+  // never a throw.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string report_to_junit(const VerifyReport& rep) {
@@ -217,7 +228,7 @@ std::string report_to_junit(const VerifyReport& rep) {
         body += fmt::format(
             "      <properties><property name=\"loosened\" value=\"{}\"/></properties>\n",
             xml_escape(r.loosened));
-      if (c.verdict == Verdict::Fail && r.status == "commutative-only") {
+      if (c.commutative_only) {
         ++skipped;
         body +=
             "      <skipped message=\"operand order only; the model declares a commutative "
@@ -300,7 +311,7 @@ void write_check_failure(std::string& o, const CheckResult& c, const std::string
     o += fmt::format("{}{}: inconclusive: {}\n", indent, c.name, c.note);
     return;
   }
-  if (c.verdict != Verdict::Fail) return;
+  if (!failed(c)) return;
   if (c.violations.empty()) {
     o += fmt::format("{}{}: fails\n", indent, c.name);
     return;
@@ -314,6 +325,31 @@ void write_check_failure(std::string& o, const CheckResult& c, const std::string
   for (std::size_t k = 0; k < v.loads.size() && k < 6; ++k)
     o += fmt::format("{}  link {} -> {}: {} transfers, {} items\n", indent, v.loads[k].from,
                      v.loads[k].to, v.loads[k].transfers, v.loads[k].items);
+}
+
+// The checks a run did not judge because it stopped at a deadlock or a runtime error, on one line
+// with the reason: "not-checked: single-port, postcondition: the run deadlocked after step 3 ...".
+std::string follows_text(const VerifyRun& r, const std::string& indent) {
+  std::string names, why;
+  for (const auto& c : r.checks)
+    if (c.after_stop) {
+      names += (names.empty() ? "" : ", ") + c.name;
+      why = c.note;
+    }
+  if (names.empty()) return "";
+  return fmt::format("{}not-checked: {}: {}\n", indent, names, why);
+}
+
+// A run's expected order-only differences (CheckResult::commutative_only), one line each.
+std::string order_text(const VerifyRun& r, const std::string& indent) {
+  std::string o;
+  for (const auto& c : r.checks)
+    if (c.commutative_only)
+      o += fmt::format(
+          "{}{}: operand order only, expected under `operator commutative`: {}{}\n", indent, c.name,
+          c.violations.empty() ? c.note : c.violations.front().message,
+          c.violation_count > 1 ? fmt::format(" (and {} more)", c.violation_count - 1) : "");
+  return o;
 }
 
 bool reported(const VerifyRun& r) {
@@ -337,9 +373,13 @@ std::string runs_table(const VerifyReport& rep) {
     if (r.status == "fail" || r.status == "inconclusive") {
       std::string names;
       for (const auto& c : r.checks)
-        if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)
+        if (failed(c) || c.verdict == Verdict::Unknown)
           names += (names.empty() ? "" : ",") + c.name;
       result += " (" + names + ")";
+      std::string order;
+      for (const auto& c : r.checks)
+        if (c.commutative_only) order += (order.empty() ? "" : ",") + c.name;
+      if (!order.empty()) result += "; commutative-only (" + order + ")";
     }
     if (r.status == "error") result += ": " + r.error;
     if (!r.loosened.empty()) result += " (loosened: --strict fails it)";
@@ -355,6 +395,7 @@ std::string runs_table(const VerifyReport& rep) {
     }
     o += fmt::format("- {}\n", run_label(r));
     for (const auto& c : r.checks) write_check_failure(o, c, "    ");
+    o += follows_text(r, "    ");
   }
   return o;
 }
@@ -412,7 +453,7 @@ std::string failures_text(const VerifyReport& rep) {
     std::vector<std::string> names;
     for (const VerifyRun* r : bad)
       for (const auto& c : r->checks)
-        if ((c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown) &&
+        if ((failed(c) || c.verdict == Verdict::Unknown) &&
             std::find(names.begin(), names.end(), c.name) == names.end())
           names.push_back(c.name);
     auto listing = [&](const std::vector<const VerifyRun*>& rs) {
@@ -428,13 +469,29 @@ std::string failures_text(const VerifyReport& rep) {
       const CheckResult* first = nullptr;
       for (const VerifyRun* r : bad)
         for (const auto& c : r->checks)
-          if (c.name == name && (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown)) {
+          if (c.name == name && (failed(c) || c.verdict == Verdict::Unknown)) {
             if (!first) first = &c;
             rs.push_back(r);
           }
       o += fmt::format("  {}: {} run{}; the first: {}\n", name, rs.size(),
                        rs.size() == 1 ? "" : "s", run_where(*rs.front()));
       write_check_failure(o, *first, "    ");
+      if (rs.size() > 1) o += "    also: " + listing(rs) + "\n";
+    }
+    // What the failing runs did not judge because they stopped, and their expected order-only
+    // differences: said once each, never as failures.
+    for (bool order : {false, true}) {
+      std::vector<const VerifyRun*> rs;
+      for (const VerifyRun* r : bad)
+        if (std::any_of(r->checks.begin(), r->checks.end(), [&](const CheckResult& c) {
+              return order ? c.commutative_only : c.after_stop;
+            }))
+          rs.push_back(r);
+      if (rs.empty()) continue;
+      o +=
+          fmt::format("  {}: {} run{}; the first: {}\n", order ? "commutative-only" : "not-checked",
+                      rs.size(), rs.size() == 1 ? "" : "s", run_where(*rs.front()));
+      o += order ? order_text(*rs.front(), "    ") : follows_text(*rs.front(), "    ");
       if (rs.size() > 1) o += "    also: " + listing(rs) + "\n";
     }
     std::vector<const VerifyRun*> errs;
