@@ -241,3 +241,34 @@ TEST_CASE("invalid UTF-8: read with its byte offset, written replaced, never the
   CHECK(rc == 2);
   CHECK_FALSE(has(out, "not valid UTF-8"));
 }
+
+TEST_CASE("--timeout 1 stops run, verify and synth with exit 3 and the limit's message",
+          "[robust][timeout]") {
+  std::string loop = write_model("loop_forever_t", R"(model t
+  collective allgather
+  topology ring
+  input x
+  output x
+procedure P
+begin
+  y := 0;
+  while y >= 0 do y := y + 1; endwhile;
+end P
+)");
+  const std::string limit = "stopped at the time limit of --timeout 1 ms";
+  std::string out;
+  for (const std::string args :
+       {"run " + loop + " -t ring:4 --max-ops 1000000000000 --timeout 1",
+        "verify " + loop + " -t ring:4 -d exact --timeout 1",  // the run's own check
+        std::string("verify allgather_ring --timeout 1"),      // a sweep of short runs
+        std::string("synth allgather -t ring:64 --steps 40 --timeout 1")}) {
+    int rc = collv::test::run_cli(args, out, kRoot, 60);
+    INFO(args << "\n" << out);
+    CHECK(rc == 3);
+    CHECK(has(out, limit));
+  }
+  // The twin: a limit that is not reached changes nothing.
+  int rc = collv::test::run_cli("verify allgather_ring -t ring:4 --timeout 60000 --quiet", out,
+                                kRoot, 60);
+  CHECK(rc == 0);
+}

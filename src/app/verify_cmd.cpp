@@ -492,6 +492,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
                 ++rep.groups[g].skipped_runs;
                 continue;
               }
+              // --timeout bounds the whole command: a run's own loop checks it too, but a sweep
+              // of short runs would never reach that check.
+              check_deadline(fmt::format("verify, after {} runs,", rep.runs.size()));
               auto t0 = Clock::now();
               VerifyRun run;
               run.model = m.header.name;
@@ -568,6 +571,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
   for (const auto& t : o.targets)
     if (looks_like_schedule_path(t) && !fs::is_directory(t)) schedules.push_back(t);
   for (const auto& file : schedules) {
+    check_deadline(fmt::format("verify, after {} runs,", rep.runs.size()));
     auto t0 = Clock::now();
     ImportedSchedule imported;
     try {

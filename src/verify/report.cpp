@@ -171,7 +171,7 @@ std::string report_to_json(const VerifyReport& rep) {
       if (!c.decided_by.empty()) x["decided_by"][c.name] = c.decided_by;
       if (c.engines_disagree) x["engines_disagree"].push_back(c.name);
     }
-    if (r.status == "error") x["error"] = r.error;
+    if (!r.error.empty()) x["error"] = r.error;  // an error, or the limit that stopped the run
     if (!r.loosened.empty()) x["loosened"] = r.loosened;
     results.push_back(std::move(x));
   }
@@ -381,7 +381,7 @@ std::string runs_table(const VerifyReport& rep) {
         if (c.commutative_only) order += (order.empty() ? "" : ",") + c.name;
       if (!order.empty()) result += "; commutative-only (" + order + ")";
     }
-    if (r.status == "error") result += ": " + r.error;
+    if (!r.error.empty()) result += ": " + r.error;
     if (!r.loosened.empty()) result += " (loosened: --strict fails it)";
     o += fmt::format("{:<{}}  {:<{}}  {:>4}  {:<11}  {:>5}  {:<14}  {}\n", r.model, w0, r.topology,
                      w1, src, r.domain, r.steps, short_cost(r.cost_ts, r.cost_tw), result);
@@ -494,11 +494,14 @@ std::string failures_text(const VerifyReport& rep) {
       o += order ? order_text(*rs.front(), "    ") : follows_text(*rs.front(), "    ");
       if (rs.size() > 1) o += "    also: " + listing(rs) + "\n";
     }
-    std::vector<const VerifyRun*> errs;
-    for (const VerifyRun* r : bad)
-      if (r->status == "error") errs.push_back(r);
-    if (!errs.empty()) {
-      o += fmt::format("  error: {} run{}; the first: {}\n    {}\n", errs.size(),
+    // Runs that ended in an error, and runs stopped by a limit before any check (--timeout):
+    // their message, which names the limit.
+    for (const char* status : {"error", "inconclusive"}) {
+      std::vector<const VerifyRun*> errs;
+      for (const VerifyRun* r : bad)
+        if (r->status == status && !r->error.empty()) errs.push_back(r);
+      if (errs.empty()) continue;
+      o += fmt::format("  {}: {} run{}; the first: {}\n    {}\n", status, errs.size(),
                        errs.size() == 1 ? "" : "s", run_where(*errs.front()), errs.front()->error);
       if (errs.size() > 1) o += "    also: " + listing(errs) + "\n";
     }
