@@ -1138,6 +1138,11 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
       r.note = "the run stopped at a runtime error (see the runtime check)";
       break;
     case RunFailure::Kind::Deadlock: {
+      if (f.order_unexplored) {  // collv's choice of completion order, not the program's
+        r.verdict = Verdict::Unknown;
+        r.note = f.message;
+        break;
+      }
       Counterexample c;
       c.nodes = f.waiting_cycle;
       c.message = f.message;
