@@ -1883,10 +1883,11 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
     for (auto t : o.cycle)
       if (std::binary_search(nb.begin(), nb.end(), t)) {
         f.order_unexplored = true;
-        f.message += "; the cycle passes through a receive posted by irecv, which collv times in "
-                     "posting order without exploring other completion orders: MPI may complete "
-                     "this run (inconclusive, not a deadlock found; post the irecvs in the order "
-                     "the partners send)";
+        f.message +=
+            "; the cycle passes through a receive posted by irecv, which collv times in "
+            "posting order without exploring other completion orders: MPI may complete "
+            "this run (inconclusive, not a deadlock found; post the irecvs in the order "
+            "the partners send)";
         break;
       }
     return;
