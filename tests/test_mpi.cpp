@@ -489,7 +489,7 @@ TEST_CASE("mpi messages: Open MPI's monitoring files are read, and refused when 
 }
 
 TEST_CASE(
-    "collv mpi --model: Open MPI's per-peer message counts against the model's transfers; a model "
+    "collv mpi --model: Open MPI's per-peer message counts against the model's transfers: a model "
     "with the same combinations but other messages fails, and no monitoring is not a pass",
     "[mpi]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {

@@ -101,7 +101,7 @@ std::vector<std::string> failing(const nlohmann::json& r) {
 
 }  // namespace
 
-TEST_CASE("a deadlock is the one failure; what follows from it is not-checked with the reason",
+TEST_CASE("a deadlock is the one failure: what follows from it is not-checked with the reason",
           "[robust][report]") {
   std::string f = write_model("dl_noise", kDeadlock);
   std::string out;
@@ -137,7 +137,7 @@ TEST_CASE("a deadlock is the one failure; what follows from it is not-checked wi
   }
 }
 
-TEST_CASE("a runtime error is the one failure; what follows from it is not-checked",
+TEST_CASE("a runtime error is the one failure: what follows from it is not-checked",
           "[robust][report]") {
   std::string f = write_model("rt_noise", kRuntime);
   std::string out;
@@ -242,7 +242,7 @@ TEST_CASE("invalid UTF-8: read with its byte offset, written replaced, never the
   CHECK_FALSE(has(out, "not valid UTF-8"));
 }
 
-TEST_CASE("--timeout 1 stops run, verify and synth with exit 3 and the limit's message",
+TEST_CASE("timeout: --timeout 1 stops run, verify and synth with exit 3 and the limit's message",
           "[robust][timeout]") {
   std::string loop = write_model("loop_forever_t", R"(model t
   collective allgather
