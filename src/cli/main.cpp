@@ -474,6 +474,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       ver_opts.progress = isatty(2) != 0;
       if (part && part->size() > 1) {
         ver_opts.partition = part;
+        Topology::compute_stars_from(2);  // no process holds the whole link table
         ver_opts.progress = false;
         if (part->rank() != 0) ver_opts.json_file = ver_opts.junit_file = "";  // rank 0 writes
       }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
@@ -14,6 +15,15 @@
 #include "util/memory.hpp"
 
 namespace collv {
+
+namespace {
+std::atomic<std::uint64_t> g_implicit_star_n{kImplicitStarN};
+}  // namespace
+std::uint64_t implicit_star_n() { return g_implicit_star_n.load(std::memory_order_relaxed); }
+void Topology::compute_stars_from(int n) {
+  g_implicit_star_n.store(static_cast<std::uint64_t>(std::clamp<int>(n, 2, kImplicitStarN)),
+                          std::memory_order_relaxed);
+}
 namespace {
 
 using Impl = Topology::Impl;
@@ -253,7 +263,7 @@ std::shared_ptr<Impl> build_family(Family fam, std::uint64_t a, std::uint64_t bs
       std::uint64_t f = 1;
       for (std::uint64_t i = 2; i <= a; ++i) f *= i;
       t->n_proc = f;
-      if (a >= kImplicitStarN) {  // no link table: links computed (topology.cpp)
+      if (a >= implicit_star_n()) {  // no link table: links computed (topology.cpp)
         t->implicit_star = true;
         t->n_nodes = f;
         t->n_links = f * (a - 1) / 2;

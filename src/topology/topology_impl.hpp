@@ -37,6 +37,8 @@ inline constexpr std::size_t kMaxFactors = 16;
 // Stars from this n on keep no link table (11! nodes would need 3.2 GB of it); up to n = 12
 // (479,001,600 nodes, node ids still 32 bits).
 inline constexpr std::uint64_t kImplicitStarN = 11, kMaxImplicitStarN = 12;
+// kImplicitStarN unless Topology::compute_stars_from lowered it.
+std::uint64_t implicit_star_n();
 
 // Node ids of star:n (n <= 12): the neighbour along link k (swap positions 1 and k), and whether
 // two nodes are neighbours, from the lexicographic ranks alone.
