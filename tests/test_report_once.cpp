@@ -272,3 +272,14 @@ end P
                                 kRoot, 60);
   CHECK(rc == 0);
 }
+
+TEST_CASE("verify --max-p and --max-star: an absurd bound is refused at once with its range",
+          "[robust][limits]") {
+  std::string out;
+  CHECK(collv::test::run_cli("verify allgather_ring --max-p 100000000 --max-memory 300", out) == 2);
+  CHECK(out.find("4096") != std::string::npos);
+  CHECK(collv::test::run_cli("verify allreduce_star --max-star 40", out) == 2);
+  CHECK(out.find("13") != std::string::npos);
+  // The correct twin: a bound inside the range runs.
+  CHECK(collv::test::run_cli("verify allgather_ring --max-p 8 --quiet", out) == 0);
+}

@@ -211,8 +211,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       ->check(CLI::IsMember({"auto", "commutative", "associative"}));
   ver->add_option("--emit-smt2", ver_smt.emit_dir,
                   "SMT engine: write every query as SMT-LIB2 into DIR");
-  ver->add_option("--max-p", ver_opts.max_p, "default bound on processors (64)");
-  ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6)");
+  ver->add_option("--max-p", ver_opts.max_p,
+                  "default bound on processors (64; at most 4096, as --sizes): the sweep's sizes "
+                  "are listed before any runs, so an absurd bound is refused at once")
+      ->check(CLI::Range(2, 4096));
+  ver->add_option("--max-star", ver_opts.max_star, "default bound on the star's n (6; 2..13)")
+      ->check(CLI::Range(2, 13));
   ver->add_option("--port", ver_port,
                   "port model of the runs: single (default) | all (single-port is then not "
                   "checked; congestion judges each directed link); for a schedule file it "
