@@ -49,7 +49,7 @@ struct RunFailure {
   // Deadlock of the ports through a receive posted by irecv: collv times irecvs in posting order
   // and does not explore other completion orders, so MPI may complete the run (inconclusive).
   bool order_unexplored = false;
-  std::vector<NodeId> waiting;        // Deadlock: every node left waiting
+  std::vector<NodeId> waiting;  // Deadlock: every node left waiting
   // Deadlock of the ports (--port single): every value was computed and every message received,
   // but no order of the steps exists; the steps assigned are not a schedule.
   bool ports = false;
