@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +50,22 @@ inline int run_cli(const std::string& args, std::string& out, const std::string&
   std::error_code ec;
   std::filesystem::remove(file, ec);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The model shown after `<!-- example: NAME -->` in a document (a path under root), written to a
+// temporary file whose path is returned.
+inline std::string doc_example(const std::string& root, const std::string& doc,
+                               const std::string& name) {
+  std::string text = slurp(root + "/" + doc);
+  std::string marker = "<!-- example: " + name + " -->\n```\n";
+  auto at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  at += marker.size();
+  auto end = text.find("```", at);
+  REQUIRE(end != std::string::npos);
+  std::string path = unique_temp(name) + ".coll";
+  std::ofstream(path) << text.substr(at, end - at);
+  return path;
 }
 
 }  // namespace collv::test

@@ -21,20 +21,6 @@ namespace {
 
 const std::string kRoot = COLLV_SOURCE_DIR;
 
-// The model shown after `<!-- example: NAME -->` in a document, written to a temporary file.
-std::string doc_example(const std::string& doc, const std::string& name) {
-  std::string text = test::slurp(kRoot + "/" + doc);
-  std::string marker = "<!-- example: " + name + " -->\n```\n";
-  auto at = text.find(marker);
-  REQUIRE(at != std::string::npos);
-  at += marker.size();
-  auto end = text.find("```", at);
-  REQUIRE(end != std::string::npos);
-  std::string path = test::unique_temp(name) + ".coll";
-  std::ofstream(path) << text.substr(at, end - at);
-  return path;
-}
-
 Trace run_file(const std::string& path, const std::string& spec, std::uint32_t count,
                DomainKind dom = DomainKind::Exact, std::uint32_t root = 0) {
   Model m = parse_model_file(path);
@@ -66,7 +52,7 @@ int verify_cli(const std::string& path, const std::string& args, std::string& ou
 }  // namespace
 
 TEST_CASE("exscan: node 0 is never judged, every other node is", "[lang][mpi]") {
-  std::string chain = doc_example("docs/language.md", "exscan_chain");
+  std::string chain = test::doc_example(kRoot, "docs/language.md", "exscan_chain");
   std::string out;
   CHECK(verify_cli(chain, "--sizes 1..9 --count 0..3", out) == 0);
   for (auto dom : {DomainKind::Exact, DomainKind::Ordered}) {
@@ -112,7 +98,7 @@ TEST_CASE("exscan: MPICH's recursive doubling passes every size, count 0 include
 }
 
 TEST_CASE("self-messages use no link, no port and no step", "[lang][mpi]") {
-  std::string ring = doc_example("docs/language.md", "allgather_ring_self");
+  std::string ring = test::doc_example(kRoot, "docs/language.md", "allgather_ring_self");
   std::string out;
   CHECK(verify_cli(ring, "--sizes 1..9 --count 0..3", out) == 0);
   Trace t = run_file(ring, "ring:5", 2);
@@ -167,7 +153,7 @@ TEST_CASE("a self-message without its partner is a deadlock or a runtime error",
 }
 
 TEST_CASE("a receive into a larger buffer fills its front and leaves the rest", "[lang][mpi]") {
-  std::string bcast = doc_example("docs/language.md", "bcast_larger_receive");
+  std::string bcast = test::doc_example(kRoot, "docs/language.md", "bcast_larger_receive");
   std::string out;
   CHECK(verify_cli(bcast, "--sizes 2..6 --count 0..3", out) == 0);
   Trace t = run_file(bcast, "complete:4", 2, DomainKind::Exact, 1);
@@ -208,7 +194,7 @@ TEST_CASE("per-rank counts: the v-collectives in MPI's layout, uneven counts wit
   CHECK(v_count(3, 1) == 0);
   CHECK(v_count(3, 2) == 1);
   CHECK(v_pair_count(2, 1, 1) == 2);
-  std::string direct = doc_example("docs/language.md", "allgatherv_direct");
+  std::string direct = test::doc_example(kRoot, "docs/language.md", "allgatherv_direct");
   std::string out;
   CHECK(verify_cli(direct, "--sizes 1..9 --count 0..5", out) == 0);
   Trace t = run_file(direct, "complete:4", 2);  // counts 2, 0, 1, 2

@@ -21,19 +21,6 @@ namespace {
 
 const std::string kRoot = COLLV_SOURCE_DIR;
 
-std::string doc_example(const std::string& doc, const std::string& name) {
-  std::string text = test::slurp(kRoot + "/" + doc);
-  std::string marker = "<!-- example: " + name + " -->\n```\n";
-  auto at = text.find(marker);
-  REQUIRE(at != std::string::npos);
-  at += marker.size();
-  auto end = text.find("```", at);
-  REQUIRE(end != std::string::npos);
-  std::string path = test::unique_temp(name) + ".coll";
-  std::ofstream(path) << text.substr(at, end - at);
-  return path;
-}
-
 std::string write_model(const std::string& name, const std::string& text) {
   std::string path = test::unique_temp(name) + ".coll";
   std::ofstream(path) << text;
@@ -95,7 +82,7 @@ std::string exchange_model(const std::string& waits) {
 
 TEST_CASE("nonblocking: the documented linear all-to-all passes, p - 1 steps",
           "[lang][nonblocking]") {
-  std::string doc = doc_example("docs/language.md", "alltoall_linear_nb");
+  std::string doc = test::doc_example(kRoot, "docs/language.md", "alltoall_linear_nb");
   std::string out;
   CHECK(test::run_cli("verify " + doc + " --sizes 1..9 --count 0..3", out) == 0);
   for (auto dom : {DomainKind::Exact, DomainKind::Ordered}) {
@@ -261,7 +248,7 @@ TEST_CASE("nonblocking: a model that relies on irecv order is caught, its twin p
   CHECK(u.failure.message.find("the irecv posted here is never completed") != std::string::npos);
   CHECK(test::run_cli("verify " + nowait + " -t complete:4", out) == 1);
   // The twin (the documented model) passes the same runs.
-  std::string twin = doc_example("docs/language.md", "alltoall_linear_nb");
+  std::string twin = test::doc_example(kRoot, "docs/language.md", "alltoall_linear_nb");
   CHECK(test::run_cli("verify " + twin + " -t complete:4", out) == 0);
 }
 
@@ -366,7 +353,7 @@ TEST_CASE("nonblocking: MPICH's scattered all-to-all posts irecvs and isends per
 
 TEST_CASE("nonblocking: the from-MPI guide's ring all-gather runs, and its refused twin",
           "[lang][nonblocking]") {
-  std::string ring = doc_example("docs/from-mpi.md", "allgather_ring_irecv");
+  std::string ring = test::doc_example(kRoot, "docs/from-mpi.md", "allgather_ring_irecv");
   std::string out;
   CHECK(test::run_cli("verify " + ring + " --sizes 1..9 --count 0..3", out) == 0);
   Trace t = run_file(ring, "ring:6", 2);
