@@ -44,6 +44,18 @@ typedef struct {
   int32_t pad;
 } elem;
 
+/* An MPI error code as the harness's JSON line {"k":"error","message":...}, quotes, backslashes
+   and control characters left out. */
+static void write_mpi_error(FILE* out, int code) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, msg, &len);
+  fprintf(out, "{\"k\":\"error\",\"message\":\"");
+  for (int i = 0; i < len; ++i)
+    if (msg[i] != '"' && msg[i] != '\\' && (unsigned char)msg[i] >= 0x20) fputc(msg[i], out);
+  fprintf(out, "\"}\n");
+}
+
 static FILE* out;
 static MPI_Datatype etype;
 static int rank, size;
@@ -231,13 +243,7 @@ static int run_builtin(const char* coll, int count, int root, int inplace) {
     return 2;
   }
   if (ok != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(ok, msg, &len);
-    fprintf(out, "{\"k\":\"error\",\"message\":\"");
-    for (int i = 0; i < len; ++i)
-      if (msg[i] != '"' && msg[i] != '\\' && (unsigned char)msg[i] >= 0x20) fputc(msg[i], out);
-    fprintf(out, "\"}\n");
+    write_mpi_error(out, ok);
   } else if (n_out >= 0) {
     fputs("{\"k\":\"outv\",\"buf\":[", out);
     for (long i = 0; i < n_out; ++i)
@@ -355,13 +361,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     return 2;
   }
   if (ok != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(ok, msg, &len);
-    fprintf(out, "{\"k\":\"error\",\"message\":\"");
-    for (int i = 0; i < len; ++i)
-      if (msg[i] != '"' && msg[i] != '\\' && (unsigned char)msg[i] >= 0x20) fputc(msg[i], out);
-    fprintf(out, "\"}\n");
+    write_mpi_error(out, ok);
   } else if (n_out >= 0) {
     fputs("{\"k\":\"out\",\"buf\":", out);
     write_elems(result, (int)n_out);
