@@ -91,8 +91,13 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "receive per node per step) | all (one transfer per directed link per step)")
       ->check(CLI::IsMember({"single", "all"}));
   run->add_option("--max-steps", run_opts.run.max_steps, "step limit (default 100000)");
-  run->add_option("--max-ops", run_opts.run.max_ops_per_node,
-                  "operations per node before the run is stopped (default 1000000)");
+  // --max-ops, the same for every command that runs models: operations per node on average
+  // (a statement is one, `array a[n]` n more) before a run stops with exit 3.
+  const auto max_ops_range = CLI::Range(std::uint64_t{1}, std::uint64_t{1000000000000000});
+  const std::string max_ops_help =
+      "operations per node on average before a run is stopped, exit 3 (default 1000000; "
+      "1..10^15)";
+  run->add_option("--max-ops", run_opts.run.max_ops_per_node, max_ops_help)->check(max_ops_range);
   run->add_option("--max-memory", max_mem, "memory limit in MiB (default 8192)");
   std::uint64_t run_timeout = 0;
   run->add_option("--timeout", run_timeout,
@@ -137,6 +142,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "replays it with that protocol's connection slots (2 sends under Simple, 8 "
                   "under LL and LL128)")
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
+  exp->add_option("--max-ops", exp_opts.run.max_ops_per_node, max_ops_help)->check(max_ops_range);
   exp->add_option("--max-memory", exp_mem, "memory limit in MiB (default 8192)");
   exp->add_option("--models", exp_opts.models_dir, "models directory for model names");
   exp->footer(
@@ -239,6 +245,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "the file's proto: Simple 2, LL and LL128 8; 0 = unbounded)")
       ->check(CLI::Range(0, 1000000));
   ver->add_option("--max-steps", ver_opts.run.max_steps, "step limit per run (100000)");
+  ver->add_option("--max-ops", ver_opts.run.max_ops_per_node, max_ops_help)->check(max_ops_range);
   ver->add_option("--max-memory", ver_mem, "memory limit per run in MiB (8192)");
   ver->add_option("--models", ver_opts.models_dir, "models directory (default: ./models)");
   ver->footer(

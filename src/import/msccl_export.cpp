@@ -491,6 +491,9 @@ std::string export_msccl_xml(const Trace& t, const std::string& name,
           "msccl-executor-nccl, send, recv, gather, scatter, alltoallv)",
           collective_name(t.collective)));
   }
+  if (t.failure.kind == RunFailure::Kind::StepLimit || t.failure.kind == RunFailure::Kind::OpLimit)
+    throw LimitError("export --msccl-xml: the run did not complete (" + t.failure.message +
+                     ")");  // a limit: exit 3 (exit_codes.hpp)
   if (t.failure.kind != RunFailure::Kind::None)
     throw UsageError("export --msccl-xml: the run did not complete (" + t.failure.message + ")");
   if (!t.unreceived.empty())
