@@ -291,7 +291,7 @@ TEST_CASE("nonblocking: misuse is an error at its position", "[lang][nonblocking
   run_error(peer +
                 "send x to pr;\nsend x to pr;\nirecv result from pr as r;\nirecv result from pr "
                 "as t;\nwaitall;",
-            "irecv result from pr as t", "already has an irecv outstanding");
+            "irecv result from pr as t", "overlaps the buffer of the irecv posted at");
   // An isend never completed.
   run_error(peer + "isend x to pr as s; receive result from pr;", "isend", "the isend posted here");
   // A wait for a message never sent: a deadlock at the wait.
@@ -416,4 +416,130 @@ TEST_CASE("nonblocking: posting order is the one completion order collv times",
     if (c.name == "deadlock") CHECK(c.verdict == Verdict::Unknown);
   }
   CHECK_FALSE(early.failure.order_unexplored);
+}
+
+TEST_CASE("nonblocking: overlapping receive buffers are an error, disjoint ones are not",
+          "[lang][nonblocking]") {
+  // Node 0 of complete:3 posts two irecvs (from 1 and from 2, which send one element each) into
+  // the buffers BUF1 and BUF2, or an isend and then an irecv, and completes them with WAITS.
+  auto model = [](const std::string& posts, const std::string& waits) {
+    return "model nb_overlap\n  collective allgather\n  topology complete\n  input x\n"
+           "  output x\n  requires p = 3 and count = 1\n"
+           "procedure NB_OVERLAP(my_id, x)\nbegin\n"
+           "  if my_id = 0 then\n"
+           "    a0 := 2 * len(x);\n"  // a position computed at run time (2)
+           "    buf := [];\n" +
+           posts + "    " + waits +
+           "\n"
+           "  else\n"
+           "    send x to 0;\n"
+           "  endif;\n"
+           "end NB_OVERLAP\n";
+  };
+  auto run = [&](const std::string& posts, const std::string& waits) {
+    std::string path = write_model("nb_overlap", model(posts, waits));
+    return std::make_pair(path, run_file(path, "complete:3", 1));
+  };
+  // Overlapping slices, whole and slice, slice and whole, positions computed at run time: the
+  // second posting is the error, at its position, naming the first one's.
+  struct Case {
+    std::string first, second, want;
+  };
+  for (const Case& c : {
+           Case{"irecv buf[0 .. 1] from 1 as a;", "irecv buf[1 .. 2] from 2 as b;",
+                "the buffer of this irecv, 'buf[1 .. 2]', overlaps the buffer of the irecv "
+                "posted at {} ('buf[0 .. 1]'), which is still outstanding"},
+           Case{"irecv buf from 1 as a;", "irecv buf[5] from 2 as b;",
+                "'buf[5]', overlaps the buffer of the irecv posted at {} ('buf')"},
+           Case{"irecv buf[7 .. 9] from 1 as a;", "irecv buf from 2 as b;",
+                "'buf', overlaps the buffer of the irecv posted at {} ('buf[7 .. 9]')"},
+           Case{"irecv buf[a0 .. a0 + 1] from 1 as a;", "irecv buf[a0 - 1 .. a0] from 2 as b;",
+                "'buf[1 .. 2]', overlaps the buffer of the irecv posted at {} ('buf[2 .. 3]')"},
+           // the same positions: which wait comes last would decide them
+           Case{"irecv buf[0] from 1 as a;", "irecv buf[0] from 2 as b;",
+                "'buf[0]', overlaps the buffer of the irecv posted at {} ('buf[0]')"},
+       }) {
+    for (const char* waits : {"wait a; wait b;", "wait b; wait a;"}) {
+      INFO(c.first << " " << c.second << " " << waits);
+      auto [path, t] = run("    " + c.first + "\n    " + c.second + "\n", waits);
+      REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+      CHECK(t.failure.message.find(position_of(path, c.second) + ": runtime error at node 0") == 0);
+      std::string want = c.want;
+      want.replace(want.find("{}"), 2, position_of(path, c.first));
+      CHECK(t.failure.message.find(want) != std::string::npos);
+    }
+  }
+  // Disjoint slices of one variable (also with run-time positions), and empty buffers at one
+  // position (count 0 overlaps nothing): allowed, the values are the same in either wait order.
+  for (const char* waits : {"wait a; wait b;", "wait b; wait a;"}) {
+    INFO(waits);
+    for (const std::string& posts :
+         {std::string("    irecv buf[0] from 1 as a;\n    irecv buf[1] from 2 as b;\n"),
+          std::string("    irecv buf[a0 + 1 .. a0 + 4] from 1 as a;\n"
+                      "    irecv buf[a0 - 2 .. a0] from 2 as b;\n")}) {
+      auto [path, t] = run(posts, waits);
+      INFO(posts);
+      REQUIRE(t.failure.kind == RunFailure::Kind::None);
+    }
+  }
+  std::string zero =
+      write_model("nb_zero",
+                  "model nb_zero\n  collective allgather\n  topology complete\n  input x\n"
+                  "  output x\n  requires p = 3 and count = 1\n"
+                  "procedure NB_ZERO(my_id, x)\nbegin\n"
+                  "  if my_id = 0 then\n"
+                  "    irecv x[1 .. 0] from 1 as a;\n    irecv x[1 .. 0] from 2 as b;\n"
+                  "    waitall;\n"
+                  "  else\n    send x[0 .. -1] to 0;\n  endif;\n"
+                  "end NB_ZERO\n");
+  Trace z = run_file(zero, "complete:3", 1);
+  CHECK(z.failure.kind == RunFailure::Kind::None);
+  // An irecv into the buffer of a pending isend: overlapping is an error (MPI forbids changing a
+  // send buffer before its wait), disjoint is allowed (the ring all-gather of docs/from-mpi.md).
+  auto send_first = [&](const std::string& isend, const std::string& irecv) {
+    return run(
+        "    for i := 0 to 3 do buf[i] := x[0]; endfor;\n    " + isend + "\n    " + irecv + "\n",
+        "waitall;");
+  };
+  {
+    auto [path, t] = send_first("isend buf[0 .. 1] to 1 as a;", "irecv buf[1 .. 2] from 1 as b;");
+    REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+    CHECK(t.failure.message.find(position_of(path, "irecv buf") + ": runtime error") == 0);
+    CHECK(t.failure.message.find("'buf[1 .. 2]', overlaps the buffer of the isend posted at " +
+                                 position_of(path, "isend buf") + " ('buf[0 .. 1]')") !=
+          std::string::npos);
+    CHECK(t.failure.message.find("MPI forbids receiving into a send buffer") != std::string::npos);
+  }
+  {
+    auto [path, t] = send_first("isend buf to 1 as a;", "irecv buf[3] from 1 as b;");
+    REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+    CHECK(t.failure.message.find("overlaps the buffer of the isend posted at " +
+                                 position_of(path, "isend buf") + " ('buf')") != std::string::npos);
+  }
+  {
+    // Disjoint: no error (node 1 never receives the isend's message, which other checks judge).
+    auto [path, t] = send_first("isend buf[0 .. 1] to 1 as a;", "irecv buf[2 .. 3] from 1 as b;");
+    CHECK(t.failure.kind != RunFailure::Kind::RuntimeError);
+    CHECK(t.failure.message.find("overlaps") == std::string::npos);
+  }
+}
+
+TEST_CASE("nonblocking: an all-to-all whose irecv buffers overlap is caught, its twin passes",
+          "[lang][nonblocking]") {
+  // The mutant's irecvs are one position too long: every value lands right (a receive may be
+  // larger than its message), so only the overlap check catches it.
+  std::string bad = kRoot + "/tests/mutants/runtime_alltoall_irecv_overlap.coll";
+  Trace t = run_file(bad, "complete:4", 2);
+  REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+  const std::string at = position_of(bad, "irecv result");
+  CHECK(t.failure.message.find(at + ": runtime error at node 0") == 0);
+  CHECK(t.failure.message.find("'result[4 .. 6]', overlaps the buffer of the irecv posted at " +
+                               at + " ('result[2 .. 4]')") != std::string::npos);
+  std::string out;
+  CHECK(test::run_cli("verify " + bad + " --sizes 2..6 --count 1..2", out) == 1);
+  CHECK(out.find("overlaps the buffer of the irecv") != std::string::npos);
+  // p = 2 has one irecv per node: nothing overlaps, and the run passes.
+  CHECK(test::run_cli("verify " + bad + " --sizes 2 --count 1..2", out) == 0);
+  std::string twin = test::doc_example(kRoot, "docs/language.md", "alltoall_linear_nb");
+  CHECK(test::run_cli("verify " + twin + " --sizes 2..6 --count 1..2", out) == 0);
 }

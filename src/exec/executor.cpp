@@ -1186,6 +1186,13 @@ class Machine : public SliceMachine {
   // buffer at its wait. Until then the buffer may be neither read nor written; an isend's
   // buffers may not be written until its wait. The receive port takes a node's receives in
   // posting order (the chain is set when the run ends).
+  // A buffer (part) a request holds: positions lo .. hi of a data variable (kWholeBuffer: the
+  // whole variable, as `irecv x` or `isend x` name it). Empty when hi < lo.
+  static constexpr std::int64_t kWholeBuffer = std::numeric_limits<std::int64_t>::max();
+  struct Part {
+    int slot = -1;
+    std::int64_t lo = 0, hi = -1;
+  };
   struct Request {
     const Stmt* stmt = nullptr;
     NodeId peer = 0;
@@ -1197,11 +1204,22 @@ class Machine : public SliceMachine {
     std::uint32_t tid = kNoTransfer;
     Buffer self_val;  // irecv from the node itself, once matched
     DepTag self_dep = 0;
-    std::vector<int> send_slots;  // isend: the buffers it reads (not writable until its wait)
+    std::vector<int> send_slots;   // isend: the buffers it reads (not writable until its wait)
+    std::vector<Part> send_parts;  // isend: the positions of them its message is made of
+  };
+  // The outstanding requests that hold one data variable of a node: how many irecvs write it and
+  // isends read it (whole-variable locks for reads and writes), and the positions each one holds
+  // (MPI forbids a receive buffer that overlaps the buffer of another pending receive or send).
+  struct Held {
+    std::int64_t hi;
+    std::uint32_t handle;
   };
   struct Lock {
-    int slot;
-    std::uint32_t recv = 0, send = 0, whole = 0;
+    int slot = -1;
+    std::uint32_t recv = 0, send = 0;
+    std::map<std::int64_t, Held> recvs;       // irecvs' buffers by first position: disjoint
+    std::multimap<std::int64_t, Held> sends;  // isends' parts by first position: may overlap
+    std::int64_t send_span = 0;  // the largest hi - lo in `sends` since it was last empty
   };
   struct NbNode {
     std::map<std::uint32_t, Request> reqs;                  // outstanding, by handle
@@ -1283,13 +1301,15 @@ class Machine : public SliceMachine {
   }
   static Lock& lock_of(NbNode& n, int slot) {
     if (Lock* l = find_lock(n, slot)) return *l;
-    n.locks.push_back(Lock{slot});
+    n.locks.emplace_back();
+    n.locks.back().slot = slot;
     return n.locks.back();
   }
   static void unlock_empty(NbNode& n) {
-    n.locks.erase(std::remove_if(n.locks.begin(), n.locks.end(),
-                                 [](const Lock& l) { return l.recv == 0 && l.send == 0; }),
-                  n.locks.end());
+    n.locks.erase(
+        std::remove_if(n.locks.begin(), n.locks.end(),
+                       [](const Lock& l) { return l.recv == 0 && l.send == 0 && l.sends.empty(); }),
+        n.locks.end());
   }
   // Where the oldest outstanding request of node v that holds `slot` was posted.
   std::string posted_at(NodeId v, int slot, bool recv) {
@@ -1390,12 +1410,9 @@ class Machine : public SliceMachine {
         rt_error(tgt, v, fmt::format("cannot receive into positions [{} .. {}]", lo[i], hi[i]));
       const std::uint32_t h = new_handle(s, v);
       NbNode& n = nb_[v];
+      const Part part{slot, whole ? 0 : lo[i], whole ? kWholeBuffer : hi[i]};
+      check_overlap(s, v, part);
       Lock& l = lock_of(n, slot);
-      if (l.recv > 0 && (whole || l.whole > 0))
-        rt_error(s, v,
-                 fmt::format("'{}' already has an irecv outstanding (posted at {}): two receives "
-                             "into one buffer at once need disjoint slices",
-                             m_.var_names[slot], posted_at(v, slot, true)));
       if (recv_count_[v] == kMaxDepSeq)
         throw LimitError(
             fmt::format("node {} receives more than {} messages; collv's timing "
@@ -1415,7 +1432,7 @@ class Machine : public SliceMachine {
         n.port.push_back(kNoTransfer);
       }
       ++l.recv;
-      if (whole) ++l.whole;
+      if (part.lo <= part.hi) l.recvs.emplace(part.lo, Held{part.hi, h});
       n.unmatched[src].push_back(h);
       n.reqs.emplace(h, std::move(r));
       handles[i] = h;
@@ -1430,6 +1447,8 @@ class Machine : public SliceMachine {
   void post_isend(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
     const Stmt& s = *prog_.code[pc].stmt;
     std::vector<std::int64_t> handles(cnt);
+    std::vector<std::vector<Part>> parts(cnt);
+    send_parts(*s.value, nodes, cnt, parts);
     for (std::size_t i = 0; i < cnt; ++i) {
       const NodeId v = nodes[i];
       const std::uint32_t h = new_handle(s, v);
@@ -1438,10 +1457,95 @@ class Machine : public SliceMachine {
       r.stmt = &s;
       r.send_slots = send_slots_[pc];
       for (int slot : r.send_slots) ++lock_of(n, slot).send;
+      for (const Part& pt : parts[i]) {
+        if (pt.hi < pt.lo) continue;
+        Lock& l = lock_of(n, pt.slot);
+        l.sends.emplace(pt.lo, Held{pt.hi, h});
+        l.send_span = std::max(l.send_span, pt.hi - pt.lo);
+      }
+      r.send_parts = std::move(parts[i]);
       n.reqs.emplace(h, std::move(r));
       handles[i] = h;
     }
     store_handles(*s.request, nodes, cnt, handles);
+  }
+
+  // The parts of data variables an isend's message is made of, per node: `x` is all of x, `x[i]`
+  // and `x[i .. j]` their positions (evaluated now, as MPI fixes a send buffer's address when
+  // the isend is posted); any other expression, every variable it names, whole.
+  void send_parts(const Expr& e, const NodeId* nodes, std::size_t cnt,
+                  std::vector<std::vector<Part>>& out) {
+    auto is_data = [&](const Expr& x) {
+      return x.kind == ExprKind::Name && x.slot >= 0 &&
+             x.slot < static_cast<int>(m_.var_types.size()) && m_.var_types[x.slot] == Type::Data;
+    };
+    if (is_data(e)) {
+      for (std::size_t i = 0; i < cnt; ++i) out[i].push_back(Part{e.slot, 0, kWholeBuffer});
+      return;
+    }
+    if ((e.kind == ExprKind::Index || e.kind == ExprKind::Slice) && is_data(*e.args[0])) {
+      std::vector<std::int64_t> lo(cnt), hi(cnt);
+      eval_int(*e.args[1], nodes, cnt, lo.data(), 1);
+      if (e.kind == ExprKind::Slice)
+        eval_int(*e.args[2], nodes, cnt, hi.data(), 1);
+      else
+        hi = lo;
+      for (std::size_t i = 0; i < cnt; ++i) out[i].push_back(Part{e.args[0]->slot, lo[i], hi[i]});
+      return;
+    }
+    for (const auto& a : e.args) send_parts(*a, nodes, cnt, out);
+  }
+
+  // "'x'", "'x[3]'", "'x[3 .. 5]'".
+  std::string part_name(const Part& p) const {
+    const std::string& name = m_.var_names[p.slot];
+    if (p.hi == kWholeBuffer) return fmt::format("'{}'", name);
+    if (p.lo == p.hi) return fmt::format("'{}[{}]'", name, p.lo);
+    return fmt::format("'{}[{} .. {}]'", name, p.lo, p.hi);
+  }
+
+  // An irecv into `part` at node v: a runtime error if its buffer overlaps that of an
+  // outstanding irecv or isend of v (MPI: erroneous; which one writes last would decide the
+  // value). Disjoint positions of one variable are allowed, as MPICH posts them.
+  void check_overlap(const Stmt& s, NodeId v, const Part& part) {
+    if (part.hi < part.lo) return;  // an empty buffer (count 0) overlaps nothing
+    Lock* l = find_lock(nb_[v], part.slot);
+    if (!l) return;
+    const Held* hit = nullptr;
+    std::int64_t hit_lo = 0;
+    bool recv = true;
+    // The irecvs' buffers are disjoint: the last one starting at or before part.hi is the only
+    // candidate.
+    if (auto it = l->recvs.upper_bound(part.hi); it != l->recvs.begin()) {
+      --it;
+      if (it->second.hi >= part.lo) {
+        hit = &it->second;
+        hit_lo = it->first;
+      }
+    }
+    if (!hit && !l->sends.empty()) {
+      // An isend's part overlapping part starts at or after part.lo - send_span.
+      auto it =
+          part.lo > l->send_span ? l->sends.lower_bound(part.lo - l->send_span) : l->sends.begin();
+      for (; it != l->sends.end() && it->first <= part.hi; ++it)
+        if (it->second.hi >= part.lo) {
+          hit = &it->second;
+          hit_lo = it->first;
+          recv = false;
+          break;
+        }
+    }
+    if (!hit) return;
+    const Request& earlier = nb_[v].reqs.at(hit->handle);
+    rt_error(s, v,
+             fmt::format("the buffer of this irecv, {}, overlaps the buffer of the {} posted at {} "
+                         "({}), which is still outstanding: {}",
+                         part_name(part), recv ? "irecv" : "isend", earlier.stmt->loc.str(),
+                         part_name(Part{part.slot, hit_lo, hit->hi}),
+                         recv ? "MPI forbids two pending receives into overlapping buffers (the "
+                                "one completed last would decide the values); irecvs into one "
+                                "variable at once need disjoint positions"
+                              : "MPI forbids receiving into a send buffer before the send's wait"));
   }
 
   // Matches node v's irecvs from src, oldest first, up to the one with handle `upto` (all of
@@ -1485,12 +1589,23 @@ class Machine : public SliceMachine {
     Request& r = node.mapped();
     if (!r.recv) {
       for (int slot : r.send_slots) --lock_of(n, slot).send;
+      for (const Part& pt : r.send_parts) {
+        if (pt.hi < pt.lo) continue;
+        Lock& l = lock_of(n, pt.slot);
+        auto [b, e] = l.sends.equal_range(pt.lo);
+        for (; b != e; ++b)
+          if (b->second.handle == h) {
+            l.sends.erase(b);
+            break;
+          }
+        if (l.sends.empty()) l.send_span = 0;
+      }
       unlock_empty(n);
       return;
     }
     Lock& l = lock_of(n, r.slot);
     --l.recv;
-    if (r.whole) --l.whole;
+    if (r.whole || r.lo <= r.hi) l.recvs.erase(r.whole ? 0 : r.lo);  // (as check_overlap put it)
     unlock_empty(n);
     Buffer val;
     DepTag dep;
