@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli.hpp"
@@ -90,4 +91,55 @@ TEST_CASE("verify and export take --max-ops: a loop for ever stops with exit 3 n
     }
   }
   fs::remove(xml);
+}
+
+TEST_CASE("a run stopped at a limit says the limit once; what follows is not-checked",
+          "[robust][budget]") {
+  std::string out, loop = loop_model();
+  const std::string limit = "the run exceeded 1000 operations per node on average";
+  int rc = cli("verify " + loop + " -t ring:4 -d exact --max-ops 1000", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(count_of(out, limit) == 1);
+  CHECK(count_of(out, "inconclusive:") == 1);
+  CHECK(has(out, "deadlock: inconclusive: " + limit));
+  CHECK(count_of(out, "the run stopped at --max-ops before it finished") == 1);
+  CHECK(has(out,
+            "not-checked: single-port, route, congestion, nodup, dataflow, match, "
+            "postcondition, final-buffers, runtime: the run stopped at --max-ops"));
+  // The JSON: the limit once, as the one inconclusive check; the rest not-checked with the reason.
+  rc = cli("verify " + loop + " -t ring:4 -d exact --max-ops 1000 --json -", out, 30);
+  CHECK(rc == 3);
+  auto j = nlohmann::json::parse(out);
+  CHECK(count_of(out, limit) == 1);
+  const auto& r = j["results"][0];
+  CHECK(r["status"] == "inconclusive");
+  CHECK(r["inconclusive"].size() == 1);
+  CHECK(r["inconclusive"]["deadlock"].get<std::string>().rfind(limit, 0) == 0);
+  for (const auto& [name, verdict] : r["checks"].items()) {
+    INFO(name);
+    CHECK(verdict == (name == "deadlock" ? "unknown" : "not-checked"));
+  }
+  CHECK(r["not_checked"]["postcondition"] ==
+        "the run stopped at --max-ops before it finished (see the deadlock check)");
+  // The twin: a violation in the prefix of a run stopped at a limit stands (exit 1), beside the
+  // one limit line; --max-steps is named as --max-ops is.
+  std::string twice = write_temp("loop_sends.coll",
+                                 "model t\n  collective allgather\n  topology ring\n  input x\n"
+                                 "  output x\nprocedure P\nbegin\n  while 1 = 1 do\n"
+                                 "    send x to (my_id + 1) mod p;\n"
+                                 "    receive y from (my_id - 1) mod p;\n  endwhile;\nend P\n");
+  rc = cli("verify " + twice + " -t ring:4 -d exact --max-steps 10", out, 30);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK(has(out, "nodup: step 2: 0 receives x3 from 3, but it already holds x3"));
+  CHECK(count_of(out, "past the step limit 10") == 1);
+  CHECK(count_of(out, "inconclusive:") == 1);
+  CHECK(has(out, "the run stopped at --max-steps before it finished"));
+  // And a run that finishes reports no limit at all.
+  rc = cli("verify allgather_ring -t ring:4 -d exact --max-ops 1000000 --json -", out, 30);
+  CHECK(rc == 0);
+  j = nlohmann::json::parse(out);
+  CHECK_FALSE(j["results"][0].contains("inconclusive"));
+  CHECK(j["results"][0]["checks"]["postcondition"] == "pass");
 }

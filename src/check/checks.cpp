@@ -1233,18 +1233,30 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
                   check_runtime})
     all.push_back(f(t, o));
   // A run stopped at a limit is unfinished: a violation found in its prefix is real, but a
-  // pass is not, and its final buffers mean nothing.
+  // pass is not, and its final buffers mean nothing. The limit is said once, by the deadlock
+  // check (unknown, with the limit's message); what needed the whole run is not-checked with
+  // that reason (after_stop), as after a deadlock or a runtime error.
   bool limit =
       t.failure.kind == RunFailure::Kind::StepLimit || t.failure.kind == RunFailure::Kind::OpLimit;
   if (limit) {
+    const std::string why =
+        fmt::format("the run stopped at {} before it finished (see the deadlock check)",
+                    t.failure.kind == RunFailure::Kind::StepLimit ? "--max-steps" : "--max-ops");
     for (auto& r : all) {
+      if (r.name == "deadlock") continue;
       bool about_end = r.name == "postcondition" || r.name == "final-buffers";
-      if (r.verdict == Verdict::Pass || (about_end && r.verdict == Verdict::Fail)) {
-        r.verdict = Verdict::Unknown;
-        r.violations.clear();
-        r.violation_count = 0;
-        r.note = "the run stopped at a limit before it finished";
-      }
+      bool follows = r.verdict == Verdict::Pass || (about_end && r.verdict == Verdict::Fail) ||
+                     (r.verdict == Verdict::Unknown &&
+                      r.note.rfind("the run stopped at a limit", 0) == 0) ||  // match
+                     (r.verdict == Verdict::NotChecked &&
+                      r.note.rfind("the run did not finish", 0) == 0);  // steps, cost
+      if (!follows) continue;  // a violation in the prefix, or a reason of its own, stands
+      r.verdict = Verdict::NotChecked;
+      r.violations.clear();
+      r.violation_count = 0;
+      r.order_only = false;
+      r.after_stop = true;
+      r.note = why;
     }
   }
   mark_stopped_run(all, t);

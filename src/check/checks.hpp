@@ -60,8 +60,8 @@ struct CheckResult {
   // "exec+smt"; empty: the executor alone, no other engine ran) and whether the engines disagree.
   std::string decided_by;
   bool engines_disagree = false;
-  // not-checked because the run stopped at a deadlock or a runtime error (mark_stopped_run): the
-  // note says how; reports list these beside the failure they follow from.
+  // not-checked because the run stopped at a deadlock, a runtime error (mark_stopped_run) or a
+  // limit (check_trace): the note says how; reports list these beside what they follow from.
   bool after_stop = false;
   // `collv verify`: a failure of operand order only (order_only) in an ordered-domain run of a
   // model that declares `operator commutative`: expected, reported as commutative-only and never

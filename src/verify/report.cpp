@@ -167,6 +167,7 @@ std::string report_to_json(const VerifyReport& rep) {
       for (const auto& v : c.violations)
         (c.commutative_only ? x["order_only"] : viol).push_back(cex_json(v));
       if (c.verdict == Verdict::NotChecked && !c.note.empty()) x["not_checked"][c.name] = c.note;
+      if (c.verdict == Verdict::Unknown && !c.note.empty()) x["inconclusive"][c.name] = c.note;
       // --engine smt|both: which engine decided each check, and the disagreements.
       if (!c.decided_by.empty()) x["decided_by"][c.name] = c.decided_by;
       if (c.engines_disagree) x["engines_disagree"].push_back(c.name);
