@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <thread>
@@ -55,10 +56,21 @@ std::string xfer_text(const Trace& t, const Transfer& x) {
 }
 
 // Transfer indices grouped by step: result[s] lists the transfers of step s (index 0 unused).
-std::vector<std::vector<std::uint32_t>> by_step(const Trace& t) {
-  std::vector<std::vector<std::uint32_t>> out(t.steps + 1);
-  for (auto i : t.ordered_transfers()) out[t.transfers[i].step].push_back(i);
-  return out;
+// One flat list (ordered_transfers' order) with each step's start: no vector per step.
+struct StepIndex {
+  std::vector<std::uint32_t> first, list;
+  std::span<const std::uint32_t> operator[](std::uint32_t s) const {
+    return {list.data() + first[s], first[s + 1] - first[s]};
+  }
+};
+StepIndex by_step(const Trace& t) {
+  StepIndex ix;
+  ix.list = t.ordered_transfers();
+  ix.first.assign(t.steps + 2, 0);
+  for (const Transfer& x : t.transfers) ++ix.first[std::min(x.step, t.steps) + 1];
+  for (std::uint32_t s = 1; s < ix.first.size(); ++s) ix.first[s] += ix.first[s - 1];
+  // ordered_transfers sorts by step first, so each step's transfers are already together.
+  return ix;
 }
 
 std::vector<Item> sorted_items(const Buffer& b) {
@@ -349,7 +361,11 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
       for (std::size_t h = 0; h + 1 < path.size(); ++h)
         hops.push_back({(std::uint64_t{path[h]} << 32) | path[h + 1], x.payload_len});
     }
-    std::sort(hops.begin(), hops.end());
+    // Only equal links need to be together: an executor's step is already in (sender,
+    // receiver) order and is not sorted again.
+    auto by_link = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(hops.begin(), hops.end(), by_link))
+      std::sort(hops.begin(), hops.end(), by_link);
     bool over_link = false;
     for (std::size_t k = 0; k < hops.size();) {
       std::size_t e = k;
@@ -447,36 +463,17 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
 // merge. Symmetric algorithms (the star all-reduce: every node of a coset holds the same set at
 // the end of a level, and a step's items are a few coset sums) need a handful of merges per
 // step where a bitset per node costs p bit operations per receive. Exact terms only (sorted).
+// A set's hash is the sum of its terms' hashes, so the union of disjoint sets hashes to the sum
+// of theirs: a merge is hashed without going over its terms again (an item's hash is computed
+// once); equal hashes are confirmed by comparing the terms.
 class HeldSets {
  public:
   static constexpr std::uint32_t kOverlap = UINT32_MAX;
-  HeldSets(std::uint64_t max_bytes, std::uint64_t max_work)
-      : max_bytes_(max_bytes), max_work_(max_work) {}
+  HeldSets(std::size_t num_items, std::uint64_t max_bytes, std::uint64_t max_work)
+      : max_bytes_(max_bytes), max_work_(max_work), num_items_(num_items) {}
   // The id of the set with these terms (sorted, no term twice).
   std::uint32_t intern(const std::vector<std::uint32_t>& v) {
-    std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ v.size();
-    for (auto c : v) h = (h ^ c) * 0xBF58476D1CE4E5B9ULL;
-    if (2 * (sets_.size() + 1) > by_content_.size()) grow_content();
-    std::size_t k = slot(h, by_content_.size());
-    for (; by_content_[k].id != kOverlap; k = (k + 1) & (by_content_.size() - 1)) {
-      if (by_content_[k].hash != h) continue;
-      auto got = terms(by_content_[k].id);
-      if (std::equal(got.begin(), got.end(), v.begin(), v.end())) return by_content_[k].id;
-    }
-    // Terms go into blocks that are never moved: a set's span stays valid, and growing never
-    // copies what is stored.
-    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < v.size()) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(std::max<std::size_t>(kBlock, v.size()));
-    }
-    auto& block = blocks_.back();
-    const std::uint32_t* at = block.data() + block.size();
-    block.insert(block.end(), v.begin(), v.end());
-    stored_ += v.size();
-    const auto id = static_cast<std::uint32_t>(sets_.size());
-    sets_.push_back({at, v.size()});
-    by_content_[k] = {h, id};
-    return id;
+    return intern(v.data(), v.size(), hash_of(v));
   }
   // The id of set `h` with the item's terms added, or kOverlap if they share a term.
   std::uint32_t add(std::uint32_t h, Item it, std::span<const std::uint32_t> item) {
@@ -487,8 +484,12 @@ class HeldSets {
     memo_[k] = {it, h, kOverlap};
     ++memo_used_;
     auto held = terms(h);
-    merged_.resize(held.size() + item.size());
-    std::uint32_t* out = merged_.data();
+    const std::size_t n = held.size() + item.size();
+    if (n > merged_cap_) {
+      merged_cap_ = std::max(n, 2 * merged_cap_);
+      merged_ = std::make_unique_for_overwrite<std::uint32_t[]>(merged_cap_);
+    }
+    std::uint32_t* out = merged_.get();
     std::size_t i = 0, j = 0;
     while (i < held.size() && j < item.size()) {  // without a branch on which side is smaller
       const std::uint32_t a = held[i], b = item[j];
@@ -500,14 +501,15 @@ class HeldSets {
     }
     out = std::copy(held.begin() + i, held.end(), out);
     std::copy(item.begin() + j, item.end(), out);
-    work_ += merged_.size();
-    const std::uint32_t id = intern(merged_);
+    work_ += n;
+    const std::uint32_t id = intern(merged_.get(), n, sets_[h].hash + item_hash(it, item));
     memo_[k].value = id;  // intern() does not touch memo_
     return id;
   }
-  // What is held: 4 bytes a term, the sets and both tables.
+  // What is held: 4 bytes a term, the sets, both tables and the items' hashes.
   std::uint64_t bytes() const {
-    return 4 * stored_ + 16 * sets_.size() + 16 * by_content_.size() + 16 * memo_.size();
+    return 4 * stored_ + 24 * sets_.size() + 16 * by_content_.size() + 16 * memo_.size() +
+           8 * item_hash_.size() + 4 * merged_cap_;
   }
   // Over budget: what is stored, or the merging done, passed the bound; the caller stops here.
   bool over() const { return bytes() > max_bytes_ || work_ > max_work_; }
@@ -523,6 +525,51 @@ class HeldSets {
     std::uint64_t hash;
     std::uint32_t id = kOverlap;  // kOverlap: an empty entry
   };
+  struct Set {
+    const std::uint32_t* at;
+    std::size_t size;
+    std::uint64_t hash;
+  };
+  static std::uint64_t term_hash(std::uint32_t c) {
+    std::uint64_t x = (c + 1) * 0x9E3779B97F4A7C15ULL;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    return x ^ (x >> 29);
+  }
+  static std::uint64_t hash_of(std::span<const std::uint32_t> v) {
+    std::uint64_t h = 0;
+    for (auto c : v) h += term_hash(c);
+    return h;
+  }
+  std::uint64_t item_hash(Item it, std::span<const std::uint32_t> item) {
+    if (it >= num_items_) return hash_of(item);
+    if (item_hash_.empty()) item_hash_.assign(num_items_, 0);
+    if (item_hash_[it] == 0) item_hash_[it] = hash_of(item);  // a zero sum is recomputed
+    return item_hash_[it];
+  }
+  std::uint32_t intern(const std::uint32_t* v, std::size_t n, std::uint64_t h) {
+    if (2 * (sets_.size() + 1) > by_content_.size()) grow_content();
+    std::size_t k = slot(h, by_content_.size());
+    for (; by_content_[k].id != kOverlap; k = (k + 1) & (by_content_.size() - 1)) {
+      if (by_content_[k].hash != h) continue;
+      const Set& got = sets_[by_content_[k].id];
+      if (got.size == n && std::equal(got.at, got.at + n, v)) return by_content_[k].id;
+    }
+    // Terms go into blocks that are never moved: a set's span stays valid, and growing never
+    // copies what is stored.
+    if (blocks_.empty() || blocks_.back().capacity() - blocks_.back().size() < n) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(std::max<std::size_t>(kBlock, n));
+    }
+    auto& block = blocks_.back();
+    const std::uint32_t* at = block.data() + block.size();
+    block.insert(block.end(), v, v + n);
+    stored_ += n;
+    const auto id = static_cast<std::uint32_t>(sets_.size());
+    sets_.push_back({at, n, h});
+    by_content_[k] = {h, id};
+    return id;
+  }
   static std::uint64_t key_hash(std::uint32_t h, Item it) {
     return (it * 0x9E3779B97F4A7C15ULL) ^ (std::uint64_t{h} * 0xC2B2AE3D27D4EB4FULL);
   }
@@ -552,16 +599,19 @@ class HeldSets {
     }
   }
   std::span<const std::uint32_t> terms(std::uint32_t id) const {
-    return {sets_[id].first, sets_[id].second};
+    return {sets_[id].at, sets_[id].size};
   }
   std::uint64_t max_bytes_, max_work_;
+  std::size_t num_items_;
   std::uint64_t work_ = 0, stored_ = 0;
   std::vector<std::vector<std::uint32_t>> blocks_;
-  std::vector<std::pair<const std::uint32_t*, std::size_t>> sets_;
-  std::vector<std::uint32_t> merged_;
+  std::vector<Set> sets_;
+  std::unique_ptr<std::uint32_t[]> merged_;
+  std::size_t merged_cap_ = 0;
   std::vector<ByContent> by_content_;
   std::vector<Remembered> memo_;
   std::size_t memo_used_ = 0;
+  std::vector<std::uint64_t> item_hash_;  // per domain item, 0: not computed yet
 };
 
 CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
@@ -672,27 +722,93 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     }
     return "";  // received earlier in the same step
   };
-  // Exact terms: nodes whose every step receives one dup-free item are first tried on shared
-  // held sets (HeldSets above); a node that shares a term, receives otherwise, or comes after the
-  // sets' budget is spent is left to the bitset walk, which finds and reports what it holds twice.
-  std::vector<NodeId> rest;
+  // First by combine history (exact and ordered terms): a node whose one output item counts no
+  // contribution twice and was combined (Domain::operands, down to items the node holds) from
+  // exactly its held items, each once (its input items and every item it received, none twice),
+  // holds them pairwise disjoint: a combine's terms are its operands' terms together, so a term
+  // in two of them would be in the output twice. Such a node received nothing it held, and costs
+  // a walk over its own combines. Then, exact terms only, nodes whose every step receives one
+  // dup-free item are tried on shared held sets (HeldSets above). A node that neither proves
+  // clean (it shares a term, receives otherwise, or comes after the sets' budget is spent) is
+  // left to the bitset walk, which finds and reports what it holds twice.
+  std::vector<NodeId> rest, pending;
   rest.reserve(procs);
-  std::size_t receiving = 0;
+  std::size_t receiving = 0, by_history = 0;
   {
+    std::vector<Item> held;
+    std::vector<std::uint8_t> used;
+    std::vector<Item> stack;
+    auto history_clean = [&](NodeId v) {
+      if (!o.nodup_by_history || v >= t.final_output.size()) return false;
+      Item out = 0;
+      for (Item it : t.final_output[v]) {
+        if (it == 0) continue;
+        if (out != 0) return false;  // two output items: their terms may overlap each other
+        out = it;
+      }
+      if (out == 0 || out >= seen.size() || seen[out] != 1) return false;
+      held.clear();
+      for (Item it : t.initial_input[v])
+        if (it != 0) held.push_back(it);
+      for (std::uint32_t g = first[v]; g < first[v + 1]; ++g) {
+        const Transfer& x = t.transfers[received[g]];
+        for (std::uint32_t k = 0; k < x.payload_len; ++k)
+          if (t.payload[x.payload_begin + k] != 0) held.push_back(t.payload[x.payload_begin + k]);
+      }
+      std::sort(held.begin(), held.end());
+      if (std::adjacent_find(held.begin(), held.end()) != held.end()) return false;
+      used.assign(held.size(), 0);
+      std::size_t found = 0, visits = 0;
+      const std::size_t max_visits = 4 * held.size() + 64;
+      stack.assign(1, out);
+      while (!stack.empty()) {
+        const Item x = stack.back();
+        stack.pop_back();
+        if (++visits > max_visits) return false;
+        auto at = std::lower_bound(held.begin(), held.end(), x);
+        if (at != held.end() && *at == x) {
+          const auto k = static_cast<std::size_t>(at - held.begin());
+          if (used[k]) return false;
+          used[k] = 1;
+          ++found;
+        } else if (auto ops = d.operands(x)) {
+          if (ops->first != 0) stack.push_back(ops->first);
+          if (ops->second != 0) stack.push_back(ops->second);
+        } else {
+          return false;  // a leaf or a file's item the node does not hold
+        }
+      }
+      return found == held.size();
+    };
+    for (NodeId v = 0; v < procs; ++v) {
+      if (first[v] == first[v + 1]) continue;
+      ++receiving;
+      if (history_clean(v)) {
+        ++by_history;
+      } else {
+        pending.push_back(v);
+      }
+    }
+  }
+  std::size_t by_sets = 0;
+  if (sorted && !pending.empty()) {
     // The sets may take half the memory left under the limit, and may merge a quarter of the
     // terms the bitset walk would visit: past either bound sharing does not pay, and the nodes
     // not yet done go the bitset way.
     std::uint64_t visits = 0;
-    for (const Transfer& x : t.transfers)
-      for (std::uint32_t k = 0; sorted && k < x.payload_len; ++k)
-        visits += d.terms_view(t.payload[x.payload_begin + k]).size();
+    for (NodeId v : pending)
+      for (std::uint32_t g = first[v]; g < first[v + 1]; ++g) {
+        const Transfer& x = t.transfers[received[g]];
+        for (std::uint32_t k = 0; k < x.payload_len; ++k)
+          visits += d.terms_view(t.payload[x.payload_begin + k]).size();
+      }
     const std::uint64_t limit = memory_limit(), in_use = resident_bytes();
-    HeldSets sets(std::min(o.nodup_shared_bytes, limit > in_use ? (limit - in_use) / 2 : 0),
+    HeldSets sets(d.num_items(),
+                  std::min(o.nodup_shared_bytes, limit > in_use ? (limit - in_use) / 2 : 0),
                   visits / 4);
     std::vector<std::uint32_t> in;
-    bool shared = sorted;
-    for (NodeId v = 0; v < procs; ++v) {
-      if (first[v] == first[v + 1]) continue;
+    bool shared = true;
+    for (NodeId v : pending) {
       bool clean = false;
       if (shared) {
         in.clear();
@@ -707,15 +823,19 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         }
         shared = !sets.over();
       }
-      if (!clean) rest.push_back(v);
-      ++receiving;
+      if (clean) {
+        ++by_sets;
+      } else {
+        rest.push_back(v);
+      }
     }
-    if (sorted)
-      r.note = fmt::format(
-          "{} of {} receiving nodes checked on held sets shared between nodes, the others bit by "
-          "bit",
-          receiving - rest.size(), receiving);
+  } else {
+    rest = std::move(pending);
   }
+  r.note = fmt::format(
+      "{} of {} receiving nodes checked by their output's combine history, {} on held sets "
+      "shared between nodes, the others bit by bit",
+      by_history, receiving, by_sets);
   // A violation: the transfer, the item and the contribution already held. Each thread keeps
   // the earliest ones by (step, receiver, position), as one pass over the steps would find them.
   struct Hit {

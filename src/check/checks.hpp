@@ -86,6 +86,9 @@ struct CheckOptions {
   // nodes not yet done are checked bit by bit (also bounded by half the memory left under the
   // process's limit). The verdict and the counterexamples do not depend on it.
   std::uint64_t nodup_shared_bytes = UINT64_MAX;
+  // nodup: first prove nodes clean by their output's combine history (false: tests that compare
+  // the other ways). The verdict and the counterexamples do not depend on it.
+  bool nodup_by_history = true;
 };
 
 // Runs every check, in kCheckNames order. A run stopped at a deadlock or a runtime error reports
