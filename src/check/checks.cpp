@@ -1258,7 +1258,7 @@ CheckResult check_deadlock(const Trace& t, const CheckOptions& o) {
       r.note = "the run stopped at a runtime error (see the runtime check)";
       break;
     case RunFailure::Kind::Deadlock: {
-      if (f.order_unexplored) {  // collv's choice of completion order, not the program's
+      if (f.order_unexplored) {  // a cycle through collv's conservative data rule: not judged
         r.verdict = Verdict::Unknown;
         r.note = f.message;
         break;

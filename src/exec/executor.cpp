@@ -1148,8 +1148,9 @@ class Machine : public SliceMachine {
             tids.push_back(tid);
             continue;
           }
-          if (has_nb_) {  // the receive port's order is fixed when the run ends (posting order)
-            nb_[v].port.push_back(tid);
+          if (has_nb_) {  // the receive port is ordered when the run ends (check_requests)
+            const std::uint32_t at = tick(v);
+            nb_[v].port.push_back(PortEntry{tid, at, at});
           } else {
             timing_.prev_recv[tid] = last_recv_[v];
             last_recv_[v] = tid;
@@ -1184,8 +1185,9 @@ class Machine : public SliceMachine {
   // An irecv is matched, in posting order per source (MPI's non-overtaking rule), when a wait
   // or a later blocking receive from the same source needs it; its data is written into the
   // buffer at its wait. Until then the buffer may be neither read nor written; an isend's
-  // buffers may not be written until its wait. The receive port takes a node's receives in
-  // posting order (the chain is set when the run ends).
+  // buffers may not be written until its wait. Each receive's program points (posted,
+  // completed) go to the timing pass when the run ends, which orders the receive port
+  // (timing.cpp, assign_steps_free).
   // A buffer (part) a request holds: positions lo .. hi of a data variable (kWholeBuffer: the
   // whole variable, as `irecv x` or `isend x` name it). Empty when hi < lo.
   static constexpr std::int64_t kWholeBuffer = std::numeric_limits<std::int64_t>::max();
@@ -1199,7 +1201,6 @@ class Machine : public SliceMachine {
     bool recv = false, matched = false, whole = false;
     int slot = -1;                 // irecv: the target buffer
     std::int64_t lo = 0, hi = -1;  // irecv into a slice: its positions
-    std::uint32_t seq = 0;         // irecv: its receive sequence number (posting order)
     std::uint32_t port = kNone;    // irecv: its place in NbNode::port (not for self-messages)
     std::uint32_t tid = kNoTransfer;
     Buffer self_val;  // irecv from the node itself, once matched
@@ -1221,13 +1222,29 @@ class Machine : public SliceMachine {
     std::multimap<std::int64_t, Held> sends;  // isends' parts by first position: may overlap
     std::int64_t send_span = 0;  // the largest hi - lo in `sends` since it was last empty
   };
+  // A receive of the node (a transfer id once matched) and the node's program points at which
+  // it was posted and completed (TimingRecord::posted, completed).
+  struct PortEntry {
+    std::uint32_t tid = kNoTransfer, posted = 0, completed = 0;
+  };
   struct NbNode {
     std::map<std::uint32_t, Request> reqs;                  // outstanding, by handle
     std::map<NodeId, std::deque<std::uint32_t>> unmatched;  // irecvs per source, posting order
     std::uint32_t next = 0;                                 // the last handle given
-    std::vector<std::uint32_t> port;  // this node's receives (transfer ids), posting order
+    std::vector<PortEntry> port;  // this node's receives from other nodes, posting order
+    std::uint32_t clock = 0;      // the node's program points: posts, receives, waits
     std::vector<Lock> locks;
   };
+  // The node's next program point.
+  std::uint32_t tick(NodeId v) {
+    NbNode& n = nb_[v];
+    if (n.clock == std::numeric_limits<std::uint32_t>::max() - 1)
+      throw LimitError(fmt::format(
+          "node {} posts, receives and waits more than 2^32 times; collv's timing counts at most "
+          "that many per node",
+          topo_.label(v)));
+    return ++n.clock;
+  }
   struct Access {
     std::vector<int> reads;  // data slots an instruction reads
     int write = -1;          // the data slot it writes
@@ -1413,11 +1430,6 @@ class Machine : public SliceMachine {
       const Part part{slot, whole ? 0 : lo[i], whole ? kWholeBuffer : hi[i]};
       check_overlap(s, v, part);
       Lock& l = lock_of(n, slot);
-      if (recv_count_[v] == kMaxDepSeq)
-        throw LimitError(
-            fmt::format("node {} receives more than {} messages; collv's timing "
-                        "counts at most that many per node",
-                        topo_.label(v), kMaxDepSeq));
       Request r;
       r.stmt = &s;
       r.peer = src;
@@ -1426,10 +1438,9 @@ class Machine : public SliceMachine {
       r.slot = slot;
       r.lo = lo[i];
       r.hi = hi[i];
-      r.seq = ++recv_count_[v];
       if (src != v) {
         r.port = static_cast<std::uint32_t>(n.port.size());
-        n.port.push_back(kNoTransfer);
+        n.port.push_back(PortEntry{kNoTransfer, tick(v), 0});
       }
       ++l.recv;
       if (part.lo <= part.hi) l.recvs.emplace(part.lo, Held{part.hi, h});
@@ -1570,8 +1581,7 @@ class Machine : public SliceMachine {
         if (k == box.size()) return false;
         r.tid = box[k];
         box.erase_at(k);
-        n.port[r.port] = r.tid;
-        tr_.irecv_received.push_back(r.tid);
+        n.port[r.port].tid = r.tid;
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back((r.tid << 1) | 1);
       }
       r.matched = true;
@@ -1582,8 +1592,10 @@ class Machine : public SliceMachine {
     return true;
   }
 
-  // Completes a matched request: an irecv's data goes into its buffer (and its dependency).
-  void complete(NodeId v, std::uint32_t h) {
+  // Completes a matched request at the node's program point `at` (its wait): an irecv's data
+  // goes into its buffer (and its dependency: receives are numbered in the order they complete,
+  // so a dependency tag's newest receive is the last one whose data the node could have used).
+  void complete(NodeId v, std::uint32_t h, std::uint32_t at) {
     NbNode& n = nb_[v];
     auto node = n.reqs.extract(h);
     Request& r = node.mapped();
@@ -1615,7 +1627,13 @@ class Machine : public SliceMachine {
     } else {
       const Transfer& t = tr_.transfers[r.tid];
       val.assign(tr_.payload.data() + t.payload_begin, t.payload_len);
-      dep = dep_tag(r.seq, r.tid);
+      if (recv_count_[v] == kMaxDepSeq)
+        throw LimitError(fmt::format(
+            "node {} receives more than {} messages; collv's timing counts at most that many per "
+            "node",
+            topo_.label(v), kMaxDepSeq));
+      dep = dep_tag(++recv_count_[v], r.tid);
+      n.port[r.port].completed = at;
     }
     DepTag& tag = deps_.row(v)[dep_col_[r.slot]];
     if (r.whole) {
@@ -1682,7 +1700,10 @@ class Machine : public SliceMachine {
         }
       }
       if (!all) continue;
-      for (std::uint32_t h : list) complete(v, h);
+      // Completed at one program point, numbered in posting order whatever the list's order.
+      std::sort(list.begin(), list.end());
+      const std::uint32_t at = tick(v);
+      for (std::uint32_t h : list) complete(v, h, at);
       done.push_back(v);
     }
     if (done.empty()) return;
@@ -1691,15 +1712,27 @@ class Machine : public SliceMachine {
     mark_ready(pc + 1);
   }
 
-  // The run ended: every request must have been completed; the receive ports take their
-  // transfers in posting order.
+  // The run ended: every request must have been completed. The timing pass gets each
+  // receive's program points, and each node's receives chained in the order they completed
+  // (then posted): the order of their dependency tags.
   void check_requests() {
+    const std::size_t n = tr_.transfers.size();
+    timing_.posted.assign(n, kNoTransfer);
+    timing_.completed.assign(n, kNoTransfer);
+    std::vector<PortEntry> done;
     for (NodeId v = lo_; v < hi_; ++v) {
+      done.clear();
+      for (const PortEntry& e : nb_[v].port)
+        if (e.tid != kNoTransfer && e.completed != 0) done.push_back(e);
+      std::sort(done.begin(), done.end(), [](const PortEntry& a, const PortEntry& b) {
+        return std::pair(a.completed, a.posted) < std::pair(b.completed, b.posted);
+      });
       std::uint32_t prev = kNoTransfer;
-      for (std::uint32_t tid : nb_[v].port) {
-        if (tid == kNoTransfer) continue;
-        timing_.prev_recv[tid] = prev;
-        prev = tid;
+      for (const PortEntry& e : done) {
+        timing_.posted[e.tid] = e.posted;
+        timing_.completed[e.tid] = e.completed;
+        timing_.prev_recv[e.tid] = prev;
+        prev = e.tid;
       }
     }
     if (tr_.failure.kind != RunFailure::Kind::None) return;
@@ -1985,26 +2018,30 @@ void apply_timing(Trace& tr, const TimingRecord& rec, const RunOptions& opts) {
     f.waiting = f.waiting_cycle;
     std::sort(f.waiting.begin(), f.waiting.end());
     f.waiting.erase(std::unique(f.waiting.begin(), f.waiting.end()), f.waiting.end());
-    f.message = fmt::format(
-        "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
-        "receives in program order; each of these transfers must come before the next, and the "
-        "last before the first: {} (a receiver takes them in an order their senders cannot send "
-        "them in; --port all has no such order)",
-        tr.model_file, chain);
-    // Through a receive posted by irecv the order is collv's choice (posting order), not the
-    // program's: another completion order may have a schedule, so the run is not judged.
-    std::vector<std::uint32_t> nb = tr.irecv_received;
-    std::sort(nb.begin(), nb.end());
-    for (auto t : o.cycle)
-      if (std::binary_search(nb.begin(), nb.end(), t)) {
-        f.order_unexplored = true;
-        f.message +=
-            "; the cycle passes through a receive posted by irecv, which collv times in "
-            "posting order without exploring other completion orders: MPI may complete "
-            "this run (inconclusive, not a deadlock found; post the irecvs in the order "
-            "the partners send)";
-        break;
-      }
+    if (rec.posted.empty())
+      f.message = fmt::format(
+          "{}: deadlock of the ports (--port single): no schedule takes every node's sends and "
+          "receives in program order; each of these transfers must come before the next, and "
+          "the last before the first: {} (a receiver takes them in an order their senders cannot "
+          "send them in; --port all has no such order)",
+          tr.model_file, chain);
+    else  // a nonblocking model: receives outstanding at once may complete in any order
+      f.message = fmt::format(
+          "{}: deadlock of the ports (--port single): no schedule takes every node's sends in "
+          "program order and its receives in any order its waits allow; each of these transfers "
+          "must come before the next, and the last before the first: {} (--port all has no such "
+          "order)",
+          tr.model_file, chain);
+    // Through a data dependency collv over-approximates, the data may not need the receive
+    // that closes the cycle: a schedule may exist, so the run is not judged.
+    if (o.approximate) {
+      f.order_unexplored = true;
+      f.message +=
+          "; the cycle passes through the data of a receive completed no later than the one a "
+          "sent value depends on, which collv counts as needed (one dependency per variable): "
+          "the value may not need it, so MPI may complete this run (inconclusive, not a "
+          "deadlock found)";
+    }
     return;
   }
   std::uint32_t steps = 0;

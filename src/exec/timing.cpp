@@ -2,6 +2,8 @@
 #include "exec/timing.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <unordered_map>
 
 #include "util/error.hpp"
@@ -15,11 +17,12 @@ std::uint32_t StepBound::on_send(NodeId u, NodeId v) {
   return ++pair_sends_[(static_cast<std::uint64_t>(u) << 32) | v];
 }
 
-TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
+namespace {
+
+// The longest-path pass: every port takes its transfers in the order rec gives.
+TimingOutcome assign_steps_dag(Trace& tr, const TimingRecord& rec, PortModel port) {
   auto& xs = tr.transfers;
   const std::size_t n = xs.size();
-  COLLV_ASSERT(rec.dep.size() == n && rec.prev_recv.size() == n);
-  tr.port = port;
   TimingOutcome out;
   if (n == 0) return out;
   constexpr std::uint32_t kBusy = kNoTransfer;  // on the search stack
@@ -98,6 +101,235 @@ TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
       stack.pop_back();
     }
   }
+  return out;
+}
+
+// A list schedule for nonblocking models under --port single (docs/language.md, "Completion
+// order"): sets every transfer's step and returns true, or returns false if some transfers wait
+// on a cycle (then, unless by_posting, *cycle gets one). Sends keep their order at each node. A
+// node's receives are ordered only where its program orders them: X before Y when X is
+// completed (its wait, or the blocking receive itself) before Y is posted; by_posting adds the
+// posting order. Step by step, each receive port takes, among the transfers whose sender's side
+// is ready (the sender's previous send done, the data they carry ready) and whose receives the
+// program has released, the one ready earliest (then the one posted first). A value's data is
+// ready when every receive its node completed no later than the newest one it depends on has
+// happened (its dependency tag keeps only that one). Every transfer is settled once, through two
+// heaps: O(n log n).
+bool list_schedule(Trace& tr, const TimingRecord& rec, bool by_posting, TimingOutcome* cycle) {
+  auto& xs = tr.transfers;
+  const auto n = static_cast<std::uint32_t>(xs.size());
+  const std::uint32_t nodes = tr.topology.num_nodes();
+  constexpr std::uint32_t kNo = kNoTransfer;
+  std::vector<std::uint32_t> prev_send(n, kNo), next_send(n, kNo);
+  {
+    std::vector<std::uint32_t> last(nodes, kNo);
+    for (std::uint32_t t = 0; t < n; ++t) {
+      prev_send[t] = last[xs[t].src];
+      if (prev_send[t] != kNo) next_send[prev_send[t]] = t;
+      last[xs[t].src] = t;
+    }
+  }
+  auto received = [&](std::uint32_t t) { return rec.posted[t] != kNo; };
+  // Each node's receives by (completed, posted): wl[wb[v] .. wb[v+1]); wpos[t] its index there.
+  // And by posted: pl[..] in the same ranges, with need[i]: how many of the node's receives
+  // (a prefix of its wl range) are completed before pl[i] is posted.
+  std::vector<std::uint32_t> wb(nodes + 1, 0);
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (received(t)) ++wb[xs[t].dst + 1];
+  for (std::uint32_t v = 0; v < nodes; ++v) wb[v + 1] += wb[v];
+  std::vector<std::uint32_t> wl(wb[nodes]), pl(wb[nodes]), need(wb[nodes]), wpos(n, kNo);
+  {
+    std::vector<std::uint32_t> fill(wb.begin(), wb.end() - 1);
+    for (std::uint32_t t = 0; t < n; ++t)
+      if (received(t)) wl[fill[xs[t].dst]++] = t;
+  }
+  for (std::uint32_t v = 0; v < nodes; ++v) {
+    auto b = wl.begin() + wb[v], e = wl.begin() + wb[v + 1];
+    std::copy(b, e, pl.begin() + wb[v]);
+    std::sort(b, e, [&](std::uint32_t a, std::uint32_t c) {
+      return std::pair(rec.completed[a], rec.posted[a]) <
+             std::pair(rec.completed[c], rec.posted[c]);
+    });
+    std::sort(pl.begin() + wb[v], pl.begin() + wb[v + 1],
+              [&](std::uint32_t a, std::uint32_t c) { return rec.posted[a] < rec.posted[c]; });
+    std::uint32_t k = wb[v];
+    for (std::uint32_t i = wb[v]; i < wb[v + 1]; ++i) {
+      while (k < wb[v + 1] && rec.completed[wl[k]] < rec.posted[pl[i]]) ++k;
+      need[i] = k - wb[v];
+    }
+    for (std::uint32_t i = wb[v]; i < wb[v + 1]; ++i) wpos[wl[i]] = i;
+  }
+  // The transfers whose data depends on each receive: dl[db[q] .. db[q+1]).
+  std::vector<std::uint32_t> db(n + 1, 0);
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (rec.dep[t] != kNo) ++db[rec.dep[t] + 1];
+  for (std::uint32_t q = 0; q < n; ++q) db[q + 1] += db[q];
+  std::vector<std::uint32_t> dl(db[n]);
+  {
+    std::vector<std::uint32_t> fill(db.begin(), db.end() - 1);
+    for (std::uint32_t t = 0; t < n; ++t)
+      if (rec.dep[t] != kNo) dl[fill[rec.dep[t]]++] = t;
+  }
+
+  std::vector<std::uint8_t> pending(n, 0), arrived(n, 0), released(n, 0);
+  std::vector<std::uint32_t> rt(n, 0), ready(n, 0);  // ready[q]: receive q's data is usable
+  std::vector<std::uint32_t> wdone(nodes), wmax(nodes, 0), rel(nodes);
+  for (std::uint32_t v = 0; v < nodes; ++v) wdone[v] = rel[v] = wb[v];
+  using Arrival = std::pair<std::uint32_t, std::uint32_t>;  // (ready step, transfer)
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals;
+  using Key = std::pair<std::uint32_t, std::uint32_t>;  // (ready step, posted) at one port
+  std::vector<std::vector<std::pair<Key, std::uint32_t>>> port(nodes);
+  std::vector<NodeId> active;
+  std::vector<std::uint8_t> is_active(nodes, 0);
+  auto to_port = [&](std::uint32_t t) {
+    const NodeId v = xs[t].dst;
+    port[v].push_back({{rt[t], rec.posted[t]}, t});
+    std::push_heap(port[v].begin(), port[v].end(), std::greater<>());
+    if (!is_active[v]) {
+      is_active[v] = 1;
+      active.push_back(v);
+    }
+  };
+  auto sender_ready = [&](std::uint32_t t) {
+    std::uint32_t r = 0;
+    if (prev_send[t] != kNo) r = xs[prev_send[t]].step;
+    if (rec.dep[t] != kNo) r = std::max(r, ready[rec.dep[t]]);
+    rt[t] = r + 1;
+    arrivals.push({rt[t], t});
+  };
+  auto release = [&](NodeId v) {
+    for (; rel[v] < wb[v + 1] && need[rel[v]] <= wdone[v] - wb[v]; ++rel[v]) {
+      if (by_posting && rel[v] > wb[v] && xs[pl[rel[v] - 1]].step == 0) break;
+      const std::uint32_t t = pl[rel[v]];
+      released[t] = 1;
+      if (arrived[t]) to_port(t);
+    }
+  };
+  for (auto& x : xs) x.step = 0;
+  for (std::uint32_t t = 0; t < n; ++t) {
+    pending[t] = (prev_send[t] != kNo) + (rec.dep[t] != kNo);
+    if (pending[t] == 0) sender_ready(t);
+  }
+  for (std::uint32_t v = 0; v < nodes; ++v) release(v);
+  auto one_less = [&](std::uint32_t t) {
+    if (--pending[t] == 0) sender_ready(t);
+  };
+  std::vector<std::uint32_t> settled;
+  std::uint32_t s = 0;
+  while (!arrivals.empty() || !active.empty()) {
+    s = active.empty() ? arrivals.top().first : s + 1;
+    settled.clear();
+    while (!arrivals.empty() && arrivals.top().first <= s) {
+      const std::uint32_t t = arrivals.top().second;
+      arrivals.pop();
+      if (!received(t)) {  // never received: no receive port
+        xs[t].step = s;
+        settled.push_back(t);
+        continue;
+      }
+      arrived[t] = 1;
+      if (released[t]) to_port(t);
+    }
+    std::size_t keep = 0;
+    for (NodeId v : active) {
+      auto& h = port[v];
+      std::pop_heap(h.begin(), h.end(), std::greater<>());
+      const std::uint32_t t = h.back().second;
+      h.pop_back();
+      xs[t].step = s;
+      settled.push_back(t);
+      if (h.empty())
+        is_active[v] = 0;
+      else
+        active[keep++] = v;
+    }
+    active.resize(keep);
+    // What the transfers of step s make possible takes step s + 1 or later.
+    for (std::uint32_t t : settled) {
+      if (next_send[t] != kNo) one_less(next_send[t]);
+      if (!received(t)) continue;
+      const NodeId v = xs[t].dst;
+      for (; wdone[v] < wb[v + 1] && xs[wl[wdone[v]]].step != 0; ++wdone[v]) {
+        const std::uint32_t q = wl[wdone[v]];
+        wmax[v] = std::max(wmax[v], xs[q].step);
+        ready[q] = wmax[v];
+        for (std::uint32_t i = db[q]; i < db[q + 1]; ++i) one_less(dl[i]);
+      }
+      release(v);
+    }
+  }
+  // Left over: each waits for another left over (its previous send, a receive its data needs, a
+  // receive its port must take first), so following them closes a cycle.
+  std::uint32_t first = kNo;
+  for (std::uint32_t t = 0; t < n && first == kNo; ++t)
+    if (xs[t].step == 0) first = t;
+  if (first == kNo) return true;
+  if (by_posting) return false;
+  TimingOutcome& out = *cycle;
+  // One predecessor left over; `approx`: a receive the data is counted to need, not its own.
+  auto pred = [&](std::uint32_t t, bool& approx) {
+    approx = false;
+    if (prev_send[t] != kNo && xs[prev_send[t]].step == 0) return prev_send[t];
+    // Not released: a receive its node completes before posting t's is left (the first one
+    // not settled is among them).
+    if (received(t) && !released[t]) return wl[wdone[xs[t].dst]];
+    const std::uint32_t q = rec.dep[t];
+    COLLV_ASSERT(q != kNo);
+    const std::uint32_t u = xs[q].dst;
+    const std::uint32_t w = wl[wdone[u]];  // the first receive of u not settled: at or before q
+    approx = w != q;
+    return w;
+  };
+  std::vector<std::uint32_t> path, at(n, kNo);
+  std::vector<std::uint8_t> approx_to(n, 0);  // the edge from path[i] to path[i+1] is approximate
+  std::uint32_t t = first;
+  while (at[t] == kNo) {
+    at[t] = static_cast<std::uint32_t>(path.size());
+    path.push_back(t);
+    bool approx = false;
+    const std::uint32_t q = pred(t, approx);
+    approx_to[path.size() - 1] = approx;
+    t = q;
+  }
+  // path[at[t]] .. path.back() is the cycle, each transfer waiting for the next: reversed, each
+  // must come before the next.
+  for (std::uint32_t i = at[t]; i < path.size(); ++i) out.approximate |= approx_to[i] != 0;
+  out.cycle.assign(path.rbegin(), path.rend() - at[t]);
+  return false;
+}
+
+}  // namespace
+
+TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
+  const std::size_t n = tr.transfers.size();
+  COLLV_ASSERT(rec.dep.size() == n && rec.prev_recv.size() == n);
+  COLLV_ASSERT(rec.posted.empty() || (rec.posted.size() == n && rec.completed.size() == n));
+  tr.port = port;
+  if (port == PortModel::All || rec.posted.empty()) return assign_steps_dag(tr, rec, port);
+  // A nonblocking model: two valid schedules, the receive ports in posting order and the list
+  // schedule by readiness; the one with fewer steps is kept (posting order on a tie). Neither
+  // fits only if the list schedule finds no order (a cycle).
+  TimingOutcome out;
+  auto last = [&] {
+    std::uint32_t m = 0;
+    for (const auto& x : tr.transfers) m = std::max(m, x.step);
+    return m;
+  };
+  std::vector<std::uint32_t> posting;
+  std::uint32_t posting_steps = 0;
+  if (list_schedule(tr, rec, true, nullptr)) {
+    posting.reserve(n);
+    for (const auto& x : tr.transfers) posting.push_back(x.step);
+    posting_steps = last();
+  }
+  if (!list_schedule(tr, rec, false, &out)) {
+    // No schedule: steps as the longest-path pass gives them with each node's receives in the
+    // order of their data, so that the trace can be drawn (they are not a schedule).
+    (void)assign_steps_dag(tr, rec, port);
+    return out;
+  }
+  if (!posting.empty() && posting_steps <= last())
+    for (std::size_t t = 0; t < n; ++t) tr.transfers[t].step = posting[t];
   return out;
 }
 

@@ -14,6 +14,11 @@
 //   * single-port: the transfer u sent before t, and the transfer v received before t;
 //   * all-port:    the transfer u sent to v before t (FIFO per ordered pair).
 // This is a longest-path computation over a DAG, linear in the number of transfers.
+//
+// A model with irecvs (TimingRecord::posted non-empty) fixes no order for receives a node has
+// outstanding at once: under --port single its receive port takes them in the order their data
+// is ready (a list schedule, assign_steps_free in timing.cpp; docs/language.md, "Completion
+// order"), O(n log n).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +77,13 @@ class DepTable {
 struct TimingRecord {
   std::vector<std::uint32_t> dep;        // newest receive (a transfer id) the payload needs
   std::vector<std::uint32_t> prev_recv;  // what the receiver received just before this one
+  // Nonblocking models only (empty otherwise), set when the run ends: for each transfer, the
+  // receiver's program points (a per-node counter) at which its receive was posted and completed
+  // (an irecv: its posting and its wait; a blocking receive: its own point, twice); kNoTransfer
+  // if it was never received. A receive X must precede Y on the port only if completed[X] <
+  // posted[Y]. prev_recv then chains each node's receives by (completed, posted): the order in
+  // which their data became usable, which is also the order of their dependency tags.
+  std::vector<std::uint32_t> posted, completed;
   void on_send(std::uint32_t dep_tid) {
     dep.push_back(dep_tid);
     prev_recv.push_back(kNoTransfer);
@@ -105,6 +117,11 @@ struct TimingOutcome {
   // transfers that close the cycle, in cycle order. Steps are still assigned (ignoring the
   // order edge that closes the cycle) so that the trace can be drawn.
   std::vector<std::uint32_t> cycle;
+  // Nonblocking models: the cycle passes through a data dependency collv takes conservatively (a
+  // value is counted as ready only when every receive its node completed no later has happened,
+  // and one of those, not the value's own receive, closes the cycle): the data may not need it,
+  // so a schedule may exist.
+  bool approximate = false;
 };
 
 // Timing while the run goes on, for streamed runs (RunOptions::stream, single-port only): the

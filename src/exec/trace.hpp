@@ -46,8 +46,8 @@ struct RunFailure {
   std::string message;                // one line, with file:line:col where there is one
   std::vector<NodeId> waiting_cycle;  // Deadlock: a -> b means a waits for b; closed if a cycle
   bool cycle_closed = false;          // false: the chain ends at a node that finished
-  // Deadlock of the ports through a receive posted by irecv: collv times irecvs in posting order
-  // and does not explore other completion orders, so MPI may complete the run (inconclusive).
+  // Deadlock of the ports in a nonblocking model whose cycle passes through a data dependency
+  // collv over-approximates (TimingOutcome::approximate): a schedule may exist (inconclusive).
   bool order_unexplored = false;
   std::vector<NodeId> waiting;  // Deadlock: every node left waiting
   // Deadlock of the ports (--port single): every value was computed and every message received,
@@ -101,8 +101,6 @@ struct Trace {
   // Transfers that were sent but never received (indices into transfers, ascending). Their items
   // never reach the receiver; the `match` check reports them.
   std::vector<std::uint32_t> unreceived;
-  // Transfers received by an irecv (indices into transfers, in matching order).
-  std::vector<std::uint32_t> irecv_received;
   RunFailure failure;
 
   std::uint32_t steps = 0;
