@@ -143,3 +143,133 @@ TEST_CASE("a run stopped at a limit says the limit once; what follows is not-che
   CHECK_FALSE(j["results"][0].contains("inconclusive"));
   CHECK(j["results"][0]["checks"]["postcondition"] == "pass");
 }
+
+namespace {
+
+// Large schedule files of each format, built in a fraction of a second; `n` sets the size.
+std::string goal_file(int n) {
+  std::string s = "num_ranks 2\nrank 0 {\n";
+  for (int k = 0; k < n; ++k) s += "send 8b to 1\n";
+  s += "}\nrank 1 {\n";
+  for (int k = 0; k < n; ++k) s += "recv 8b from 0\n";
+  return s + "}\n";
+}
+
+std::string trace_file(int n) {
+  std::string s =
+      R"({"collective": "allreduce", "topology": "ring:4", "domain": "exact", "transfers": [)";
+  for (int k = 0; k < n; ++k)
+    s += (k ? "," : "") + std::string(R"({"step": )") + std::to_string(k + 1) +
+         R"(, "src": 0, "dst": 1, "items": ["x0"]})";
+  return s + "]}";
+}
+
+// Two gpus, one threadblock each: gpu 0 sends chunk 0 n times, gpu 1 receives it n times.
+std::string msccl_file(int n) {
+  std::string s = R"(<algo name="big" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" )"
+                  R"(coll="allgather" inplace="1" outofplace="0" minBytes="0" maxBytes="0">)"
+                  "\n";
+  for (int g = 0; g < 2; ++g) {
+    s += "  <gpu id=\"" + std::to_string(g) + R"(" i_chunks="1" o_chunks="2" s_chunks="0">)" +
+         "\n" +
+         (g == 0 ? R"(    <tb id="0" send="1" recv="-1" chan="0">)"
+                 : R"(    <tb id="0" send="-1" recv="0" chan="0">)") +
+         "\n";
+    for (int k = 0; k < n; ++k)
+      s += "      <step s=\"" + std::to_string(k) + "\" type=\"" + (g == 0 ? "s" : "r") +
+           R"(" srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" )"
+           R"(hasdep="0"/>)"
+           "\n";
+    s += "    </tb>\n  </gpu>\n";
+  }
+  return s + "</algo>\n";
+}
+
+// An SCCL/msccl allgather on 2 ranks whose one step is repeated n times (steps claims n).
+std::string sccl_file(int n) {
+  std::string s = R"({"msccl_type": "algorithm", "name": "big", "instance": {"msccl_type": )"
+                  R"("instance", "steps": )" +
+                  std::to_string(n) +
+                  R"(, "extra_rounds": 0, "chunks": 1, "pipeline": null, "extra_memory": null, )"
+                  R"("allow_exchange": false}, "input_map": {"0": [0], "1": [1]}, "output_map": )"
+                  R"({"0": [0, 1], "1": [0, 1]}, "steps": [)";
+  for (int k = 0; k < n; ++k)
+    s += std::string(k ? ", " : "") +
+         R"({"msccl_type": "step", "rounds": 1, "sends": [[0, 0, 1], [1, 1, 0]]})";
+  s +=
+      R"J(], "collective": {"msccl_type": "collective", "name": "Allgather(n=2)", "nodes": 2, )J"
+      R"J("chunks": [{"msccl_type": "chunk", "pre": [0], "post": [0, 1], "addr": 0}, )J"
+      R"J({"msccl_type": "chunk", "pre": [1], "post": [0, 1], "addr": 1}], "triggers": {}, "runtime_name": )J"
+      R"J("allgather"}, "topology": {"msccl_type": "topology", "name": "Ring(n=2)", "links": )J"
+      R"J([[0, 1], [1, 0]], "switches": []}})J";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("readers stop at --timeout inside their loops: exit 3 naming the limit",
+          "[robust][budget][timeout]") {
+  struct Case {
+    const char* name;
+    std::string (*make)(int);
+    int big, small;
+    std::string args;
+  };
+  // Each big file takes a second or more to read and judge in a release build (far more under
+  // ASan); the limit stops it inside the reader, long before. The small twin is judged in time.
+  const std::vector<Case> cases = {
+      {"big.goal", goal_file, 400000, 3, "--collective broadcast -s 0"},
+      {"big.json", trace_file, 300000, 3, ""},
+      {"big.xml", msccl_file, 150000, 3, ""},
+      {"big.msccl.json", sccl_file, 60000, 1, ""}};
+  for (const auto& c : cases) {
+    std::string dir = test::unique_temp("budget_readers");
+    fs::create_directories(dir);
+    std::string big = dir + "/" + c.name, small = dir + "/small_" + c.name;
+    std::ofstream(big) << c.make(c.big);
+    std::ofstream(small) << c.make(c.small);
+    std::string out;
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = cli("verify " + big + " " + c.args + " --timeout 100", out, 60);
+    INFO(c.name << ": " << out);
+    CHECK(rc == 3);
+    CHECK(has(out, "stopped at the time limit of --timeout 100 ms"));
+    CHECK((has(out, "reading " + big) || has(out, "judging " + big) ||
+           has(out, "replaying " + big) || has(out, "matching the ops of " + big)));
+    CHECK_FALSE(has(out, "verify, after"));  // the reader's own check, not the one between files
+    CHECK(seconds_since(t0) < 10);
+    // The twin: the same format, small, is judged within the same limit.
+    rc = cli("verify " + small + " " + c.args + " --timeout 100", out, 60);
+    INFO(out);
+    CHECK((rc == 0 || rc == 1));
+    CHECK_FALSE(has(out, "time limit"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("prove --timeout bounds the whole command: a long SMT-LIB script stops with exit 3",
+          "[robust][budget][timeout]") {
+  // 60,000 declarations: Z3 takes about 2 s to read them in a release build; at the limit a
+  // watchdog interrupts it, and the answer is inconclusive, not a verdict.
+  std::string big = test::unique_temp("budget_big") + ".smt2";
+  {
+    std::ofstream f(big);
+    f << "; expected: sat\n";
+    for (int i = 0; i < 60000; ++i)
+      f << "(declare-const x" << i << " Int)\n(assert (> x" << i << " " << i << "))\n";
+    f << "(check-sat)\n";
+  }
+  std::string out;
+  int rc = cli("prove " + big + " --timeout 200", out, 60);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "running the SMT-LIB script stopped at the time limit of --timeout 200 ms"));
+  // The twin: a short script is answered within the same limit.
+  std::string small = test::unique_temp("budget_small") + ".smt2";
+  std::ofstream(small) << "; expected: sat\n(declare-const x Int)\n(assert (> x 1))\n(check-sat)\n";
+  rc = cli("prove " + small + " --timeout 200", out, 60);
+  INFO(out);
+  CHECK(rc == 0);
+  fs::remove(big);
+  fs::remove(small);
+}

@@ -20,6 +20,7 @@
 #include "exec/executor.hpp"
 #include "smt/lemmas.hpp"
 #include "smt/star_induction.hpp"
+#include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/read_file.hpp"
 #include "util/text.hpp"
@@ -97,7 +98,9 @@ void check_smt2_sizes(const std::string& text, const std::string& path) {
       ++i;
     return text.substr(b, i - b);
   };
+  DeadlineTick tick;
   for (std::size_t i = 0; i < text.size();) {
+    tick([&] { return fmt::format("reading {} (at line {})", path, line); });
     char c = text[i];
     if (c == '\n') {
       ++line;

@@ -596,7 +596,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       VerifyRun run;
       run.model = fs::path(file).filename().string();
       run.file = file;
-      run.status = "error";
+      // A reader stopped at --timeout: undecided, exit 3 (as guarded() says of a run).
+      run.status =
+          dynamic_cast<const LimitError*>(&e) && deadline_passed() ? "inconclusive" : "error";
       run.error = e.what();
       run.group = group_of(run.model, file, "(unread)", true);
       run.seconds = seconds_since(t0);

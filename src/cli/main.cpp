@@ -300,7 +300,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       ->required();
   prv->add_option("--emit-smt2", prv_opts.emit_dir,
                   "write every query as a self-contained SMT-LIB2 file into DIR");
-  prv->add_option("--timeout", prv_opts.timeout_ms, "milliseconds per query (60000)");
+  prv->add_option("--timeout", prv_opts.timeout_ms,
+                  "milliseconds per query (60000); given, also the wall-clock limit of the "
+                  "whole command, file readers included (exit 3)");
   prv->add_option("--max-terms", prv_opts.max_terms,
                   "size cap per query, checked before it is built");
   prv->add_option("--models", prv_opts.models_dir, "models directory for proofs about models");
@@ -505,7 +507,10 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       return run_mpi_command(mpi_opts, std::cout, std::cerr);
     }
     if (*rep) return run_reproduce_command(rep_opts, std::cout, std::cerr);
-    if (*prv) return run_prove_command(prv_opts, std::cout, std::cerr);
+    if (*prv) {
+      if (prv->count("--timeout") > 0) set_deadline_ms(prv_opts.timeout_ms);
+      return run_prove_command(prv_opts, std::cout, std::cerr);
+    }
     if (*syn) {
       syn_opts.synth.port = syn_port == "all" ? PortModel::All : PortModel::Single;
       set_memory_limit(mib(syn_mem));

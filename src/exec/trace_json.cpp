@@ -13,6 +13,8 @@
 
 #include "exec/executor.hpp"
 #include "exec/trace.hpp"
+#include "util/deadline.hpp"
+#include "util/json_in_time.hpp"
 #include "util/memory.hpp"
 #include "util/text.hpp"
 
@@ -371,7 +373,9 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       fmt::format("{}: a schedule of {} steps and {} transfers", source, max_step, xs.size()),
       max_memory);
   t.transfers.reserve(xs.size());
+  DeadlineTick tick;
   for (std::size_t k = 0; k < xs.size(); ++k) {
+    tick([&] { return fmt::format("reading {} (at transfers[{}])", source, k); });
     std::string where = fmt::format("transfers[{}]", k);
     const auto& x = xs[k];
     if (!x.is_object()) r.fail(where, "expected an object");
@@ -560,7 +564,7 @@ Trace read_trace_file(const std::string& path, std::uint64_t max_memory) {
   require_memory(sat_mul(size, 20), fmt::format("reading {} ({} bytes)", path, size), max_memory);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_json_in_time(in, "reading " + path);
   } catch (const nlohmann::json::exception& e) {
     // Read again to say where (the size was checked above): the first byte that is not UTF-8.
     std::ifstream again(path, std::ios::binary);

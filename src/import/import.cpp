@@ -12,6 +12,8 @@
 
 #include "check/dataflow.hpp"
 #include "util/error.hpp"
+#include "util/memory.hpp"
+#include "util/read_file.hpp"
 
 namespace collv {
 
@@ -31,15 +33,20 @@ const char* schedule_format_name(ScheduleFormat f) {
 
 namespace {
 
+// The file's text, at most a quarter of the memory left under --max-memory (the readers build
+// several times the text): a file that never ends (/dev/zero, a FIFO) is refused there, and the
+// read stops at --timeout.
 std::string read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UsageError("'" + path + "' is a directory, not a schedule file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("cannot read schedule file '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  if (!std::ifstream(path, std::ios::binary))
+    throw UsageError("cannot read schedule file '" + path + "'");
+  std::uint64_t in_use = resident_bytes(), limit = memory_limit();
+  std::uint64_t room = limit > in_use ? (limit - in_use) / 4 : 0;
+  return read_file_bounded(path, std::max<std::uint64_t>(room, 1 << 20),
+                           "a schedule file (at most a quarter of the memory left under "
+                           "--max-memory)");
 }
 
 std::string lower_ext(const std::string& path) {

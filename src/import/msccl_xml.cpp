@@ -13,6 +13,7 @@
 #include <pugixml.hpp>
 
 #include "import/import.hpp"
+#include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
 
@@ -174,6 +175,7 @@ class Reader {
 
   const std::string& text_;
   std::string src_;
+  DeadlineTick tick_;  // --timeout, checked in the loops over steps
   MscclOptions opts_;
   RuntimeLimits lim_;
   std::vector<std::size_t> line_starts_;
@@ -397,6 +399,7 @@ void Reader::parse(const pugi::xml_node& algo) {
                               nchannels_));
       bool has_step = false, has_op = false;
       for (pugi::xml_node sn : tbn.children()) {
+        tick_([&] { return "reading " + where(sn); });
         if (sn.type() != pugi::node_element) continue;
         std::string en = sn.name();
         if (en != "step" && en != "op")
@@ -675,11 +678,15 @@ void Reader::runtime_rules() {
   }
 }
 
-struct Access {
-  std::uint32_t tb;     // global threadblock index
-  std::uint32_t count;  // its event number (vector clock component)
-  bool write;
-  int line;
+// One threadblock's latest write and latest read of one chunk (their event numbers, the vector
+// clock component; 0: none yet). The latest is enough: program order puts each earlier access of
+// the same threadblock before it, so an access is unordered with some access of that threadblock
+// iff it is unordered with the latest of that kind. Keeping every access made a file whose steps
+// all touch one chunk take time quadratic in its steps (200,000 steps: 44 s).
+struct LastAccess {
+  std::uint32_t tb;  // global threadblock index
+  std::uint32_t write_count = 0, read_count = 0;
+  int write_line = 0, read_line = 0;
 };
 
 struct Msg {
@@ -864,7 +871,7 @@ void Reader::replay(ImportedSchedule& out) {
   std::vector<int> signalled(T, -1);
   std::vector<std::vector<Signal>> signals(T);
   std::map<std::tuple<int, int, int>, std::deque<Msg>> queues;  // (sender, receiver, channel)
-  std::unordered_map<std::uint64_t, std::vector<Access>> log;
+  std::unordered_map<std::uint64_t, std::vector<LastAccess>> log;
   std::set<std::pair<std::uint64_t, std::uint64_t>> races_seen;
 
   auto tb_name = [&](std::uint32_t g) {
@@ -874,9 +881,17 @@ void Reader::replay(ImportedSchedule& out) {
     std::uint64_t key = (static_cast<std::uint64_t>(r) << 40) |
                         (static_cast<std::uint64_t>(pbuf) << 32) | static_cast<std::uint32_t>(poff);
     auto& list = log[key];
-    for (const Access& a : list) {
-      if (a.tb == g || (!a.write && !write)) continue;
-      if (vc[g][a.tb] >= a.count) continue;  // ordered: a happens before this access
+    std::size_t mine = list.size();
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const LastAccess& a = list[k];
+      if (a.tb == g) {
+        mine = k;
+        continue;
+      }
+      // Unordered: a's access does not happen before this one. Two reads never race.
+      bool by_write = a.write_count > vc[g][a.tb];
+      bool by_read = write && a.read_count > vc[g][a.tb];
+      if (!by_write && !by_read) continue;
       auto pair_key = std::make_pair(key, (static_cast<std::uint64_t>(a.tb) << 32) | g);
       if (!races_seen.insert(pair_key).second) continue;
       Counterexample ce;
@@ -884,11 +899,15 @@ void Reader::replay(ImportedSchedule& out) {
       ce.message = fmt::format(
           "{}: gpu {} {}[{}]: {} by {} (line {}) and {} by {} (line {}) are not ordered by any "
           "dependency or message",
-          where(st.line, st.col), r, kBufName[pbuf], poff, a.write ? "written" : "read",
-          tb_name(a.tb), a.line, write ? "written" : "read", tb_name(g), st.line);
+          where(st.line, st.col), r, kBufName[pbuf], poff, by_write ? "written" : "read",
+          tb_name(a.tb), by_write ? a.write_line : a.read_line, write ? "written" : "read",
+          tb_name(g), st.line);
       add_violation(race_, std::move(ce));
     }
-    list.push_back({g, vc[g][g], write, st.line});
+    if (mine == list.size()) list.push_back({g});
+    LastAccess& me = list[mine];
+    (write ? me.write_count : me.read_count) = vc[g][g];
+    (write ? me.write_line : me.read_line) = st.line;
   };
   // Reads cnt chunks; out-of-bounds chunks read as uninitialized memory.
   auto read = [&](std::uint32_t g, int r, int buf, int off, int cnt, const XStep& st) {
@@ -937,6 +956,7 @@ void Reader::replay(ImportedSchedule& out) {
   for (int r = 0; r < p; ++r)
     for (const XTb& tb : gpus_[r].tbs)
       for (std::size_t k = 0; k < tb.steps.size(); ++k) {
+        tick_([&] { return fmt::format("judging {} (gpu {} tb {} step {})", src_, r, tb.id, k); });
         const XStep& st = tb.steps[k];
         bool src = st.info->reads_src, dst = st.info->writes_dst || st.info->op == Op::RE;
         if (src) bounds_ok(r, tb, k, st, st.srcbuf, st.srcoff, "source");
@@ -951,6 +971,8 @@ void Reader::replay(ImportedSchedule& out) {
       auto [r, id] = tbs[g];
       const XTb& tb = gpus_[r].tbs[id];
       while (pc[g] < tb.steps.size()) {
+        tick_(
+            [&] { return fmt::format("replaying {} (gpu {} tb {} step {})", src_, r, id, pc[g]); });
         const XStep& st = tb.steps[pc[g]];
         const Signal* sig = nullptr;
         if (st.depid >= 0) {

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "import/import.hpp"
+#include "util/deadline.hpp"
 #include "util/error.hpp"
+#include "util/json_in_time.hpp"
 #include "util/memory.hpp"
 #include "util/text.hpp"
 
@@ -257,7 +259,7 @@ namespace {
 ImportedSchedule read_msccl_json(const std::string& text, const std::string& src) {
   json j;
   try {
-    j = json::parse(text);
+    j = parse_json_in_time(text, "reading " + src);
   } catch (const json::exception& e) {
     throw UsageError(src + ": " + json_parse_error(text, e.what()));
   }
@@ -558,6 +560,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
   std::vector<std::map<std::pair<int, int>, std::int64_t>> load;
   std::uint32_t uninit = 0;
   std::int64_t first_round = 0;  // rounds of the steps before this one
+  DeadlineTick tick;
   for (std::size_t s = 0; s < jsteps.size(); ++s) {
     if (s > 0) first_round += rounds.back();
     std::string path = fmt::format("steps[{}].", s);
@@ -568,6 +571,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
     load.emplace_back();
     std::vector<std::pair<std::size_t, std::uint8_t>> arrivals;  // (cell, contribution count)
     for (std::size_t k = 0; k < sends.size(); ++k) {
+      tick([&] { return fmt::format("reading {} (at {}sends[{}])", src, path, k); });
       std::string sp = fmt::format("{}sends[{}]", path, k);
       if (!sends[k].is_array() || sends[k].size() != 3) bad(src, sp, "expected [addr, src, dst]");
       std::int64_t a = need_int(sends[k][0], src, sp + "[0]", 0, kMaxAddr);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/read_file.hpp"
 #include "util/text.hpp"
@@ -186,8 +187,10 @@ ProofObligation parse_proof_file(const std::string& path) {
   std::map<std::string, int> line_of;
   std::string line;
   int no = 0;
+  DeadlineTick tick;
   while (std::getline(f, line)) {
     ++no;
+    tick([&] { return fmt::format("reading {} (at line {})", path, no); });
     auto h = line.find('#');
     if (h != std::string::npos) line = line.substr(0, h);
     std::istringstream is(line);

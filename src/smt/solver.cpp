@@ -4,7 +4,10 @@
 #include <z3++.h>
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -207,17 +210,48 @@ Result run_smt2_script(const std::string& text, unsigned timeout_ms, std::uint64
     return r;
   }
   auto t0 = std::chrono::steady_clock::now();
+  // --timeout of the whole command (util/deadline): each check gets at most the time left, and
+  // a watchdog interrupts Z3 at the limit (a script of many checks, or a long parse).
+  check_deadline("running the SMT-LIB script");
+  timeout_ms = static_cast<unsigned>(
+      std::min<std::uint64_t>(timeout_ms, std::max<std::uint64_t>(1, deadline_remaining_ms())));
   z3::config cfg;
   cfg.set("timeout", static_cast<int>(timeout_ms));
   z3::context ctx(cfg);
   std::string script = fmt::format("(set-option :timeout {})\n", timeout_ms) + text;
   std::string out;
-  try {
-    out = Z3_eval_smtlib2_string(ctx, script.c_str());
-    ctx.check_error();
-  } catch (const z3::exception& e) {
-    throw UsageError(std::string("Z3 could not run the script: ") + e.msg());
+  {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread watchdog;
+    if (deadline_remaining_ms() != UINT64_MAX)
+      watchdog = std::thread([&] {
+        std::unique_lock<std::mutex> lock(m);
+        while (!done && !deadline_passed())
+          cv.wait_for(lock, std::chrono::milliseconds(
+                                std::min<std::uint64_t>(deadline_remaining_ms(), 1000) + 1));
+        if (!done) ctx.interrupt();
+      });
+    auto stop = [&] {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        done = true;
+      }
+      cv.notify_all();
+      if (watchdog.joinable()) watchdog.join();
+    };
+    try {
+      out = Z3_eval_smtlib2_string(ctx, script.c_str());
+      stop();
+      ctx.check_error();
+    } catch (const z3::exception& e) {
+      stop();
+      check_deadline("running the SMT-LIB script");
+      throw UsageError(std::string("Z3 could not run the script: ") + e.msg());
+    }
   }
+  check_deadline("running the SMT-LIB script");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Every line that is an answer, in order; the last one is the script's answer.
   std::size_t start = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
 
@@ -17,6 +18,7 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
   std::string text;
   char buf[1 << 16];
   while (f) {
+    if (deadline_passed()) check_deadline("reading " + path);  // --timeout: a slow pipe
     f.read(buf, sizeof buf);
     auto n = static_cast<std::uint64_t>(f.gcount());
     if (text.size() + n > max_bytes)

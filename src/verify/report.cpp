@@ -130,6 +130,7 @@ std::string xml_escape(const std::string& in) {
 
 // Where a run ran: "ring:4 from 2 (exact)".
 std::string run_where(const VerifyRun& r) {
+  if (r.topology.empty() && r.domain.empty()) return "the file as read";  // a file left unread
   std::string s = r.topology;
   if (r.source) s += fmt::format(" from {}", *r.source);
   if (r.shift) s += fmt::format(" q={}", *r.shift);
