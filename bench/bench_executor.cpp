@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "exec/executor.hpp"
 
 using namespace collv;
@@ -58,7 +59,26 @@ int run_case(const Case& c) {
 
 }  // namespace
 
+int run_cases(int argc, char** argv);
+
+const char kUsage[] =
+    "usage: bench_executor [CASE]   (CASE: star7, star8, star9, ...; default every case)\n";
+
 int main(int argc, char** argv) {
+  return bench::guarded_main(argc, argv, kUsage, [&](const bench::Args& a) {
+    std::string known;
+    bool found = a.empty();
+    for (const Case& c : kCases) {
+      known += (known.empty() ? "" : ", ") + std::string(c.name);
+      found = found || a[0] == c.name;
+    }
+    if (a.size() > 1 || !found)
+      throw UsageError("unknown case '" + a.back() + "' (cases: " + known + ")");
+    return run_cases(argc, argv);
+  });
+}
+
+int run_cases(int argc, char** argv) {
   int status = 0;
   for (const Case& c : kCases) {
     if (argc > 1 && std::strcmp(argv[1], c.name) != 0) continue;

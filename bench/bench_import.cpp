@@ -16,15 +16,26 @@
 
 #include <fmt/format.h>
 
+#include "bench_cli.hpp"
 #include "import/import.hpp"
 
 using namespace collv;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
+int run_bench(const std::vector<std::string>& args);
+
+const char kUsage[] =
+    "usage: bench_import [FILE...]   (default: every file of ../shared/data/schedules)\n";
+
 int main(int argc, char** argv) {
-  std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) files.emplace_back(argv[i]);
+  return bench::guarded_main(argc, argv, kUsage, [](const bench::Args& a) { return run_bench(a); });
+}
+
+int run_bench(const std::vector<std::string>& args) {
+  std::vector<std::string> files = args;
+  for (const auto& f : files)
+    if (!fs::is_regular_file(f)) throw UsageError("'" + f + "' is not a schedule file");
   if (files.empty()) {
     const std::string root = COLLV_SOURCE_DIR "/../shared/data/schedules";
     for (const auto& e : fs::recursive_directory_iterator(root))

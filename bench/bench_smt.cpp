@@ -17,6 +17,7 @@
 #include "app/commands.hpp"
 #include "app/smt_cmds.hpp"
 #include "app/verify_cmd.hpp"
+#include "bench_cli.hpp"
 #include "exec/executor.hpp"
 #include "smt/prove.hpp"
 #include "smt/synth.hpp"
@@ -106,12 +107,45 @@ int synth(const std::string& coll, const std::string& spec, unsigned T, bool all
 
 }  // namespace
 
+int run_bench(const std::vector<std::string>& a);
+
+const char kUsage[] =
+    "usage: bench_smt                          the standard set\n"
+    "       bench_smt verify MODEL SPEC        collv verify MODEL -t SPEC --engine smt\n"
+    "       bench_smt synth COLL SPEC T [all|uniform [TIMEOUT_MS]]   one synthesis query\n"
+    "       bench_smt prove MODEL SPEC         smt_check_trace of one model\n"
+    "       bench_smt proofs DIR [EMIT]        collv prove DIR [--emit-smt2 EMIT]\n";
+
 int main(int argc, char** argv) {
-  std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() >= 4 && a[0] == "synth")
-    return synth(a[1], a[2], static_cast<unsigned>(std::stoul(a[3])), a.size() > 4 && a[4] == "all",
-                 0, a.size() > 5 ? static_cast<unsigned>(std::stoul(a[5])) : 600000,
+  return bench::guarded_main(argc, argv, kUsage, [](const bench::Args& a) { return run_bench(a); });
+}
+
+int run_bench(const std::vector<std::string>& a) {
+  auto arity = [&](std::size_t lo, std::size_t hi) {
+    if (a.size() < lo || a.size() > hi)
+      throw UsageError("'" + a[0] + "' takes " + std::to_string(lo - 1) + ".." +
+                       std::to_string(hi - 1) + " arguments");
+  };
+  if (!a.empty()) {
+    if (a[0] == "synth")
+      arity(4, 6);
+    else if (a[0] == "prove" || a[0] == "verify")
+      arity(3, 3);
+    else if (a[0] == "proofs")
+      arity(2, 3);
+    else
+      throw UsageError("unknown command '" + a[0] + "'");
+  }
+  if (a.size() >= 4 && a[0] == "synth") {
+    if (a.size() > 4 && a[4] != "all" && a[4] != "uniform")
+      throw UsageError("expected all or uniform, not '" + a[4] + "'");
+    return synth(a[1], a[2], static_cast<unsigned>(bench::number_arg(a[3], "T", 1, 1000)),
+                 a.size() > 4 && a[4] == "all", 0,
+                 a.size() > 5
+                     ? static_cast<unsigned>(bench::number_arg(a[5], "TIMEOUT_MS", 1, 100000000))
+                     : 600000,
                  a.size() > 4 && a[4] == "uniform");
+  }
   if (a.size() >= 3 && a[0] == "prove") return prove(a[1], a[2], 0);
   if (a.size() >= 3 && a[0] == "verify") return verify_smt(a[1], a[2], 0);
   if (a.size() >= 2 && a[0] == "proofs") {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
 
@@ -207,15 +208,19 @@ int one_size(int n, int reps) {
 
 }  // namespace
 
+const char kUsage[] = "usage: bench_stream [FIRST [LAST [REPS]]]  (star sizes 3..11)\n";
+
 int main(int argc, char** argv) {
-  const int first = argc >= 2 ? std::atoi(argv[1]) : 7;
-  const int last = argc >= 3 ? std::atoi(argv[2]) : (argc >= 2 ? first : 10);
-  const int reps = argc >= 4 ? std::max(1, std::atoi(argv[3])) : 2;
-  if (first < 3 || last > 11 || first > last) {
-    std::fprintf(stderr, "usage: bench_stream [FIRST [LAST [REPS]]]  (star sizes 3..11)\n");
-    return 2;
-  }
-  int rc = 0;
-  for (int n = first; n <= last; ++n) rc |= one_size(n, n >= 11 ? 1 : reps);
-  return rc;
+  return bench::guarded_main(argc, argv, kUsage, [](const bench::Args& a) {
+    if (a.size() > 3) throw UsageError("at most three arguments");
+    const int first = a.size() >= 1 ? static_cast<int>(bench::number_arg(a[0], "FIRST", 3, 11)) : 7;
+    const int last = a.size() >= 2   ? static_cast<int>(bench::number_arg(a[1], "LAST", 3, 11))
+                     : a.size() >= 1 ? first
+                                     : 10;
+    const int reps = a.size() >= 3 ? static_cast<int>(bench::number_arg(a[2], "REPS", 1, 100)) : 2;
+    if (first > last) throw UsageError("FIRST is above LAST");
+    int rc = 0;
+    for (int n = first; n <= last; ++n) rc |= one_size(n, n >= 11 ? 1 : reps);
+    return rc;
+  });
 }

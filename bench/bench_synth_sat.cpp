@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_cli.hpp"
 #include "smt/synth.hpp"
 
 using namespace collv;
@@ -61,14 +62,30 @@ bool compare(const std::string& coll, const std::string& spec, unsigned T, PortM
 
 }  // namespace
 
+int run_bench(int argc, char** argv, const std::vector<std::string>& a);
+
+const char kUsage[] =
+    "usage: bench_synth_sat                               the standard questions\n"
+    "       bench_synth_sat COLL SPEC T [all] [uniform]   one question, both backends\n";
+
 int main(int argc, char** argv) {
+  return bench::guarded_main(argc, argv, kUsage,
+                             [&](const bench::Args& a) { return run_bench(argc, argv, a); });
+}
+
+int run_bench(int argc, char** argv, const std::vector<std::string>& a) {
+  if (!a.empty() && a.size() < 3) throw UsageError("expected COLL SPEC T");
+  for (std::size_t i = 3; i < a.size(); ++i)
+    if (a[i] != "all" && a[i] != "uniform")
+      throw UsageError("expected all or uniform, not '" + a[i] + "'");
   if (argc >= 4) {
     bool all = false, uniform = false;
     for (int i = 4; i < argc; ++i) {
       all |= std::string(argv[i]) == "all";
       uniform |= std::string(argv[i]) == "uniform";
     }
-    return compare(argv[1], argv[2], static_cast<unsigned>(std::stoul(argv[3])),
+    return compare(argv[1], argv[2],
+                   static_cast<unsigned>(bench::number_arg(argv[3], "T", 1, 1000)),
                    all ? PortModel::All : PortModel::Single, uniform, 0)
                ? 0
                : 1;

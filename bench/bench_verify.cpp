@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "check/checks.hpp"
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
@@ -171,7 +172,36 @@ int streamed(int n) {
 
 }  // namespace
 
+int run_bench(int argc, char** argv);
+
+const char kUsage[] =
+    "usage: bench_verify                    star:6, star:7, star:8 (exact)\n"
+    "       bench_verify SPEC [ordered|exact]   one size and domain\n"
+    "       bench_verify symmetry           star:7..11 verified by symmetry\n"
+    "       bench_verify stream [LAST]      star:7..LAST (10, at most 11) streamed\n";
+
 int main(int argc, char** argv) {
+  return bench::guarded_main(argc, argv, kUsage, [&](const bench::Args& a) {
+    // Checked here, before any child is forked: a child's exception would end it uncaught.
+    if (!a.empty() && a[0] == "stream") {
+      if (a.size() > 2) throw UsageError("stream takes at most one argument");
+      if (a.size() == 2) bench::number_arg(a[1], "LAST", 7, 11);
+    } else if (!a.empty() && a[0] == "symmetry") {
+      if (a.size() > 1) throw UsageError("symmetry takes no argument");
+    } else if (!a.empty()) {
+      if (a.size() > 2 || (a.size() == 2 && a[1] != "ordered" && a[1] != "exact"))
+        throw UsageError("expected SPEC [ordered|exact]");
+      try {
+        Topology::parse(a[0]);
+      } catch (const SpecError& e) {
+        throw UsageError(e.what());
+      }
+    }
+    return run_bench(argc, argv);
+  });
+}
+
+int run_bench(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "stream") {
     const int last = argc >= 3 ? std::atoi(argv[2]) : 10;  // 11: about 20 minutes, 16 GB
     int rc = 0;
