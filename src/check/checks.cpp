@@ -123,13 +123,14 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, N
     };
     Ref operator[](std::size_t v) { return {v >= lo && v < hi ? &o[v - lo] : nullptr}; }
   } sl{out, lo, hi};
-  // Element j reduced over nodes lo..hi, in node order. Halving keeps it O(p log p) in the
-  // exact domain, where a combine copies its operands (a left fold would be O(p^2)).
-  std::function<Item(std::uint32_t, std::uint32_t, std::uint32_t)> fold =
-      [&](std::uint32_t lo, std::uint32_t hi, std::uint32_t j) -> Item {
-    if (lo == hi) return d.leaf(lo, j);
-    std::uint32_t mid = lo + (hi - lo) / 2;
-    return d.combine(fold(lo, mid, j), fold(mid + 1, hi, j));
+  // Element j reduced over nodes lo..hi, in node order: the item with those contributions (term
+  // node * elems + j), made from its terms at once (every domain's combine is their union in
+  // order: a sorted merge, a concatenation, a sum), not by combining p - 1 times.
+  std::vector<std::uint32_t> terms;
+  auto fold = [&](std::uint32_t lo, std::uint32_t hi, std::uint32_t j) -> Item {
+    terms.clear();
+    for (std::uint32_t v = lo; v <= hi; ++v) terms.push_back(v * e + j);
+    return d.from_terms(terms);
   };
   // Every element of an input, or every element reduced over lo..hi.
   auto input_of = [&](std::uint32_t i) {
@@ -735,9 +736,21 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
   rest.reserve(procs);
   std::size_t receiving = 0, by_history = 0;
   {
-    std::vector<Item> held;
-    std::vector<std::uint8_t> used;
+    // The node's held items in an open-addressing table (stamped by node, never cleared).
+    struct HeldSlot {
+      Item item = 0;
+      std::uint32_t stamp = 0;
+      std::uint32_t used = 0;
+    };
+    std::vector<HeldSlot> table;
+    std::uint32_t stamp = 0;
     std::vector<Item> stack;
+    auto probe = [&](Item it) -> HeldSlot& {
+      const std::size_t mask = table.size() - 1;
+      std::size_t k = static_cast<std::size_t>((it * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+      while (table[k].stamp == stamp && table[k].item != it) k = (k + 1) & mask;
+      return table[k];
+    };
     auto history_clean = [&](NodeId v) {
       if (!o.nodup_by_history || v >= t.final_output.size()) return false;
       Item out = 0;
@@ -747,29 +760,46 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
         out = it;
       }
       if (out == 0 || out >= seen.size() || seen[out] != 1) return false;
-      held.clear();
+      std::size_t count = t.initial_input[v].size();
+      for (std::uint32_t g = first[v]; g < first[v + 1]; ++g)
+        count += t.transfers[received[g]].payload_len;
+      if (table.size() < 2 * count + 2) {
+        std::size_t n = 64;
+        while (n < 2 * count + 2) n *= 2;
+        table.assign(n, HeldSlot{});
+        stamp = 0;
+      }
+      if (++stamp == 0) {  // wrapped: clear the stamps once
+        for (auto& e : table) e.stamp = 0;
+        stamp = 1;
+      }
+      std::size_t held = 0;
+      auto hold = [&](Item it) {
+        if (it == 0) return true;
+        HeldSlot& e = probe(it);
+        if (e.stamp == stamp) return false;  // the same item held twice
+        e = {it, stamp, 0};
+        ++held;
+        return true;
+      };
       for (Item it : t.initial_input[v])
-        if (it != 0) held.push_back(it);
+        if (!hold(it)) return false;
       for (std::uint32_t g = first[v]; g < first[v + 1]; ++g) {
         const Transfer& x = t.transfers[received[g]];
         for (std::uint32_t k = 0; k < x.payload_len; ++k)
-          if (t.payload[x.payload_begin + k] != 0) held.push_back(t.payload[x.payload_begin + k]);
+          if (!hold(t.payload[x.payload_begin + k])) return false;
       }
-      std::sort(held.begin(), held.end());
-      if (std::adjacent_find(held.begin(), held.end()) != held.end()) return false;
-      used.assign(held.size(), 0);
       std::size_t found = 0, visits = 0;
-      const std::size_t max_visits = 4 * held.size() + 64;
+      const std::size_t max_visits = 4 * held + 64;
       stack.assign(1, out);
       while (!stack.empty()) {
         const Item x = stack.back();
         stack.pop_back();
         if (++visits > max_visits) return false;
-        auto at = std::lower_bound(held.begin(), held.end(), x);
-        if (at != held.end() && *at == x) {
-          const auto k = static_cast<std::size_t>(at - held.begin());
-          if (used[k]) return false;
-          used[k] = 1;
+        HeldSlot& e = probe(x);
+        if (e.stamp == stamp) {
+          if (e.used) return false;
+          e.used = 1;
           ++found;
         } else if (auto ops = d.operands(x)) {
           if (ops->first != 0) stack.push_back(ops->first);
@@ -778,7 +808,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
           return false;  // a leaf or a file's item the node does not hold
         }
       }
-      return found == held.size();
+      return found == held;
     };
     for (NodeId v = 0; v < procs; ++v) {
       if (first[v] == first[v + 1]) continue;
@@ -1319,16 +1349,19 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
   if (t.streamed) {
     all = streamed_transfer_checks(t, o);
   } else {
-    // nodup, the longest check, runs beside the others on a large trace (the threads option's
-    // rule); each check reads the trace only, and the results keep their order.
+    // On a large trace (the threads option's rule) nodup, then single-port and route, run on a
+    // second thread beside dataflow and congestion (about even halves of the work on the star
+    // all-reduce); each check reads the trace only, and the results keep their order.
     const bool beside = o.threads != 1 && (o.threads > 1 || t.transfers.size() >= 200000);
-    CheckResult nodup;
+    CheckResult nodup, single_port, route;
     std::exception_ptr nodup_error;
     std::thread worker;
     if (beside)
       worker = std::thread([&] {
         try {
           nodup = check_nodup(t, o);
+          single_port = check_single_port(t, o);
+          route = check_route(t, o);
         } catch (...) {
           nodup_error = std::current_exception();
         }
@@ -1338,9 +1371,16 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
     };
     try {
       auto [dataflow, match] = check_dataflow_and_match(t, o);
-      all = {check_single_port(t, o), check_route(t, o), check_congestion(t, o)};
+      CheckResult congestion = check_congestion(t, o);
+      if (!beside) {
+        single_port = check_single_port(t, o);
+        route = check_route(t, o);
+      }
       join();
       if (nodup_error) std::rethrow_exception(nodup_error);
+      all.push_back(std::move(single_port));
+      all.push_back(std::move(route));
+      all.push_back(std::move(congestion));
       all.push_back(beside ? std::move(nodup) : check_nodup(t, o));
       all.push_back(std::move(dataflow));
       all.push_back(std::move(match));

@@ -152,6 +152,7 @@ class Analyzer {
     indexed_ = 0;
     by_first_.clear();
     ++gen_;
+    occupied_ = 0;
     if (v < t_.initial_input.size())
       for (std::uint32_t k = 0; k < t_.initial_input[v].size(); ++k)
         add_held(t_.initial_input[v][k], {HeldRef::Kind::Input, k});
@@ -162,8 +163,15 @@ class Analyzer {
     held_.push_back({it, ref});
     if (it == 0) return;
     // Open addressing with generation stamps: no clearing between nodes.
-    if ((held_.size() + 1) * 2 > slots_.size()) grow();
+    if ((occupied_ + 1) * 2 > slots_.size()) grow();
     insert_slot(it, idx);
+  }
+  // An item found made of held items (check_dataflow_and_match only, where no derivation is
+  // recorded): later sends of it, and walks that reach it, stop there. It stays derivable for
+  // the rest of the node: what a node holds only grows.
+  void add_derived(Item it) {
+    if ((occupied_ + 1) * 2 > slots_.size()) grow();
+    insert_slot(it, kDerived);
   }
 
   struct Slot {
@@ -172,15 +180,21 @@ class Analyzer {
     std::uint32_t gen = 0;
   };
 
+  static constexpr std::uint32_t kDerived = UINT32_MAX;  // Slot::idx of a derived item
+
   void insert_slot(Item it, std::uint32_t idx) {
     std::size_t mask = slots_.size() - 1;
     for (std::size_t h = mix(it) & mask;; h = (h + 1) & mask) {
       Slot& s = slots_[h];
       if (s.gen != gen_) {
         s = {it, idx, gen_};
+        ++occupied_;
         return;
       }
-      if (s.key == it) return;  // keep the first occurrence
+      if (s.key == it) {  // keep the first held occurrence; held before derived
+        if (s.idx == kDerived) s.idx = idx;
+        return;
+      }
     }
   }
 
@@ -189,18 +203,24 @@ class Analyzer {
     while (n < (held_.size() + 1) * 2) n *= 2;
     slots_.assign(n, Slot{});
     ++gen_;
+    occupied_ = 0;
     for (std::uint32_t i = 0; i < held_.size(); ++i)
       if (held_[i].item != 0) insert_slot(held_[i].item, i);
   }
 
-  const Held* find_held(Item it) const {
+  // The held item's or the derived item's slot, or nullptr.
+  const Slot* find_slot(Item it) const {
     if (slots_.empty()) return nullptr;
     std::size_t mask = slots_.size() - 1;
     for (std::size_t h = mix(it) & mask;; h = (h + 1) & mask) {
       const Slot& s = slots_[h];
       if (s.gen != gen_) return nullptr;
-      if (s.key == it) return &held_[s.idx];
+      if (s.key == it) return &s;
     }
+  }
+  const Held* find_held(Item it) const {
+    const Slot* s = find_slot(it);
+    return s && s->idx != kDerived ? &held_[s->idx] : nullptr;
   }
 
   // ---- terms of held items, cached while their node is replayed ----
@@ -229,9 +249,10 @@ class Analyzer {
       if (out) out->found = true;
       return Outcome::Derived;
     }
-    if (const Held* h = find_held(it)) {
+    if (const Slot* s = find_slot(it)) {
+      if (s->idx == kDerived) return Outcome::Derived;  // only without a derivation to record
       if (out) {
-        out->parts = {h->ref};
+        out->parts = {held_[s->idx].ref};
         out->found = true;
       }
       return Outcome::Derived;
@@ -275,6 +296,7 @@ class Analyzer {
   bool made_of_held(Item target) {
     if (!dup_free(target)) return false;
     stack_.assign(1, target);
+    expanded_.clear();
     std::size_t visits = 0;
     bool ok = true;
     while (ok && !stack_.empty()) {
@@ -283,16 +305,21 @@ class Analyzer {
       if (x == 0) continue;
       if (++visits > kMaxDagVisits) {
         ok = false;
-      } else if (const Held* h = find_held(x)) {
-        parts_.push_back(static_cast<std::uint32_t>(h - held_.data()));
+      } else if (const Slot* s = find_slot(x)) {
+        if (s->idx != kDerived) parts_.push_back(s->idx);  // a derived item is made of held ones
       } else if (auto ops = d_.operands(x)) {
+        if (!record_) expanded_.push_back(x);
         stack_.push_back(ops->second);
         stack_.push_back(ops->first);
       } else {
         ok = false;  // a leaf or a file's item the node does not hold: the search decides
       }
     }
-    if (ok) return true;
+    if (ok) {
+      // Every item the walk went through is made of held items too (and counts nothing twice).
+      for (Item x : expanded_) add_derived(x);
+      return true;
+    }
     parts_.clear();
     return false;
   }
@@ -728,7 +755,8 @@ class Analyzer {
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
   // search state
   std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
-  std::vector<Item> stack_;
+  std::vector<Item> stack_, expanded_;
+  std::size_t occupied_ = 0;            // slots of this node's generation: held and derived items
   std::vector<std::uint8_t> dup_free_;  // per item: 0 not looked at, 1 no repeated term, 2 repeats
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
