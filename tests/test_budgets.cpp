@@ -273,3 +273,29 @@ TEST_CASE("prove --timeout bounds the whole command: a long SMT-LIB script stops
   fs::remove(big);
   fs::remove(small);
 }
+
+TEST_CASE("the SMT engine counts nodup's bit vectors before it builds a query",
+          "[robust][budget][smt]") {
+  // scatter_hypercube on hypercube:9 (exact): 301,036 terms (0.3 GiB at 1 KiB each) but a peak
+  // of 5.4 GB, most of it the bit-vector numerals of nodup (2^18 contributions: 4 GiB). Counted
+  // by terms alone it passed a 2 GiB limit and ran to 5.4 GB; now it is refused before it is built.
+  std::string out;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc =
+      cli("verify scatter_hypercube -t hypercube:9 -s 0 -d exact --engine smt "
+          "--max-memory 2048",
+          out, 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out,
+            "about 301036 terms need about 4.3 GiB (at 1024 bytes per term, and 4.0 GiB of "
+            "bit vectors), over --max-memory 2.0 GiB"));
+  CHECK(seconds_since(t0) < 20);
+  // The twin: hypercube:7 (25,068 terms and 16 MiB of bit vectors; peak about 120 MiB) fits.
+  rc =
+      cli("verify scatter_hypercube -t hypercube:7 -s 0 -d exact --engine smt --max-memory 1024 "
+          "--quiet",
+          out, 120);
+  INFO(out);
+  CHECK(rc == 0);
+}

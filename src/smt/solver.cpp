@@ -43,18 +43,21 @@ Solver::Solver(Limits limits, std::string logic) : limits_(limits), logic_(std::
 
 Solver::~Solver() = default;
 
-bool Solver::reserve(std::uint64_t terms) {
+bool Solver::reserve(std::uint64_t terms, std::uint64_t extra_bytes) {
   reserved_ = sat_add(reserved_, terms);
+  extra_bytes_ = sat_add(extra_bytes_, extra_bytes);
   if (reserved_ > limits_.max_terms) refused_ = true;
   // The memory the query will take, checked before it is built against --max-memory.
-  std::uint64_t need = sat_mul(reserved_, limits_.bytes_per_term), used = resident_bytes();
+  std::uint64_t need = sat_add(sat_mul(reserved_, limits_.bytes_per_term), extra_bytes_),
+                used = resident_bytes();
   if (!refused_ && sat_add(need, used) > memory_limit()) {
     refused_ = true;
     memory_refusal_ = fmt::format(
-        "query refused before it was built: about {} terms need about {} (at {} bytes per term), "
+        "query refused before it was built: about {} terms need about {} (at {} bytes per term{}), "
         "over --max-memory {} with {} in use (raise --max-memory, or use a smaller size)",
-        reserved_, mib_text(need), limits_.bytes_per_term, mib_text(memory_limit()),
-        mib_text(used));
+        reserved_, mib_text(need), limits_.bytes_per_term,
+        extra_bytes_ ? fmt::format(", and {} of bit vectors", mib_text(extra_bytes_)) : "",
+        mib_text(memory_limit()), mib_text(used));
   }
   return !refused_;
 }

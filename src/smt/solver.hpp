@@ -32,8 +32,9 @@ struct Limits {
   // Memory a reserved term is expected to take (script text, Z3 terms, solver state), checked
   // against --max-memory (util/memory) before the query is built. An estimate: synthesis (QF_FD)
   // measured 0.5-1 KB per term; the SMT engine's queries vary (star:6 all-reduce, 8 M terms, fits
-  // in 8 GiB; scatter_hypercube on hypercube:8 peaks at about 2.4 KB per term), so the limit can
-  // be overshot there by a small factor, never by an unbounded one.
+  // in 8 GiB; scatter_hypercube, with its nodup bit vectors counted apart (extra_bytes), at about
+  // 4 KB per term on hypercube:7 and :8), so the limit can be overshot there by a small factor
+  // (docs/smt.md has the measurements), never by an unbounded one.
   std::uint64_t bytes_per_term = 1024;
 };
 
@@ -58,7 +59,9 @@ class Solver {
 
   // Counts `terms` against the cap before the caller builds them. false once past the cap; the
   // query is then refused (check() answers Unknown with refusal()).
-  bool reserve(std::uint64_t terms);
+  // `extra_bytes`: memory the query takes beyond its terms' share (the SMT engine's nodup bit
+  // vectors: a numeral of c bits for each contribution c), added to the --max-memory check.
+  bool reserve(std::uint64_t terms, std::uint64_t extra_bytes = 0);
   bool refused() const { return refused_; }
   std::uint64_t reserved() const { return reserved_; }
   const Limits& limits() const { return limits_; }
@@ -106,6 +109,7 @@ class Solver {
   bool refused_ = false;
   std::string memory_refusal_;  // set when reserve() refused for --max-memory
   std::uint64_t reserved_ = 0;
+  std::uint64_t extra_bytes_ = 0;
 };
 
 // Runs a complete SMT-LIB2 script (with its own check-sat / check-sat-assuming) in a fresh
