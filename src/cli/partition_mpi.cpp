@@ -36,7 +36,7 @@ class MpiPartition : public Partition {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  std::vector<std::string> alltoall(const std::vector<std::string>& out) override {
+  Received alltoall(std::vector<std::string>& out) override {
     COLLV_ASSERT(out.size() == static_cast<std::size_t>(size_));
     std::vector<int> scount(size_), rcount(size_), sdispl(size_), rdispl(size_);
     std::size_t total = 0;
@@ -46,21 +46,28 @@ class MpiPartition : public Partition {
       total += out[r].size();
       if (r != rank_) bytes_sent += out[r].size();
     }
+    // One copy of the round's messages at a time: each part is freed once it is in `send`, and
+    // `send` once MPI has sent it; what arrives stays in one buffer (no copy per process).
     std::string send;
     send.reserve(total);
-    for (const auto& s : out) send += s;
+    for (auto& s : out) {
+      send += s;
+      std::string().swap(s);
+    }
     MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    Received in;
+    in.at.assign(size_ + 1, 0);
     std::size_t rtotal = 0;
     for (int r = 0; r < size_; ++r) {
       rdispl[r] = to_int(rtotal);
+      in.at[r] = rtotal;
       rtotal += static_cast<std::size_t>(rcount[r]);
     }
-    std::string recv(rtotal, '\0');
-    MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), MPI_BYTE, recv.data(), rcount.data(),
-                  rdispl.data(), MPI_BYTE, MPI_COMM_WORLD);
+    in.at[size_] = rtotal;
+    in.data.assign(rtotal, '\0');
+    MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), MPI_BYTE, in.data.data(),
+                  rcount.data(), rdispl.data(), MPI_BYTE, MPI_COMM_WORLD);
     ++rounds;
-    std::vector<std::string> in(size_);
-    for (int r = 0; r < size_; ++r) in[r] = recv.substr(rdispl[r], rcount[r]);
     return in;
   }
 

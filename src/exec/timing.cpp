@@ -346,6 +346,7 @@ StreamTiming::StreamTiming(std::uint32_t n, DepTable* deps, NodeId base) : p_(n)
 }
 
 std::uint64_t StreamTiming::bytes() const {
+  static_assert(sizeof(Entry) <= 48, "a window entry is 48 bytes (docs/benchmarks.md)");
   return ring_.capacity() * sizeof(Entry) + rring_.capacity() * sizeof(RemoteEntry) +
          (pending_.capacity() + keep_.capacity() + rpending_.capacity() + rkeep_.capacity()) *
              sizeof(std::uint32_t) +

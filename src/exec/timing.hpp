@@ -212,9 +212,10 @@ class StreamTiming {
     // 0 none, 1 transfer id, 2 step, 3 decided by another process (partitioned runs: pred[0] of
     // a receiver's side), 5 the id of a sender's side (pred[0]).
     std::uint8_t kind[3] = {0, 0, 0};
-    bool received = false;
-    std::uint8_t remote = 0;    // 0 local, 2 the receiver's side (pred[1]: the id at the sender)
-    SmallVec<Item, 1> payload;  // until received
+    // Two bit-fields in one byte: an entry is 48 bytes, not 56.
+    std::uint8_t received : 1 = 0;
+    std::uint8_t remote : 2 = 0;  // 0 local, 2 the receiver's side (pred[1]: the id at the sender)
+    SmallVec<Item, 1> payload;    // until received
   };
   // A sender's side (partitioned runs): its previous send and data as in Entry (kinds 0, 1, 2,
   // 5), whether its bound is queued, its step once it comes back, and the sender's next send

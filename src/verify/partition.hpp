@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "check/checks.hpp"
@@ -23,9 +24,18 @@ class Partition {
   virtual ~Partition() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // What alltoall received, in one buffer: process r's part is from(r).
+  struct Received {
+    std::string data;
+    std::vector<std::size_t> at;  // size() + 1 offsets
+    std::string_view from(int r) const {
+      return std::string_view(data).substr(at[r], at[r + 1] - at[r]);
+    }
+  };
   // Collective operations: every process calls them together, in the same order.
-  // out[r] is for process r; returns, per process r, what r sent to this one.
-  virtual std::vector<std::string> alltoall(const std::vector<std::string>& out) = 0;
+  // out[r] is for process r, and is emptied (its memory given back as soon as it is copied to
+  // the send buffer); returns what each process sent to this one.
+  virtual Received alltoall(std::vector<std::string>& out) = 0;
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.

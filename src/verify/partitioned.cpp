@@ -2,6 +2,7 @@
 // of a partitioned run, and the checks combined at rank 0.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -37,7 +38,7 @@ class Writer {
 
 class Reader {
  public:
-  explicit Reader(const std::string& s) : s_(s) {}
+  explicit Reader(std::string_view s) : s_(s) {}
   template <class T>
   T get() {
     COLLV_ASSERT(pos_ + sizeof(T) <= s_.size());
@@ -49,14 +50,14 @@ class Reader {
   std::string get_str() {
     auto n = get<std::uint32_t>();
     COLLV_ASSERT(pos_ + n <= s_.size());
-    std::string x = s_.substr(pos_, n);
+    std::string x(s_.substr(pos_, n));
     pos_ += n;
     return x;
   }
   bool done() const { return pos_ >= s_.size(); }
 
  private:
-  const std::string& s_;
+  std::string_view s_;
   std::size_t pos_ = 0;
 };
 
@@ -184,7 +185,7 @@ class PartitionDriver : public SliceDriver {
         put_buffer(o, dom, x.payload);
         ++n;
       }
-      m.outbox().clear();
+      std::vector<RemoteSend>().swap(m.outbox());  // its memory back before the exchange
       for (const auto& b : st->bounds_out()) {
         Writer& o = w[part_.owner(b.node, p)];
         o.put<std::uint8_t>(kBound);
@@ -207,9 +208,9 @@ class PartitionDriver : public SliceDriver {
     };
     // Messages first, then timing, as each process packed them (a bound may follow its message
     // in the same round).
-    auto unpack = [&](const std::vector<std::string>& in) {
+    auto unpack = [&](const Partition::Received& in) {
       for (int r = 0; r < k; ++r) {
-        Reader rd(in[r]);
+        Reader rd(in.from(r));
         while (!rd.done()) {
           auto kind = rd.get<std::uint8_t>();
           auto id = rd.get<std::uint32_t>();
@@ -252,7 +253,7 @@ class PartitionDriver : public SliceDriver {
         std::vector<std::uint64_t> g{sent};
         part_.allreduce(g, false);
         if (g[0] == 0) return;
-        std::vector<std::string> in = part_.alltoall(out);
+        Partition::Received in = part_.alltoall(out);
         together(part_, [&] { unpack(in); });
       }
     };
@@ -272,7 +273,7 @@ class PartitionDriver : public SliceDriver {
         st->resolve(true);
         sent = pack(out);
       });
-      std::vector<std::string> in = part_.alltoall(out);
+      Partition::Received in = part_.alltoall(out);
       std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u,
                                    m.held()};
       part_.allreduce(g, false);
