@@ -50,7 +50,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-TEST_CASE("verify and export take --max-ops: a loop for ever stops with exit 3 naming it",
+TEST_CASE("verify, export and render take --max-ops: a loop for ever stops with exit 3 naming it",
           "[robust][budget]") {
   std::string out, loop = loop_model();
   auto t0 = std::chrono::steady_clock::now();
@@ -80,10 +80,26 @@ TEST_CASE("verify and export take --max-ops: a loop for ever stops with exit 3 n
   INFO(out);
   CHECK(rc == 0);
   CHECK(fs::exists(xml));
-  // The range is checked at once, the same for run, verify and export.
-  for (const std::string cmd : {"run", "verify", "export"}) {
+  // render runs the model too: the picture of what ran is written, and the limit is exit 3
+  // (it was exit 1, as a deadlock, with no --max-ops to raise).
+  std::string dot = test::unique_temp("budget_render") + ".dot";
+  rc = cli("render " + loop + " -t ring:4 -o " + dot + " --max-ops 1000", out, 30);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "the run exceeded 1000 operations per node on average"));
+  rc = cli("render allgather_ring -t ring:4 -o " + dot + " --max-ops 1000000", out, 30);
+  INFO(out);
+  CHECK(rc == 0);
+  rc = cli("render allgather_ring -t ring:8 -o " + dot + " --max-ops 5", out, 30);
+  INFO(out);
+  CHECK(rc == 3);  // the option reaches the run
+  fs::remove(dot);
+  // The range is checked at once, the same for run, verify, export and render.
+  for (const std::string cmd : {"run", "verify", "export", "render"}) {
     for (const std::string bad : {"0", "1000000000000001"}) {
-      std::string more = cmd == "export" ? " --msccl-xml " + xml : "";
+      std::string more = cmd == "export"   ? " --msccl-xml " + xml
+                         : cmd == "render" ? " -o x.dot"
+                                           : "";
       rc = cli(cmd + " allgather_ring -t ring:4" + more + " --max-ops " + bad, out, 30);
       INFO(cmd << " --max-ops " << bad << "\n" << out);
       CHECK(rc == 2);

@@ -55,12 +55,16 @@ int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) 
     run.domain = *dom;
     run.root = o.source;
     run.shift = o.shift;
+    run.max_ops_per_node = o.max_ops;
     return run_model(m, topo, run);
   };
   Trace t = load();
   check_renderable(t, ro);
   bool failed = t.failure.kind != RunFailure::Kind::None;
-  int status = failed ? kExitViolation : kExitOk;
+  // A run stopped at --max-ops or --max-steps is undecided, not wrong: limits exit 3.
+  bool limit =
+      t.failure.kind == RunFailure::Kind::StepLimit || t.failure.kind == RunFailure::Kind::OpLimit;
+  int status = limit ? kExitInconclusive : failed ? kExitViolation : kExitOk;
 
   auto emit = [&](const std::string& dot_text, const std::string& file) {
     if (file == "-") {
@@ -91,7 +95,7 @@ int render(const RenderCommandOptions& o, std::ostream& out, std::ostream& err) 
       return status;
     }
     if (!o.output.empty()) emit(counterexample_dot(t, *found, ro), o.output);
-    status = kExitViolation;
+    if (!limit) status = kExitViolation;
   } else if (!o.output.empty()) {
     emit(failed && t.failure.kind == RunFailure::Kind::Deadlock ? deadlock_dot(t, ro)
                                                                 : schedule_dot(t, ro),
@@ -114,6 +118,9 @@ int run_render_command(const RenderCommandOptions& o, std::ostream& out, std::os
     err << e.what() << "\n";
   } catch (const SpecError& e) {
     err << "collv: error: " << e.what() << "\n";
+  } catch (const LimitError& e) {  // a limit (memory, size, time): exit_codes.hpp
+    err << "collv: error: " << e.what() << "\n";
+    return kExitInconclusive;
   } catch (const UsageError& e) {
     err << "collv: error: " << e.what() << "\n";
   } catch (const GraphvizError& e) {

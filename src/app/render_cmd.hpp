@@ -14,18 +14,19 @@
 namespace collv {
 
 struct RenderCommandOptions {
-  std::string model;             // MODEL: a .coll file or a model name (positional; or --trace)
-  std::string models_dir;        // --models DIR ("" = default_models_dir())
-  std::string trace_file;        // --trace FILE: draw this schedule (JSON, docs/trace-format.md)
-                                 //   instead of running a model
-  std::string topology;          // -t,--topology SPEC ("" = a small member of the first family)
-  std::uint32_t source = 0;      // -s,--source S: root of a rooted collective
-  std::int64_t shift = 1;        // -q,--shift Q
-  std::string domain = "exact";  // -d,--domain exact|ordered|fingerprint
-  std::string output;            // -o,--output FILE: .svg, .png or .dot (format by extension;
-                                 //   "-" = DOT on stdout)
-  std::string per_step_dir;      // --per-step DIR: writes DIR/step-0.EXT .. step-T.EXT
-                                 //   (EXT from -o, else svg)
+  std::string model;                // MODEL: a .coll file or a model name (positional; or --trace)
+  std::string models_dir;           // --models DIR ("" = default_models_dir())
+  std::string trace_file;           // --trace FILE: draw this schedule (JSON, docs/trace-format.md)
+                                    //   instead of running a model
+  std::string topology;             // -t,--topology SPEC ("" = a small member of the first family)
+  std::uint32_t source = 0;         // -s,--source S: root of a rooted collective
+  std::int64_t shift = 1;           // -q,--shift Q
+  std::uint64_t max_ops = 1000000;  // --max-ops N: operations per node on average (as run's)
+  std::string domain = "exact";     // -d,--domain exact|ordered|fingerprint
+  std::string output;               // -o,--output FILE: .svg, .png or .dot (format by extension;
+                                    //   "-" = DOT on stdout)
+  std::string per_step_dir;         // --per-step DIR: writes DIR/step-0.EXT .. step-T.EXT
+                                    //   (EXT from -o, else svg)
   std::vector<std::uint32_t> steps;  // --steps LIST (comma-separated, CLI11 ->delimiter(',')):
                                      //   the -o picture shows only these steps (empty = all)
   bool counterexample = false;       // --counterexample: draw the first violation found instead

@@ -283,13 +283,15 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ren->add_option("--check", ren_opts.check, "with --counterexample: only this invariant");
   ren->add_option("--step", ren_opts.cex_step, "with --counterexample: the violation at this step");
   ren->add_flag("--force", ren_opts.force, "draw topologies above 1000 nodes anyway");
+  ren->add_option("--max-ops", ren_opts.max_ops, max_ops_help)->check(max_ops_range);
   ren->add_option("--timeout", ren_opts.timeout, "seconds allowed to the Graphviz program (60)");
   ren->add_option("--graphviz", ren_opts.program, "the Graphviz layout program (neato)");
   ren->add_option("--models", ren_opts.models_dir, "models directory for model names");
   ren->footer(
-      "Exit codes: 0 written; 1 written, but the run failed (deadlock, limit, runtime error) or\n"
-      "a counterexample was drawn; 2 bad usage or input (unknown model or spec, bad extension,\n"
-      "too large without --force, Graphviz missing, failing or too slow).\n"
+      "Exit codes: 0 written; 1 written, but the run failed (deadlock, runtime error) or a\n"
+      "counterexample was drawn; 2 bad usage or input (unknown model or spec, bad extension,\n"
+      "too large without --force, Graphviz missing, failing or too slow); 3 written, but the run\n"
+      "stopped at a limit (--max-ops, the step or memory limit).\n"
       "Examples:\n  collv render allreduce_star -t star:3 -o star3.svg --per-step steps/\n"
       "  collv render allgather_hypercube -t ring:8 --counterexample -o fig4-12.svg");
 
