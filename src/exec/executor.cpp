@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -1184,9 +1185,10 @@ class Machine : public SliceMachine {
   // ---- Nonblocking point-to-point (docs/language.md, "Nonblocking point-to-point") ----
   // An irecv is matched, in posting order per source (MPI's non-overtaking rule), when a wait
   // or a later blocking receive from the same source needs it; its data is written into the
-  // buffer at its wait. Until then the buffer may be neither read nor written; an isend's
-  // buffers may not be written until its wait. Each receive's program points (posted,
-  // completed) go to the timing pass when the run ends, which orders the receive port
+  // buffer at its wait. Until then the positions it targets may be neither read nor written
+  // (other positions of the variable may; a read of the whole variable reads them all); the
+  // positions an isend sends may not be written until its wait. Each receive's program points
+  // (posted, completed) go to the timing pass when the run ends, which orders the receive port
   // (timing.cpp, assign_steps_free).
   // A buffer (part) a request holds: positions lo .. hi of a data variable (kWholeBuffer: the
   // whole variable, as `irecv x` or `isend x` name it). Empty when hi < lo.
@@ -1205,19 +1207,20 @@ class Machine : public SliceMachine {
     std::uint32_t tid = kNoTransfer;
     Buffer self_val;  // irecv from the node itself, once matched
     DepTag self_dep = 0;
-    std::vector<int> send_slots;   // isend: the buffers it reads (not writable until its wait)
-    std::vector<Part> send_parts;  // isend: the positions of them its message is made of
+    std::vector<Part> send_parts;  // isend: the positions its message is made of (not writable
+                                   // until its wait)
   };
-  // The outstanding requests that hold one data variable of a node: how many irecvs write it and
-  // isends read it (whole-variable locks for reads and writes), and the positions each one holds
-  // (MPI forbids a receive buffer that overlaps the buffer of another pending receive or send).
+  // The outstanding requests that hold one data variable of a node: how many irecvs write it, and
+  // the positions each irecv and isend holds. A read or write of positions no irecv holds is
+  // allowed, as MPI allows it (and a write of positions no isend sends); MPI forbids a receive
+  // buffer that overlaps the buffer of another pending receive or send.
   struct Held {
     std::int64_t hi;
     std::uint32_t handle;
   };
   struct Lock {
     int slot = -1;
-    std::uint32_t recv = 0, send = 0;
+    std::uint32_t recv = 0;
     std::map<std::int64_t, Held> recvs;       // irecvs' buffers by first position: disjoint
     std::multimap<std::int64_t, Held> sends;  // isends' parts by first position: may overlap
     std::int64_t send_span = 0;  // the largest hi - lo in `sends` since it was last empty
@@ -1246,14 +1249,15 @@ class Machine : public SliceMachine {
     return ++n.clock;
   }
   struct Access {
-    std::vector<int> reads;  // data slots an instruction reads
-    int write = -1;          // the data slot it writes
+    std::vector<int> reads;          // data slots an instruction reads
+    std::vector<const Expr*> roots;  // the expressions it reads them from
+    int write = -1;                  // the data slot it writes
+    const Expr* target = nullptr;    // and its target: `x`, `x[i]` or `x[i .. j]`
   };
 
   void init_nonblocking() {
     nb_.resize(n_local_, lo_);
     acc_.resize(prog_.code.size());
-    send_slots_.resize(prog_.code.size());
     auto data_slot = [&](const Expr& e) {
       return e.slot >= 0 && e.slot < static_cast<int>(m_.var_types.size()) &&
                      m_.var_types[e.slot] == Type::Data
@@ -1265,16 +1269,19 @@ class Machine : public SliceMachine {
       const Stmt& s = *in.stmt;
       Access& a = acc_[pc];
       auto read = [&](const Expr* e) {
-        if (e) data_slots_read(*e, m_, a.reads);
+        if (!e) return;
+        data_slots_read(*e, m_, a.reads);
+        a.roots.push_back(e);
       };
       auto target = [&](bool writes) {
         const Expr& t = *s.target;
         if (t.kind == ExprKind::Name) {
           if (writes) a.write = data_slot(t);
-          return;
+        } else {
+          for (std::size_t k = 1; k < t.args.size(); ++k) read(t.args[k].get());
+          if (writes && t.args[0]->kind == ExprKind::Name) a.write = data_slot(*t.args[0]);
         }
-        for (std::size_t k = 1; k < t.args.size(); ++k) read(t.args[k].get());
-        if (writes && t.args[0]->kind == ExprKind::Name) a.write = data_slot(*t.args[0]);
+        if (a.write >= 0) a.target = &t;
       };
       switch (in.op) {
         case IOp::Assign:
@@ -1285,7 +1292,6 @@ class Machine : public SliceMachine {
         case IOp::Isend:
           read(s.value.get());
           read(s.peer.get());
-          if (in.op == IOp::Isend) data_slots_read(*s.value, m_, send_slots_[pc]);
           break;
         case IOp::Recv:
         case IOp::Irecv:
@@ -1323,47 +1329,123 @@ class Machine : public SliceMachine {
     return n.locks.back();
   }
   static void unlock_empty(NbNode& n) {
-    n.locks.erase(
-        std::remove_if(n.locks.begin(), n.locks.end(),
-                       [](const Lock& l) { return l.recv == 0 && l.send == 0 && l.sends.empty(); }),
-        n.locks.end());
-  }
-  // Where the oldest outstanding request of node v that holds `slot` was posted.
-  std::string posted_at(NodeId v, int slot, bool recv) {
-    for (const auto& [h, r] : nb_[v].reqs) {
-      if (r.recv != recv) continue;
-      if ((recv && r.slot == slot) || (!recv && std::find(r.send_slots.begin(), r.send_slots.end(),
-                                                          slot) != r.send_slots.end()))
-        return r.stmt->loc.str();
-    }
-    return "?";
+    n.locks.erase(std::remove_if(n.locks.begin(), n.locks.end(),
+                                 [](const Lock& l) { return l.recv == 0 && l.sends.empty(); }),
+                  n.locks.end());
   }
 
-  // A buffer held by an outstanding request is read or written: a runtime error naming both.
+  // An outstanding request's buffer that a part overlaps: its positions and its handle.
+  struct Hit {
+    std::int64_t lo = 0, hi = -1;
+    std::uint32_t handle = 0;
+  };
+  // The irecv of lock l whose buffer overlaps `part`, if any.
+  static std::optional<Hit> recv_hit(const Lock& l, const Part& part) {
+    if (part.hi < part.lo || l.recvs.empty()) return std::nullopt;
+    // The irecvs' buffers are disjoint: the last one starting at or before part.hi is the only
+    // candidate.
+    auto it = l.recvs.upper_bound(part.hi);
+    if (it == l.recvs.begin()) return std::nullopt;
+    --it;
+    if (it->second.hi < part.lo) return std::nullopt;
+    return Hit{it->first, it->second.hi, it->second.handle};
+  }
+  // An isend of lock l whose buffer overlaps `part`, if any.
+  static std::optional<Hit> send_hit(const Lock& l, const Part& part) {
+    if (part.hi < part.lo || l.sends.empty()) return std::nullopt;
+    // An isend's part overlapping part starts at or after part.lo - send_span.
+    auto it = part.lo > l.send_span ? l.sends.lower_bound(part.lo - l.send_span) : l.sends.begin();
+    for (; it != l.sends.end() && it->first <= part.hi; ++it)
+      if (it->second.hi >= part.lo) return Hit{it->first, it->second.hi, it->second.handle};
+    return std::nullopt;
+  }
+
+  // The positions of data variable `slot` that `x[i]` or `x[i .. j]` (x that variable) names at
+  // node v, evaluated now; all of it for `x` itself. Positions out of range are the statement's
+  // own error (an empty part here overlaps nothing).
+  Part part_at(const Expr& e, NodeId v) {
+    if (e.kind == ExprKind::Name) return Part{e.slot, 0, kWholeBuffer};
+    std::int64_t lo = 0, hi = 0;
+    eval_int(*e.args[1], &v, 1, &lo, 1);
+    if (e.kind == ExprKind::Slice)
+      eval_int(*e.args[2], &v, 1, &hi, 1);
+    else
+      hi = lo;
+    if (lo < 0) return Part{e.args[0]->slot, 0, -1};
+    return Part{e.args[0]->slot, lo, hi};
+  }
+  // The parts of data variable `slot` that expression e reads at node v: the positions of each
+  // `x[i]` and `x[i .. j]`, all of x wherever else x is named (`x`, `len(x)`).
+  void parts_read(const Expr& e, int slot, NodeId v, std::vector<Part>& out) {
+    if (e.kind == ExprKind::Name) {
+      if (e.slot == slot) out.push_back(Part{slot, 0, kWholeBuffer});
+      return;
+    }
+    std::size_t k = 0;
+    if ((e.kind == ExprKind::Index || e.kind == ExprKind::Slice) &&
+        e.args[0]->kind == ExprKind::Name && e.args[0]->slot == slot) {
+      out.push_back(part_at(e, v));
+      k = 1;  // the positions' expressions may name the variable too (`x[len(x) - 1]`)
+    }
+    for (; k < e.args.size(); ++k) parts_read(*e.args[k], slot, v, out);
+  }
+
+  // Positions held by an outstanding request are read or written: a runtime error naming both.
+  // "it" when the access is to the whole variable (then a held part of it is enough).
+  void access_error(const Stmt& s, NodeId v, const Part& part, const Hit& hit, bool write,
+                    bool recv) {
+    const Request& r = nb_[v].reqs.at(hit.handle);
+    const Part held{part.slot, hit.lo, hit.hi};
+    const bool whole = part.hi == kWholeBuffer;
+    const std::string what = whole ? "it" : part_name(held);
+    std::string tail;
+    if (whole && held.hi != kWholeBuffer)
+      tail = fmt::format("; it {} {}, and {} all of '{}' {} those positions",
+                         recv ? "receives into" : "sends", part_name(held),
+                         write ? "assigning" : "reading", m_.var_names[part.slot],
+                         write ? "writes" : "reads");
+    const std::string posted = r.stmt->loc.str();
+    if (!recv)
+      rt_error(s, v,
+               fmt::format("{} is written before the isend of {} (posted at {}) is completed: MPI "
+                           "forbids changing a send buffer before its wait{}",
+                           part_name(part), what, posted, tail));
+    if (write)
+      rt_error(s, v,
+               fmt::format("{} is written before the irecv into {} (posted at {}) is completed: "
+                           "wait for it first{}",
+                           part_name(part), what, posted, tail));
+    rt_error(s, v,
+             fmt::format("{} is read before the irecv into {} (posted at {}) is completed: data an "
+                         "irecv brings may be used only after its wait{}",
+                         part_name(part), what, posted, tail));
+  }
+
+  // Reads of positions an outstanding irecv targets, and writes of positions an outstanding irecv
+  // targets or an outstanding isend sends, are runtime errors; other positions of the same
+  // variables may be read and written (MPI allows it: in-place pairwise exchanges send one part
+  // of a buffer while receiving into another).
   void check_access(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
     const Access& a = acc_[pc];
     const Stmt& s = *prog_.code[pc].stmt;
+    std::vector<Part> parts;
     for (std::size_t i = 0; i < cnt; ++i) {
-      NbNode& n = nb_[nodes[i]];
+      const NodeId v = nodes[i];
+      NbNode& n = nb_[v];
       if (n.locks.empty()) continue;
-      for (int r : a.reads)
-        if (Lock* l = find_lock(n, r); l && l->recv)
-          rt_error(s, nodes[i],
-                   fmt::format("'{}' is read before the irecv into it (posted at {}) is completed: "
-                               "data an irecv brings may be used only after its wait",
-                               m_.var_names[r], posted_at(nodes[i], r, true)));
+      for (int r : a.reads) {
+        const Lock* l = find_lock(n, r);
+        if (!l || l->recvs.empty()) continue;
+        parts.clear();
+        for (const Expr* e : a.roots) parts_read(*e, r, v, parts);
+        for (const Part& pt : parts)
+          if (auto hit = recv_hit(*l, pt)) access_error(s, v, pt, *hit, false, true);
+      }
       if (a.write < 0) continue;
-      if (Lock* l = find_lock(n, a.write)) {
-        if (l->recv)
-          rt_error(s, nodes[i],
-                   fmt::format("'{}' is written before the irecv into it (posted at {}) is "
-                               "completed: wait for it first",
-                               m_.var_names[a.write], posted_at(nodes[i], a.write, true)));
-        if (l->send)
-          rt_error(s, nodes[i],
-                   fmt::format("'{}' is written before the isend of it (posted at {}) is "
-                               "completed: MPI forbids changing a send buffer before its wait",
-                               m_.var_names[a.write], posted_at(nodes[i], a.write, false)));
+      if (const Lock* l = find_lock(n, a.write)) {
+        const Part pt = part_at(*a.target, v);
+        if (auto hit = recv_hit(*l, pt)) access_error(s, v, pt, *hit, true, true);
+        if (auto hit = send_hit(*l, pt)) access_error(s, v, pt, *hit, true, false);
       }
     }
   }
@@ -1466,8 +1548,6 @@ class Machine : public SliceMachine {
       NbNode& n = nb_[v];
       Request r;
       r.stmt = &s;
-      r.send_slots = send_slots_[pc];
-      for (int slot : r.send_slots) ++lock_of(n, slot).send;
       for (const Part& pt : parts[i]) {
         if (pt.hi < pt.lo) continue;
         Lock& l = lock_of(n, pt.slot);
@@ -1522,29 +1602,11 @@ class Machine : public SliceMachine {
     if (part.hi < part.lo) return;  // an empty buffer (count 0) overlaps nothing
     Lock* l = find_lock(nb_[v], part.slot);
     if (!l) return;
-    const Held* hit = nullptr;
-    std::int64_t hit_lo = 0;
     bool recv = true;
-    // The irecvs' buffers are disjoint: the last one starting at or before part.hi is the only
-    // candidate.
-    if (auto it = l->recvs.upper_bound(part.hi); it != l->recvs.begin()) {
-      --it;
-      if (it->second.hi >= part.lo) {
-        hit = &it->second;
-        hit_lo = it->first;
-      }
-    }
-    if (!hit && !l->sends.empty()) {
-      // An isend's part overlapping part starts at or after part.lo - send_span.
-      auto it =
-          part.lo > l->send_span ? l->sends.lower_bound(part.lo - l->send_span) : l->sends.begin();
-      for (; it != l->sends.end() && it->first <= part.hi; ++it)
-        if (it->second.hi >= part.lo) {
-          hit = &it->second;
-          hit_lo = it->first;
-          recv = false;
-          break;
-        }
+    std::optional<Hit> hit = recv_hit(*l, part);
+    if (!hit) {
+      hit = send_hit(*l, part);
+      recv = false;
     }
     if (!hit) return;
     const Request& earlier = nb_[v].reqs.at(hit->handle);
@@ -1552,7 +1614,7 @@ class Machine : public SliceMachine {
              fmt::format("the buffer of this irecv, {}, overlaps the buffer of the {} posted at {} "
                          "({}), which is still outstanding: {}",
                          part_name(part), recv ? "irecv" : "isend", earlier.stmt->loc.str(),
-                         part_name(Part{part.slot, hit_lo, hit->hi}),
+                         part_name(Part{part.slot, hit->lo, hit->hi}),
                          recv ? "MPI forbids two pending receives into overlapping buffers (the "
                                 "one completed last would decide the values); irecvs into one "
                                 "variable at once need disjoint positions"
@@ -1600,7 +1662,6 @@ class Machine : public SliceMachine {
     auto node = n.reqs.extract(h);
     Request& r = node.mapped();
     if (!r.recv) {
-      for (int slot : r.send_slots) --lock_of(n, slot).send;
       for (const Part& pt : r.send_parts) {
         if (pt.hi < pt.lo) continue;
         Lock& l = lock_of(n, pt.slot);
@@ -1751,7 +1812,6 @@ class Machine : public SliceMachine {
   bool has_nb_ = false;
   NodeCol<NbNode> nb_;
   std::vector<Access> acc_;
-  std::vector<std::vector<int>> send_slots_;  // per isend instruction: the buffers it reads
 
   // Self-messages (docs/language.md, "Self-messages"): a send to oneself queues the value with
   // the dependency of the data it carries; the matching receive takes the oldest one (FIFO, as
