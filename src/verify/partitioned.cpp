@@ -162,8 +162,42 @@ class PartitionDriver : public SliceDriver {
     const auto p = static_cast<std::uint32_t>(topo_.num_processors());
     Domain& dom = *tr.domain;
     const int k = part_.size();
-    // Transfers that arrived here and wait for their sender's bound: (rank << 32 | id there).
-    std::unordered_map<std::uint64_t, std::uint32_t> arrived;
+    // Transfers that arrived here and wait for their sender's bound, per sending process: (id
+    // there, id here), 8 bytes each (a hash map took about 40), kept in the order of the ids
+    // there (a sender numbers its remote sends in the order it packs them, so they arrive in
+    // order), found by binary search; answered ones are marked and dropped from the front.
+    struct Waiting {
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> q;
+      std::size_t head = 0;
+    };
+    std::vector<Waiting> arrived(k);
+    auto wait_bound = [&](int r, std::uint32_t there, std::uint32_t here) {
+      auto& w = arrived[r];
+      if (w.q.size() == w.head || w.q.back().first < there) {
+        w.q.emplace_back(there, here);
+      } else {  // out of order (not expected): keep the list sorted
+        auto at = std::upper_bound(w.q.begin() + static_cast<std::ptrdiff_t>(w.head), w.q.end(),
+                                   std::make_pair(there, kNoTransfer));
+        w.q.insert(at, {there, here});
+      }
+    };
+    auto take_bound = [&](int r, std::uint32_t there) {
+      auto& w = arrived[r];
+      auto at = std::lower_bound(w.q.begin() + static_cast<std::ptrdiff_t>(w.head), w.q.end(),
+                                 std::make_pair(there, std::uint32_t{0}));
+      COLLV_ASSERT(at != w.q.end() && at->first == there && at->second != kNoTransfer);
+      const std::uint32_t here = at->second;
+      at->second = kNoTransfer;  // answered
+      while (w.head < w.q.size() && w.q[w.head].second == kNoTransfer) ++w.head;
+      if (w.head == w.q.size()) {
+        w.q.clear();
+        w.head = 0;
+      } else if (w.head > 4096 && 2 * w.head > w.q.size()) {
+        w.q.erase(w.q.begin(), w.q.begin() + static_cast<std::ptrdiff_t>(w.head));
+        w.head = 0;
+      }
+      return here;
+    };
     StreamTiming* st = nullptr;
     together(part_, [&] {
       m.start();
@@ -174,6 +208,17 @@ class PartitionDriver : public SliceDriver {
     auto pack = [&](std::vector<std::string>& out) {
       std::vector<Writer> w(k);
       std::uint64_t n = 0;
+      {  // each process's string sized at once (no slack from growing by doubling)
+        std::vector<std::size_t> size(k, 0);
+        for (const auto& x : m.outbox()) {
+          std::size_t b = 17 + 4;  // the record's fields and the buffer's length
+          for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.terms_view(it).size() : 8;
+          size[part_.owner(x.dst, p)] += b;
+        }
+        for (const auto& b : st->bounds_out()) size[part_.owner(b.node, p)] += 9;
+        for (const auto& x : st->steps_out()) size[part_.owner(x.node, p)] += 9;
+        for (int r = 0; r < k; ++r) w[r].str().reserve(size[r]);
+      }
       for (auto& x : m.outbox()) {
         Writer& o = w[part_.owner(x.dst, p)];
         o.put<std::uint8_t>(kMessage);
@@ -222,13 +267,10 @@ class PartitionDriver : public SliceDriver {
             Buffer b = get_buffer(rd, dom);
             std::uint32_t tid = 0;
             m.deliver(src, dst, len, line, id, std::move(b), tid);
-            arrived[(std::uint64_t(r) << 32) | id] = tid;
+            wait_bound(r, id, tid);
           } else if (kind == kBound) {
             auto v = rd.get<std::uint32_t>();
-            auto it = arrived.find((std::uint64_t(r) << 32) | id);
-            COLLV_ASSERT(it != arrived.end());
-            st->set_bound(it->second, v);
-            arrived.erase(it);
+            st->set_bound(take_bound(r, id), v);
           } else {
             COLLV_ASSERT(kind == kStep);
             st->set_step(id, rd.get<std::uint32_t>());
