@@ -17,6 +17,7 @@
 #include "check/dataflow.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <span>
 #include <unordered_map>
 
@@ -72,7 +73,10 @@ class Analyzer {
     for (auto i : t_.unreceived)
       if (i < lost.size()) lost[i] = 1;
     std::vector<std::uint32_t> order(t_.transfers.size());
-    {
+    if (std::is_sorted(t_.transfers.begin(), t_.transfers.end(),
+                       [](const Transfer& a, const Transfer& b) { return a.step < b.step; })) {
+      std::iota(order.begin(), order.end(), 0u);  // already in step order (an executor's trace)
+    } else {
       std::uint32_t maxs = 0;
       for (const auto& x : t_.transfers) maxs = std::max(maxs, x.step);
       std::vector<std::uint32_t> start(maxs + 2, 0);
