@@ -45,10 +45,12 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-// A clean refusal: exit 2, the file named, no library internals, no internal error.
-void refused(const std::string& out, int rc, const std::string& file) {
+// A clean refusal: exit 2 (bad input) or, for a limit of collv or of --max-memory, 3
+// (exit_codes.hpp: one exit code for every limit); the file named, no library internals, no
+// internal error.
+void refused(const std::string& out, int rc, const std::string& file, int code = 2) {
   INFO(out);
-  CHECK(rc == 2);
+  CHECK(rc == code);
   CHECK(has(out, file));
   CHECK_FALSE(has(out, "json.exception"));
   CHECK_FALSE(has(out, "internal error"));
@@ -95,20 +97,20 @@ TEST_CASE("schedule file: too many inputs or too much to judge is refused up fro
   std::string out;
   std::string f = kRepro + "trace-elements65535_ring100k.json";
   int rc = cli("verify --trace " + f, out);
-  refused(out, rc, f);
+  refused(out, rc, f, 3);
   CHECK(has(out, "100000 processors x 65535 elements = 6553500000 inputs"));
   // debruijn:24 (2^24 processors): the allgather's expected outputs alone are p^2 items. The
   // topology itself takes about 1 GB to build; the refusal comes before anything else.
   for (const char* name : {"trace-allgather_debruijn24.json", "trace-items_range_huge.json"}) {
     f = kRepro + name;
     rc = cli("verify --trace " + f + " --max-memory 4000", out, 120);
-    refused(out, rc, f);
+    refused(out, rc, f, 3);
     CHECK(has(out, "judging allgather on debruijn:24 (16777216 processors"));
     CHECK(has(out, "TiB, more than the memory limit of 3.9 GiB"));
   }
   f = kRepro + "trace-items_range_many.json";
   rc = cli("verify --trace " + f, out);
-  refused(out, rc, f);
+  refused(out, rc, f, 3);
   CHECK(has(out, "judging allgather on ring:1000000"));
 }
 
@@ -120,7 +122,7 @@ TEST_CASE("schedule file: items are counted before they are built", "[robust]") 
   std::string out;
   std::string f = write_temp("huge_item.json", j.dump());
   int rc = cli("verify --trace " + f, out);
-  refused(out, rc, f);
+  refused(out, rc, f, 3);
   CHECK(has(out, "has 100000000 terms; an item may have at most 67108864"));
   // An item within the cap is built in one step and judged: 3 copies of everything at node 1.
   j["transfers"][0]["items"] = nlohmann::json::array({"3*x0..x99999"});
@@ -135,7 +137,7 @@ TEST_CASE("schedule file: huge step numbers are refused before statistics are si
   std::string out;
   std::string f = kRepro + "trace-step_2e9.json";
   int rc = cli("verify --trace " + f, out);
-  refused(out, rc, f);
+  refused(out, rc, f, 3);
   CHECK(has(out, "a schedule of 2000000000 steps and 6 transfers needs about 119.2 GiB"));
   f = kRepro + "trace-step_huge.json";
   rc = cli("verify --trace " + f, out);
@@ -550,4 +552,22 @@ TEST_CASE("topology: construction and --dot are checked against --max-memory fir
   CHECK(cli("topology debruijn:12 --max-memory 1024", out, 30) == 0);
   CHECK(cli("topology star:4 --dot --max-memory 1024", out, 30) == 0);
   CHECK(has(out, "graph collv"));
+}
+
+TEST_CASE("verify: a run stopped at --max-memory is inconclusive (exit 3), as every limit",
+          "[robust]") {
+  std::string out;
+  int rc = cli("verify allreduce_star -t star:9 -d exact --stream off --max-memory 200", out);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK(has(out, "more than the memory limit of 200.0 MiB"));
+  CHECK(has(out, "1 inconclusive"));
+  CHECK(has(out, "0 errors"));
+  // The same run within the limit is judged.
+  rc = cli("verify allreduce_star -t star:5 -d exact --stream off --max-memory 200", out);
+  CHECK(rc == 0);
+  // --stream on for a run that cannot stream is bad usage, not a limit: exit 2.
+  rc = cli("verify allgather_ring -t line:3 --stream on", out);
+  CHECK(rc == 2);
+  CHECK(has(out, "not its neighbour"));
 }

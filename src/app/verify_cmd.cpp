@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "exec/executor.hpp"
 #include "import/import.hpp"
 #include "render/render.hpp"
 #include "util/deadline.hpp"
@@ -221,7 +222,8 @@ void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace
 
 }  // namespace
 
-// Runs f (a run and its checks); a model or usage error (limits included) becomes the run's error.
+// Runs f (a run and its checks); a model or usage error becomes the run's error, a limit makes
+// the run inconclusive.
 template <class F>
 void guarded(VerifyRun& run, F&& f) {
   try {
@@ -229,8 +231,11 @@ void guarded(VerifyRun& run, F&& f) {
   } catch (const ModelError& e) {
     run.status = "error";
     run.error = e.what();
-  } catch (const LimitError& e) {  // --timeout: undecided, exit 3 (exit_codes.hpp)
-    run.status = deadline_passed() ? "inconclusive" : "error";
+  } catch (const StreamRefused& e) {  // --stream on for a run that cannot stream: usage
+    run.status = "error";
+    run.error = e.what();
+  } catch (const LimitError& e) {  // --timeout, --max-memory, --max-ops: undecided, exit 3
+    run.status = "inconclusive";   // (exit_codes.hpp: one exit code for every limit)
     run.error = e.what();
   } catch (const UsageError& e) {
     run.status = "error";
@@ -596,9 +601,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       VerifyRun run;
       run.model = fs::path(file).filename().string();
       run.file = file;
-      // A reader stopped at --timeout: undecided, exit 3 (as guarded() says of a run).
-      run.status =
-          dynamic_cast<const LimitError*>(&e) && deadline_passed() ? "inconclusive" : "error";
+      // A reader stopped at a limit (--timeout, --max-memory): undecided, exit 3, as guarded()
+      // says of a run.
+      run.status = dynamic_cast<const LimitError*>(&e) ? "inconclusive" : "error";
       run.error = e.what();
       run.group = group_of(run.model, file, "(unread)", true);
       run.seconds = seconds_since(t0);
