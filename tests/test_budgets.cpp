@@ -109,7 +109,7 @@ TEST_CASE("verify, export and render take --max-ops: a loop for ever stops with 
   fs::remove(xml);
 }
 
-TEST_CASE("a run stopped at a limit says the limit once; what follows is not-checked",
+TEST_CASE("a run stopped at a limit says the limit once, what follows is not-checked",
           "[robust][budget]") {
   std::string out, loop = loop_model();
   const std::string limit = "the run exceeded 1000 operations per node on average";
