@@ -305,7 +305,9 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
         if (fam == "star" || fam == "hypercube" || fam == "ring")
           for (auto& sp : sizes_of(fam)) specs.push_back(sp);
     std::map<std::string, std::size_t> group_of;
-    for (const auto& [fam, k] : specs) {
+    for (const auto& spec : specs) {
+      const std::string& fam = spec.first;  // not a structured binding: clang 14 cannot
+      const int k = spec.second;            // capture one in a lambda (the fuzz build)
       if (!group_of.count(fam)) {
         VerifyGroup grp;
         grp.model = m.header.name;

@@ -968,8 +968,8 @@ void Reader::replay(ImportedSchedule& out) {
   while (progress) {
     progress = false;
     for (std::uint32_t g = 0; g < T; ++g) {
-      auto [r, id] = tbs[g];
-      const XTb& tb = gpus_[r].tbs[id];
+      const auto r = tbs[g].first, id = tbs[g].second;  // not a structured binding: clang 14
+      const XTb& tb = gpus_[r].tbs[id];                 // cannot capture one in a lambda
       while (pc[g] < tb.steps.size()) {
         tick_(
             [&] { return fmt::format("replaying {} (gpu {} tb {} step {})", src_, r, id, pc[g]); });
