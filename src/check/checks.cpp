@@ -1343,6 +1343,15 @@ std::vector<CheckResult> streamed_transfer_checks(const Trace& t, const CheckOpt
   return {make("single-port"), make("route"),    std::move(congestion),
           kept("nodup"),       kept("dataflow"), check_match(t, o)};  // every transfer received
 }
+// A check that follows from where the run stopped: not-checked, with the stop as its reason.
+static void follows_from_stop(CheckResult& r, const std::string& why) {
+  r.verdict = Verdict::NotChecked;
+  r.violations.clear();
+  r.violation_count = 0;
+  r.order_only = false;
+  r.after_stop = true;
+  r.note = why;
+}
 
 std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
   std::vector<CheckResult> all;
@@ -1411,12 +1420,7 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
                      (r.verdict == Verdict::NotChecked &&
                       r.note.rfind("the run did not finish", 0) == 0);  // steps, cost
       if (!follows) continue;  // a violation in the prefix, or a reason of its own, stands
-      r.verdict = Verdict::NotChecked;
-      r.violations.clear();
-      r.violation_count = 0;
-      r.order_only = false;
-      r.after_stop = true;
-      r.note = why;
+      follows_from_stop(r, why);
     }
   }
   mark_stopped_run(all, t);
@@ -1456,12 +1460,7 @@ void mark_stopped_run(std::vector<CheckResult>& all, const Trace& t) {
     if (r.verdict == Verdict::NotChecked && r.note.rfind("the run did not finish", 0) != 0 &&
         r.note.rfind("the run stopped at a runtime error", 0) != 0)
       continue;
-    r.verdict = Verdict::NotChecked;
-    r.violations.clear();
-    r.violation_count = 0;
-    r.order_only = false;
-    r.after_stop = true;
-    r.note = why;
+    follows_from_stop(r, why);
   }
 }
 
