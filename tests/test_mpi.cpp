@@ -616,3 +616,31 @@ TEST_CASE("collv mpi --op builtin: MPICH's Rabenseifner all-reduce runs and its 
                       "--op builtin",
                       out) == 2);
 }
+
+TEST_CASE(
+    "collv mpi --max-ops bounds the model's run: stopped there the comparison is inconclusive "
+    "(exit 3), not passed and not an error",
+    "[mpi][budget]") {
+  const std::string ring = std::string(COLLV_SOURCE_DIR) + "/models/openmpi/allreduce_ring.coll";
+  // The model's run alone: one operation per node is far too few; the default limit is enough.
+  CHECK_THROWS_AS(model_run(ring, 4, 8, 0, 1), LimitError);
+  CHECK_NOTHROW(model_run(ring, 4, 8, 0));
+  std::string out;
+  CHECK(test::run_cli("mpi --impl openmpi --collective allreduce --max-ops 0", out) == 2);
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string cmd =
+      "mpi --impl openmpi --collective allreduce --algorithm ring --sizes 4 "
+      "--count 8 --model " +
+      ring;
+  int rc = test::run_cli(cmd + " --max-ops 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("the model's run stopped at a limit"));
+  CHECK_THAT(out, Catch::Contains("--model " + ring + " --max-ops 1"));  // the reproduce line
+  rc = test::run_cli(cmd, out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+}

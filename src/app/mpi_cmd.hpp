@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "check/checks.hpp"
+#include "exec/executor.hpp"
 
 namespace collv {
 
@@ -31,6 +32,9 @@ struct MpiOptions {
   std::string harness;          // default: mpi/harness.c of the source tree
   std::string cache_dir;        // default: $COLLV_MPI_CACHE or <tmp>/collv-mpi-<uid>
   int timeout_s = 60;           // per count (a launch of n counts gets n times as long)
+  // A model's run (--model, --conformance): operations per node on average before it stops;
+  // a run stopped there leaves the comparison inconclusive (exit 3).
+  std::uint64_t max_ops = RunOptions{}.max_ops_per_node;
   std::string json_file, junit_file;
   bool quiet = false;
   bool runs_table = false;
@@ -114,7 +118,9 @@ struct ModelRunResult {
   MpiCombinations combinations;
   PeerMessages messages;
 };
-ModelRunResult model_run(const std::string& model_file, int p, int count, int root);
+// Throws LimitError when the run stops at max_ops (or the step limit): undecided, not wrong.
+ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
+                         std::uint64_t max_ops = RunOptions{}.max_ops_per_node);
 
 // What Open MPI's pml monitoring wrote into dir (monitoring.<rank>.prof, written at
 // MPI_Finalize with pml_monitoring_enable=2): per rank and peer the messages and bytes sent,

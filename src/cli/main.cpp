@@ -431,6 +431,10 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--cache-dir", mpi_opts.cache_dir,
                   "where built harnesses and failing runs' output go ($COLLV_MPI_CACHE)");
   mpi->add_option("--timeout", mpi_opts.timeout_s, "seconds per count (60)");
+  mpi->add_option("--max-ops", mpi_opts.max_ops,
+                  "the model's run (--model, --conformance): " + max_ops_help +
+                      "; stopped there, the comparison is inconclusive")
+      ->check(max_ops_range);
   mpi->add_option("--json", mpi_opts.json_file, "write the report as JSON (- = stdout)");
   mpi->add_option("--junit", mpi_opts.junit_file, "write the report as JUnit XML (- = stdout)");
   mpi->add_flag("--quiet", mpi_opts.quiet, "print only the summary line");
