@@ -12,6 +12,7 @@
 #include "check/checks.hpp"
 #include "cli.hpp"
 #include "exec/executor.hpp"
+#include "exec/timing.hpp"
 #include "lang/check.hpp"
 #include "topology/topology.hpp"
 
@@ -172,4 +173,31 @@ TEST_CASE("verify streams a run whose trace would take over a quarter of --max-m
   j = nlohmann::json::parse(out);
   CHECK(j["results"][0]["streamed"] == true);
   CHECK(j["results"][0]["checks"]["postcondition"] == "fail");
+}
+
+TEST_CASE("a chunked timing window holds what it spans, not a second copy", "[stream]") {
+  // 8-byte entries: a chunk is 2^13 of them. A window sliding over ten chunks' ids with a span of
+  // two chunks and a bit keeps every live entry and never holds more than the chunks its span
+  // touches (four) and one spare.
+  ChunkWindow<std::uint64_t> w;
+  constexpr std::uint32_t kChunk = ChunkWindow<std::uint64_t>::kMask + 1;
+  constexpr std::uint32_t kSpan = 2 * kChunk + 100;
+  bool kept = true;
+  for (std::uint32_t id = 0; id < 10 * kChunk; ++id) {
+    w.open(id);
+    w[id] = 3 * std::uint64_t{id} + 1;
+    if (id + 1 >= kSpan) {
+      const std::uint32_t lo = id + 1 - kSpan;
+      w.release_below(lo);
+      kept = kept && w[lo] == 3 * std::uint64_t{lo} + 1 && w[id] == 3 * std::uint64_t{id} + 1;
+    }
+  }
+  CHECK(kept);
+  const std::uint64_t chunk = kChunk * sizeof(std::uint64_t), table = 10 * 8 + 64;
+  CHECK(w.peak_bytes() >= 4 * chunk);
+  CHECK(w.peak_bytes() <= 5 * chunk + table);
+  // Everything done with: the spare chunk is all it keeps.
+  w.release_below(10 * kChunk);
+  CHECK(w.bytes() <= chunk + table);
+  CHECK(w.bytes() >= chunk);
 }

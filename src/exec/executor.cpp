@@ -314,6 +314,11 @@ class Machine : public SliceMachine {
     held_.clear();
   }
   std::uint64_t held() const override { return held_.size(); }
+  void run_receives() override {
+    no_sends_ = true;
+    run_local();
+    no_sends_ = false;
+  }
   std::uint64_t unfinished() const override { return n_local_ - finished_; }
   std::vector<std::pair<NodeId, NodeId>> waiting() const override {
     std::vector<std::pair<NodeId, NodeId>> w;
@@ -341,10 +346,10 @@ class Machine : public SliceMachine {
         finished_ += batch.size();
         continue;
       }
-      if (horizon_ != 0 && prog_.code[pc].op == IOp::Send) {  // hold who reached the horizon
+      if ((horizon_ != 0 || no_sends_) && prog_.code[pc].op == IOp::Send) {  // hold at the horizon
         std::size_t keep = 0;
         for (NodeId v : batch) {
-          if (bound_.sends(v) < horizon_)
+          if (!no_sends_ && bound_.sends(v) < horizon_)
             batch[keep++] = v;
           else
             held_.emplace_back(pc, v);
@@ -1938,6 +1943,7 @@ class Machine : public SliceMachine {
   std::uint32_t n_local_;
   std::vector<RemoteSend> outbox_;  // sends to other processes' nodes, until exchanged
   std::uint32_t horizon_ = 0;       // set_horizon
+  bool no_sends_ = false;           // run_receives
   std::vector<std::pair<std::uint32_t, NodeId>> held_;  // (program point, node) at the horizon
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;

@@ -92,6 +92,9 @@ class SliceMachine {
   virtual void start() = 0;  // every node of the slice at the program's start
   // Until each node finished, waits for a message or is held at the horizon, or a failure.
   virtual void run_local() = 0;
+  // The same, but every node that reaches a send is held there (until set_horizon): the nodes
+  // receive what was just delivered, and send nothing.
+  virtual void run_receives() = 0;
   // Paces the slices (0: no horizon): a node whose next send would be its h+1-th waits at that
   // send (is held) until the horizon is raised. Without it a slice's nodes run many steps ahead of
   // the nodes they send to in other slices, and every transfer issued meanwhile waits in the

@@ -340,35 +340,28 @@ namespace collv {
 StreamTiming::StreamTiming(std::uint32_t n, DepTable* deps, NodeId base) : p_(n), deps_(deps) {
   last_send_.assign(n, 0, base);
   last_recv_.assign(n, 0, base);
-  ring_.resize(1024);
-  magic_ = UINT64_MAX / ring_.size() + 1;
-  rring_.resize(1024);
 }
 
 std::uint64_t StreamTiming::bytes() const {
   static_assert(sizeof(Entry) <= 48, "a window entry is 48 bytes (docs/benchmarks.md)");
-  return ring_.capacity() * sizeof(Entry) + rring_.capacity() * sizeof(RemoteEntry) +
-         (pending_.capacity() + keep_.capacity() + rpending_.capacity() + rkeep_.capacity()) *
-             sizeof(std::uint32_t) +
+  static_assert(sizeof(RemoteEntry) <= 32, "a sender's side is 32 bytes (docs/benchmarks.md)");
+  return ring_.bytes() + rring_.bytes() +
+         (pending_.capacity() + rpending_.capacity()) * sizeof(std::uint32_t) +
          per_step_.capacity() * sizeof(StepStats) + 2 * std::uint64_t{p_} * sizeof(Ref);
 }
 
-void StreamTiming::grow() {
-  const std::size_t cap = ring_.size() + std::max<std::size_t>(1024, ring_.size() / 4);
-  std::vector<Entry> ring(cap);
-  const std::uint64_t magic = UINT64_MAX / cap + 1;
-  for (std::uint32_t t = lo_; t != next_; ++t)
-    ring[static_cast<std::size_t>((static_cast<Uint128>(magic * t) * cap) >> 64)] =
-        std::move(at(t));
-  ring_.swap(ring);
-  magic_ = magic;
+std::uint64_t StreamTiming::peak_bytes() const {
+  return bytes() - ring_.bytes() - rring_.bytes() + ring_.peak_bytes() + rring_.peak_bytes();
 }
+
+void StreamTiming::grow() { cap_ += std::max<std::size_t>(1024, cap_ / 4); }
 
 std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line) {
   if (next_ == kNoTransfer - 1)
     throw LimitError("the run sends more than 2^32 transfers; it is too large");
-  COLLV_ASSERT(next_ - lo_ < ring_.size());  // make_room() first
+  COLLV_ASSERT(next_ - lo_ < cap_);  // make_room() first
   const std::uint32_t tid = next_++;
+  ring_.open(tid);
   Entry& e = at(tid);
   e = Entry{};
   e.src = u;
@@ -402,12 +395,8 @@ void StreamTiming::link_send(NodeId u, Ref self) {
 std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, DepTag dep) {
   if (rnext_ == kNoTransfer - 1)
     throw LimitError("the run sends more than 2^32 transfers; it is too large");
-  if (rnext_ - rlo_ == rring_.size()) {  // full: twice as large
-    std::vector<RemoteEntry> ring(rring_.size() * 2);
-    for (std::uint32_t r = rlo_; r != rnext_; ++r) ring[r & (ring.size() - 1)] = rat(r);
-    rring_.swap(ring);
-  }
   const std::uint32_t rid = rnext_++;
+  rring_.open(rid);
   RemoteEntry& e = rat(rid);
   e = RemoteEntry{};
   e.src = u;
@@ -488,14 +477,15 @@ void StreamTiming::set_step(std::uint32_t rid, std::uint32_t step) {
     s.pred[0] = step;
   }
   while (rlo_ != rnext_ && rat(rlo_).step != 0) ++rlo_;
+  rring_.release_below(rlo_);
 }
 
 std::uint64_t StreamTiming::unresolved_here() const { return pending_.size(); }
 
 void StreamTiming::make_room() {
-  if (next_ - lo_ < ring_.size()) return;
+  if (next_ - lo_ < cap_) return;
   resolve(true);  // full: settle what can be settled before growing
-  if (next_ - lo_ >= ring_.size()) grow();
+  if (next_ - lo_ >= cap_) grow();
 }
 
 Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
@@ -559,10 +549,11 @@ void StreamTiming::resolve(bool force) {
   bool progress = true;
   while (progress) {
     progress = false;
-    keep_.clear();
     // Each transfer's receiver row of dependency tags is a cache miss at star:10 and beyond:
-    // prefetched a few transfers ahead (the entries themselves are read in ring order).
+    // prefetched a few transfers ahead (the entries themselves are read in ring order). The
+    // unresolved ones are kept in place (keep <= i).
     constexpr std::size_t kAhead = 8;
+    std::size_t keep = 0;
     for (std::size_t i = 0; i < pending_.size(); ++i) {
       const std::uint32_t tid = pending_[i];
       if (i + kAhead < pending_.size()) {
@@ -573,28 +564,29 @@ void StreamTiming::resolve(bool force) {
       if (try_resolve(tid, false))
         progress = true;
       else
-        keep_.push_back(tid);
+        pending_[keep++] = tid;
     }
-    pending_.swap(keep_);
+    pending_.resize(keep);
     // Senders' sides read the steps of the transfers just settled in this same pass, before the
     // window moves past them.
     if (resolve_remote()) progress = true;
     if (!force) break;
   }
   lo_ = pending_.empty() ? next_ : pending_.front();
+  ring_.release_below(lo_);
 }
 
 bool StreamTiming::resolve_remote() {
   if (rpending_.empty()) return false;
   bool progress = false;
-  rkeep_.clear();
-  for (std::uint32_t rid : rpending_) {
-    if (try_resolve_remote(rid))
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < rpending_.size(); ++i) {
+    if (try_resolve_remote(rpending_[i]))
       progress = true;
     else
-      rkeep_.push_back(rid);
+      rpending_[keep++] = rpending_[i];
   }
-  rpending_.swap(rkeep_);
+  rpending_.resize(keep);
   return progress;
 }
 
@@ -602,17 +594,18 @@ void StreamTiming::finish() {
   bool progress = true;
   while (progress && (!pending_.empty() || !rpending_.empty())) {
     progress = false;
-    keep_.clear();
-    for (std::uint32_t tid : pending_) {
-      if (try_resolve(tid, true))
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      if (try_resolve(pending_[i], true))
         progress = true;
       else
-        keep_.push_back(tid);
+        pending_[keep++] = pending_[i];
     }
-    pending_.swap(keep_);
+    pending_.resize(keep);
     if (resolve_remote()) progress = true;
   }
   lo_ = pending_.empty() ? next_ : pending_.front();
+  ring_.release_below(lo_);
 }
 
 }  // namespace collv

@@ -21,8 +21,10 @@
 // order"), O(n log n).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,8 +42,6 @@ inline constexpr std::uint32_t kNoTransfer = std::numeric_limits<std::uint32_t>:
 // (StreamTiming) replaces the transfer id by the receive's step once that is known, and marks it
 // with kDepResolved. Sequence numbers stay below kMaxDepSeq.
 using DepTag = std::uint64_t;
-// Lemire's fastmod needs the high half of a 64x64-bit product (a GCC/Clang extension).
-__extension__ using Uint128 = unsigned __int128;
 inline constexpr DepTag kDepResolved = DepTag{1} << 32;
 inline constexpr std::uint32_t kMaxDepSeq = 0x7FFFFFFFu;
 inline DepTag dep_tag(std::uint32_t seq, std::uint32_t tid) {
@@ -124,6 +124,58 @@ struct TimingOutcome {
   bool approximate = false;
 };
 
+// The entries of a window of ids lo .. next-1 (ids count up and never wrap): chunks of 2^13
+// entries, chunk c holding ids c * 2^13 ..; a chunk is allocated when the first of its ids is
+// opened and given back once the window's low end passed it. The window never holds two copies
+// of itself (a ring that grows holds the old one and the new one while it copies) and holds at
+// most one chunk more than its span.
+template <class E>
+class ChunkWindow {
+ public:
+  static constexpr unsigned kShift = 13;
+  static constexpr std::uint32_t kMask = (1u << kShift) - 1;
+  E& operator[](std::uint32_t id) { return chunks_[id >> kShift][id & kMask]; }
+  const E& operator[](std::uint32_t id) const { return chunks_[id >> kShift][id & kMask]; }
+  // Before id is first written (ids are opened in ascending order).
+  void open(std::uint32_t id) {
+    const std::size_t c = id >> kShift;
+    if (c < chunks_.size() && chunks_[c]) return;
+    if (chunks_.size() <= c) chunks_.resize(c + 1);
+    if (!spare_.empty()) {
+      chunks_[c] = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      chunks_[c] = std::make_unique<E[]>(std::size_t{kMask} + 1);
+      ++held_;
+      peak_ = std::max(peak_, held_);
+    }
+  }
+  // Every id below lo is done with: the chunks wholly below it are given back (one kept spare).
+  void release_below(std::uint32_t lo) {
+    const std::size_t end = std::min<std::size_t>(chunks_.size(), lo >> kShift);
+    for (; first_ < end; ++first_) {
+      auto& c = chunks_[first_];
+      if (!c) continue;
+      if (spare_.empty()) {
+        spare_.push_back(std::move(c));
+      } else {
+        c.reset();
+        --held_;
+      }
+    }
+  }
+  // The most bytes the chunks held at once, and what they hold now (the chunk table included).
+  std::uint64_t peak_bytes() const { return peak_ * kChunkBytes + chunks_.capacity() * 8; }
+  std::uint64_t bytes() const { return held_ * kChunkBytes + chunks_.capacity() * 8; }
+
+ private:
+  static constexpr std::uint64_t kChunkBytes = sizeof(E) << kShift;
+  std::vector<std::unique_ptr<E[]>> chunks_;  // by id >> kShift; empty below first_
+  std::vector<std::unique_ptr<E[]>> spare_;
+  std::size_t first_ = 0;
+  std::uint64_t held_ = 0, peak_ = 0;  // chunks allocated (spare included)
+};
+
 // Timing while the run goes on, for streamed runs (RunOptions::stream, single-port only): the
 // transfers are not kept. Each transfer waits in a window until it is received and its three
 // predecessors (as in assign_steps: the sender's previous send, the receive its payload depends
@@ -145,10 +197,10 @@ struct TimingOutcome {
 // (set_bound) in place of those two predecessors, and once resolved queues its step in
 // steps_out() for the sender's process (set_step). The receiver's side counts the transfer into
 // the statistics; the sender's counts as issued. The sender's sides are not in the window but in
-// a window of their own (20 bytes an entry, numbered apart): each waits a round trip for its
+// a window of their own (32 bytes an entry, numbered apart): each waits a round trip for its
 // step, and in the window it held every transfer issued after it for that long. The one transfer
 // that waits for a sender's side (the sender's next send) is recorded in it, and set_step gives
-// it the step.
+// it the step. Both windows are ChunkWindows: they hold what they span, never a second copy.
 class StreamTiming {
  public:
   // Nodes base .. base + n - 1 (a slice of a partitioned run, or all of them).
@@ -194,7 +246,8 @@ class StreamTiming {
   std::uint64_t unreceived() const { return unreceived_; }
   std::uint32_t steps() const { return steps_; }
   const std::vector<StepStats>& per_step() const { return per_step_; }
-  std::uint64_t bytes() const;
+  std::uint64_t bytes() const;       // what the window holds now (--max-memory)
+  std::uint64_t peak_bytes() const;  // the most it held (each part's most, added)
 
  private:
   // A reference to a transfer's step: 0 none, kStep | step once known, else tid + 1.
@@ -240,16 +293,11 @@ class StreamTiming {
   void link_send(NodeId u, Ref self);
   // Copies a known predecessor step into (kind, pred); false if it is not known yet.
   bool pred_known(std::uint8_t& kind, std::uint32_t& pred);
-  RemoteEntry& rat(std::uint32_t rid) { return rring_[rid & (rring_.size() - 1)]; }
+  RemoteEntry& rat(std::uint32_t rid) { return rring_[rid]; }
   bool try_resolve_remote(std::uint32_t rid);
   bool resolve_remote();  // one pass over the senders' sides waiting to queue their bounds
-  // The window is a ring of any capacity (grown by a quarter, not doubled): tid mod capacity,
-  // by multiplication (Lemire's fastmod) rather than division.
-  std::size_t slot(std::uint32_t tid) const {
-    return static_cast<std::size_t>((static_cast<Uint128>(magic_ * tid) * ring_.size()) >> 64);
-  }
-  Entry& at(std::uint32_t tid) { return ring_[slot(tid)]; }
-  const Entry& at(std::uint32_t tid) const { return ring_[slot(tid)]; }
+  Entry& at(std::uint32_t tid) { return ring_[tid]; }
+  const Entry& at(std::uint32_t tid) const { return ring_[tid]; }
   bool try_resolve(std::uint32_t tid, bool at_end);
   void grow();
   // A fresh window entry for a transfer u -> v (the next id), its other fields zero.
@@ -257,17 +305,19 @@ class StreamTiming {
 
   std::uint32_t p_;
   DepTable* deps_;
-  std::vector<Entry> ring_;
-  std::uint64_t magic_ = 0;                    // UINT64_MAX / capacity + 1
-  std::uint32_t next_ = 0, lo_ = 0;            // the window: ids lo_ .. next_-1
-  std::vector<std::uint32_t> pending_, keep_;  // unresolved ids, ascending
-  NodeCol<Ref> last_send_, last_recv_;         // per node
+  ChunkWindow<Entry> ring_;
+  // When the window spans cap_ ids, make_room settles what it can before it spans more (cap_ then
+  // grows by a quarter if that was not enough).
+  std::size_t cap_ = 1024;
+  std::uint32_t next_ = 0, lo_ = 0;     // the window: ids lo_ .. next_-1
+  std::vector<std::uint32_t> pending_;  // unresolved ids, ascending
+  NodeCol<Ref> last_send_, last_recv_;  // per node
   std::uint64_t since_ = 0, unreceived_ = 0, arrived_ = 0;
   std::vector<RemoteTiming> bounds_out_, steps_out_;
-  // Senders' sides: a ring of a power of two entries, ids rlo_ .. rnext_-1; unresolved ones.
-  std::vector<RemoteEntry> rring_;
+  // Senders' sides: ids rlo_ .. rnext_-1; those whose bound is not queued yet.
+  ChunkWindow<RemoteEntry> rring_;
   std::uint32_t rnext_ = 0, rlo_ = 0;
-  std::vector<std::uint32_t> rpending_, rkeep_;
+  std::vector<std::uint32_t> rpending_;
   std::uint32_t steps_ = 0;
   std::vector<StepStats> per_step_;
 };

@@ -321,6 +321,13 @@ class PartitionDriver : public SliceDriver {
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
       if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
+      // What just arrived is received in this round (its receivers run up to their next send and
+      // are held there), so its step goes back to its sender in the timing rounds that follow:
+      // a transfer between slices waits in the windows for a round, not two.
+      together(part_, [&] { m.run_receives(); });
+      std::vector<std::uint64_t> failed{tr.failure.kind != RunFailure::Kind::None ? 1u : 0u};
+      part_.allreduce(failed, false);
+      if (failed[0] != 0) break;
       settle(false);
       horizon = static_cast<std::uint32_t>(std::min<std::uint64_t>(
           std::uint64_t{horizon} + std::max(kPace, horizon / 64), kNoTransfer - 1));
@@ -329,7 +336,7 @@ class PartitionDriver : public SliceDriver {
     // The timing of what is left (transfers never received take no receive predecessor).
     settle(true);
     share_failure(m, tr, p);
-    part_.window_bytes = std::max(part_.window_bytes, st->bytes());
+    part_.window_bytes = std::max(part_.window_bytes, st->peak_bytes());
     // The totals over every process; node 0's output for final-buffers.
     StreamTotals tot;
     std::vector<std::uint64_t> sums{st->issued() - st->arrived(), st->unreceived(),
