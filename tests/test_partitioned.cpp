@@ -93,6 +93,38 @@ TEST_CASE("partitioned verify agrees with one process on mutants failing across 
   CHECK(o.json.find("deadlock: 8 of 8 nodes wait for ever") != std::string::npos);
 }
 
+TEST_CASE("a transfer between slices waits for its step about half a round, not one and a half",
+          "[partitioned]") {
+  if (!have_mpi()) return;
+  // star:6 at K = 2: 360 nodes a slice, each sending at most once a round in these rounds (the
+  // horizon). The receivers take what arrived in the round it arrived, so the senders' sides
+  // waiting at once stay under a round of the slice's sends (216 at each rank); received a round
+  // later they reached 432.
+  std::string f = collv::test::unique_temp("collv_part_stats");
+  std::string cmd = "cd '" + COLLV_SOURCE_DIR +
+                    "' && COLLV_PARTITION_STATS=1 OMPI_ALLOW_RUN_AS_ROOT=1 "
+                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 timeout 120 "
+                    "mpirun --oversubscribe -np 2 " +
+                    COLLV_MPI_BINARY +
+                    " verify allreduce_star -t star:6 -d fingerprint --stream on >'" + f + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::string out = collv::test::slurp(f);
+  INFO(out);
+  CHECK(WEXITSTATUS(rc) == 0);
+  std::regex span("senders' sides spanning at most ([0-9]+) transfers");
+  int ranks = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), span); it != std::sregex_iterator();
+       ++it) {
+    ++ranks;
+    const long n = std::stol((*it)[1].str());
+    CHECK(n > 0);
+    CHECK(n <= 360);
+  }
+  CHECK(ranks == 2);
+  std::error_code ec;
+  std::filesystem::remove(f, ec);
+}
+
 TEST_CASE("partitioned verify refuses what it does not follow", "[partitioned]") {
   if (!have_mpi()) return;
   // A run that would keep its trace (--stream off, or auto at a size whose trace fits).

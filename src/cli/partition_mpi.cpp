@@ -125,9 +125,9 @@ int MpiSession::finish(int code) {
     getrusage(RUSAGE_SELF, &ru);
     std::string line = fmt::format(
         "collv-mpi: rank {} of {}: peak memory {} MiB, {} bytes sent to other ranks in {} "
-        "rounds, timing window {} MiB\n",
+        "rounds, timing window {} MiB, senders' sides spanning at most {} transfers\n",
         part_->rank(), part_->size(), ru.ru_maxrss / 1024, part_->bytes_sent, part_->rounds,
-        part_->window_bytes >> 20);
+        part_->window_bytes >> 20, part_->remote_span);
     int fd = saved_err_ >= 0 ? saved_err_ : 2;
     if (write(fd, line.data(), line.size()) < 0) {
     }

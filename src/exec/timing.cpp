@@ -397,6 +397,7 @@ std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, DepTag dep) {
     throw LimitError("the run sends more than 2^32 transfers; it is too large");
   const std::uint32_t rid = rnext_++;
   rring_.open(rid);
+  rpeak_ = std::max(rpeak_, rnext_ - rlo_);
   RemoteEntry& e = rat(rid);
   e = RemoteEntry{};
   e.src = u;

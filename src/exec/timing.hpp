@@ -248,6 +248,8 @@ class StreamTiming {
   const std::vector<StepStats>& per_step() const { return per_step_; }
   std::uint64_t bytes() const;       // what the window holds now (--max-memory)
   std::uint64_t peak_bytes() const;  // the most it held (each part's most, added)
+  // The most senders' sides it held at once (from the oldest still waiting for its step).
+  std::uint32_t peak_remote_span() const { return rpeak_; }
 
  private:
   // A reference to a transfer's step: 0 none, kStep | step once known, else tid + 1.
@@ -316,7 +318,7 @@ class StreamTiming {
   std::vector<RemoteTiming> bounds_out_, steps_out_;
   // Senders' sides: ids rlo_ .. rnext_-1; those whose bound is not queued yet.
   ChunkWindow<RemoteEntry> rring_;
-  std::uint32_t rnext_ = 0, rlo_ = 0;
+  std::uint32_t rnext_ = 0, rlo_ = 0, rpeak_ = 0;
   std::vector<std::uint32_t> rpending_;
   std::uint32_t steps_ = 0;
   std::vector<StepStats> per_step_;

@@ -56,6 +56,7 @@ class Partition {
   // processes in alltoall rounds, and the rounds.
   std::uint64_t bytes_sent = 0, rounds = 0;
   std::uint64_t window_bytes = 0;  // the largest timing window (StreamTiming::bytes) of a run
+  std::uint64_t remote_span = 0;   // the most senders' sides waiting at once (StreamTiming)
 };
 
 // The checks of a partitioned run (every process calls it together with its slice Trace from

@@ -337,6 +337,7 @@ class PartitionDriver : public SliceDriver {
     settle(true);
     share_failure(m, tr, p);
     part_.window_bytes = std::max(part_.window_bytes, st->peak_bytes());
+    part_.remote_span = std::max<std::uint64_t>(part_.remote_span, st->peak_remote_span());
     // The totals over every process; node 0's output for final-buffers.
     StreamTotals tot;
     std::vector<std::uint64_t> sums{st->issued() - st->arrived(), st->unreceived(),
