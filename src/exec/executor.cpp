@@ -26,6 +26,8 @@ namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kChunk = 1024;
+// A ready list keeps at most this capacity once it is emptied (run_local).
+constexpr std::size_t kKeepReady = 4096;
 // The most elements one integer array may hold (per node).
 constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 20;
 // The most items one local buffer may hold (a message: at most 65535).
@@ -342,6 +344,10 @@ class Machine : public SliceMachine {
       if (ready_[pc].empty()) continue;
       batch.clear();
       batch.swap(ready_[pc]);
+      // The list gets batch's old storage; a large one is given back rather than left at this
+      // point: swapped from point to point, every list kept the capacity of the largest batch
+      // (about 64 bytes a node at star:9, a dozen points of 4 bytes a node and their doubling).
+      if (ready_[pc].capacity() > kKeepReady) std::vector<NodeId>().swap(ready_[pc]);
       if (pc == prog_.code.size()) {  // finished
         finished_ += batch.size();
         continue;
