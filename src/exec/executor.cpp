@@ -265,7 +265,7 @@ class Machine : public SliceMachine {
 
   // init[i]: node lo + i's.
   void set_input(int slot, std::vector<Buffer> init) {
-    for (NodeId v = lo_; v < hi_; ++v) data_[slot][v] = std::move(init[v - lo_]);
+    for (NodeId v = lo_; v < hi_; ++v) data_[slot].set(v, std::move(init[v - lo_]));
   }
   // The column itself, for the end of the run (the Machine does not run again).
   std::vector<Buffer> take_column(int slot) { return data_[slot].take(); }
@@ -710,9 +710,9 @@ class Machine : public SliceMachine {
       case ExprKind::Name: {
         const auto& col = data_[e.slot];
         std::uint64_t items = 0;
-        for (std::size_t i = 0; i < cnt; ++i) items += col[nodes[i]].size();
+        for (std::size_t i = 0; i < cnt; ++i) items += col.size_at(nodes[i]);
         charge_items(items);
-        for (std::size_t i = 0; i < cnt; ++i) out[i] = col[nodes[i]];
+        for (std::size_t i = 0; i < cnt; ++i) col.get(nodes[i], out[i]);
         return;
       }
       case ExprKind::Binary: {
@@ -801,7 +801,7 @@ class Machine : public SliceMachine {
              bool receive = false) {
     if (target.kind == ExprKind::Name) {
       auto& col = data_[target.slot];
-      for (std::size_t i = 0; i < cnt; ++i) col[nodes[i]] = std::move(val[i]);
+      for (std::size_t i = 0; i < cnt; ++i) col.set(nodes[i], std::move(val[i]));
       return;
     }
     if (target.args[0]->kind != ExprKind::Name)
@@ -830,13 +830,14 @@ class Machine : public SliceMachine {
         rt_error(target, nodes[i],
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
       if (b == a - 1) continue;  // an empty slice writes nothing and does not extend the buffer
-      Buffer& dst = col[nodes[i]];
+      Buffer& dst = col.edit(nodes[i]);
       if (static_cast<std::int64_t>(dst.size()) <= b) {
         charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
         dst.resize(static_cast<std::uint32_t>(b + 1), 0);
       }
       for (std::int64_t k = a; k <= b; ++k)
         dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
+      col.settle(nodes[i]);
     }
   }
 
@@ -1709,7 +1710,7 @@ class Machine : public SliceMachine {
     }
     DepTag& tag = deps_.row(v)[dep_col_[r.slot]];
     if (r.whole) {
-      data_[r.slot][v] = std::move(val);
+      data_[r.slot].set(v, std::move(val));
       tag = dep;
       return;
     }
@@ -1723,13 +1724,14 @@ class Machine : public SliceMachine {
     tag = std::max(tag, dep);
     if (val.size() == 0) return;
     const std::int64_t b = r.lo + static_cast<std::int64_t>(val.size()) - 1;
-    Buffer& dst = data_[r.slot][v];
+    Buffer& dst = data_[r.slot].edit(v);
     if (static_cast<std::int64_t>(dst.size()) <= b) {
       charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
       dst.resize(static_cast<std::uint32_t>(b + 1), 0);
     }
     for (std::int64_t k = r.lo; k <= b; ++k)
       dst[static_cast<std::uint32_t>(k)] = val[static_cast<std::uint32_t>(k - r.lo)];
+    data_[r.slot].settle(v);
   }
 
   // `wait R`, `waitall R1, ...`, `waitall`: a node goes on once every listed request is
@@ -1959,7 +1961,8 @@ class Machine : public SliceMachine {
   std::vector<NodeCol<std::vector<std::int64_t>>> arrays_;
   std::vector<NodeCol<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
   bool array_declared(int slot, NodeId v) const { return array_ran_[slot][v] != 0; }
-  std::vector<NodeCol<Buffer>> data_;
+  std::vector<DataCol> data_;  // 9 bytes a node while a buffer holds at most one item
+  static_assert(std::is_same_v<DataCol::Buf, Buffer>);
   NodeCol<std::uint32_t> waiting_on_, blocked_pc_;
   NodeCol<SmallVec<std::uint32_t, 2>> inbox_;
   std::vector<std::vector<NodeId>> ready_;
@@ -2352,15 +2355,17 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   bool reduction = coll == Collective::Reduce || coll == Collective::Allreduce ||
                    coll == Collective::Scan || coll == Collective::Exscan ||
                    coll == Collective::ReduceScatter || coll == Collective::ReduceScatterv;
-  // Per node: a data variable's buffer (24 bytes, two items inline, 8 bytes an item beyond) and
-  // timing tag (8); an integer and its initialised flag (9); an array's vector (24, its elements
-  // are charged as they are made); about 64 bytes of the executor's own (wait state, mailbox,
-  // ready lists, counters). Measured: 406 bytes a node for allreduce_star on star:10, streamed,
-  // without the link table; this estimate gives 417.
+  // Per node: a data variable's buffer (DataCol: 9 bytes while it holds one item; a longer one
+  // 24 more in the side table, 8 bytes an item beyond two) and timing tag (8); an integer and its
+  // initialised flag (9); an array's vector (24, its elements are charged as they are made); about
+  // 64 bytes of the executor's own (wait state, mailbox, ready lists, counters). Measured
+  // (2026-11-26): 337 bytes a node for allreduce_star on star:10, streamed, with the link table
+  // (about 40 of them); this estimate gives 342.
   std::uint64_t per_node = 64;
   for (std::size_t i = 0; i < m.var_names.size(); ++i) {
     Type ty = i < m.var_types.size() ? m.var_types[i] : Type::Int;
-    per_node += ty == Type::Data       ? 32 + (elems > 2 ? 8 * std::uint64_t{elems} : 0)
+    per_node += ty == Type::Data
+                    ? 17 + (elems > 1 ? 24 : 0) + (elems > 2 ? 8 * std::uint64_t{elems} : 0)
                 : ty == Type::IntArray ? 32
                                        : 9;
   }

@@ -6,9 +6,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <vector>
 
+#include "exec/domain.hpp"
 #include "topology/topology.hpp"
+#include "util/smallvec.hpp"
 
 namespace collv {
 
@@ -36,6 +40,123 @@ class NodeCol {
 
  private:
   std::vector<T> v_;
+  NodeId base_ = 0;
+};
+
+// A data variable's buffers over a slice of the processors (nodes base .. base + size - 1), in
+// 9 bytes a node while a node's buffer holds at most one item (the fingerprint domain at count 1,
+// the usual case of a large run): the item and a length byte. A longer buffer lives in a side
+// table, the item's word holding its index there; a buffer that shrinks back to one item leaves
+// the table (set, settle) and its slot is reused. A plain column of SmallVec<Item, 2> took 24
+// bytes a node; a node whose buffer is long takes 9 bytes more than it did.
+//
+//   collv::DataCol c;  c.resize(4, /*base=*/8);
+//   c.set(9, Buf{7});                  // inline
+//   collv::SmallVec<collv::Item, 2> b;  c.get(9, b);   // b = {7}
+//   c.edit(9).push_back(5);  c.settle(9);                // now two items: in the side table
+class DataCol {
+ public:
+  using Buf = SmallVec<Item, 2>;  // exec/trace.hpp's Buffer
+  void resize(std::size_t n, NodeId base = 0) {
+    one_.assign(n, 0);
+    len_.assign(n, 0);
+    many_.clear();
+    free_.clear();
+    base_ = base;
+  }
+  bool empty() const { return len_.empty(); }
+  std::size_t size() const { return len_.size(); }
+  // Items in u's buffer.
+  std::uint32_t size_at(NodeId u) const {
+    const std::size_t i = u - base_;
+    return len_[i] == kMany ? many_[one_[i]].size() : len_[i];
+  }
+  // Copies u's buffer into out.
+  void get(NodeId u, Buf& out) const {
+    const std::size_t i = u - base_;
+    if (len_[i] == kMany)
+      out = many_[one_[i]];
+    else
+      put(out, one_[i], len_[i]);
+  }
+  void set(NodeId u, Buf&& b) {
+    const std::size_t i = u - base_;
+    if (b.size() <= 1) {
+      if (len_[i] == kMany) drop(i);
+      one_[i] = b.size() ? b[0] : 0;
+      len_[i] = static_cast<std::uint8_t>(b.size());
+    } else if (len_[i] == kMany) {
+      many_[one_[i]] = std::move(b);
+    } else {
+      one_[i] = slot();
+      len_[i] = kMany;
+      many_[one_[i]] = std::move(b);
+    }
+  }
+  // u's buffer to change in place (moved into the side table if it is inline); valid until the
+  // next call on this column other than size_at and get. Call settle(u) when done.
+  Buf& edit(NodeId u) {
+    const std::size_t i = u - base_;
+    if (len_[i] != kMany) {
+      const Item x = one_[i];
+      const std::uint8_t n = len_[i];
+      one_[i] = slot();
+      len_[i] = kMany;
+      put(many_[one_[i]], x, n);
+    }
+    return many_[one_[i]];
+  }
+  // After edit(u): back inline if the buffer holds at most one item.
+  void settle(NodeId u) {
+    const std::size_t i = u - base_;
+    if (len_[i] != kMany || many_[one_[i]].size() > 1) return;
+    const Buf& b = many_[one_[i]];
+    const Item x = b.size() ? b[0] : 0;
+    const auto n = static_cast<std::uint8_t>(b.size());
+    drop(i);
+    one_[i] = x;
+    len_[i] = n;
+  }
+  // Buffers held in the side table now (for tests).
+  std::size_t long_buffers() const { return many_.size() - free_.size(); }
+  // Every node's buffer in node order; the column is left empty.
+  std::vector<Buf> take() {
+    std::vector<Buf> out(len_.size());
+    for (std::size_t i = 0; i < len_.size(); ++i) {
+      if (len_[i] == kMany)
+        out[i] = std::move(many_[one_[i]]);
+      else
+        put(out[i], one_[i], len_[i]);
+    }
+    resize(0, base_);
+    one_.shrink_to_fit();
+    len_.shrink_to_fit();
+    return out;
+  }
+
+ private:
+  static constexpr std::uint8_t kMany = 0xFF;
+  static void put(Buf& b, Item x, std::uint8_t n) {  // n is 0 or 1
+    b.clear();
+    if (n) b.push_back(x);
+  }
+  std::uint32_t slot() {
+    if (!free_.empty()) {
+      const std::uint32_t s = free_.back();
+      free_.pop_back();
+      return s;
+    }
+    many_.emplace_back();
+    return static_cast<std::uint32_t>(many_.size() - 1);
+  }
+  void drop(std::size_t i) {
+    many_[one_[i]] = Buf{};  // gives its heap storage back
+    free_.push_back(static_cast<std::uint32_t>(one_[i]));
+  }
+  std::vector<Item> one_;          // the item, or the index in many_ (len_ kMany)
+  std::vector<std::uint8_t> len_;  // 0, 1 or kMany
+  std::deque<Buf> many_;           // deque: growing moves no buffer
+  std::vector<std::uint32_t> free_;
   NodeId base_ = 0;
 };
 

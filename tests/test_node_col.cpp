@@ -1,0 +1,114 @@
+// DataCol (exec/node_col.hpp): a data variable's buffers in 9 bytes a node while they hold at
+// most one item, longer ones in a side table. Every operation against a plain vector of buffers.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "exec/node_col.hpp"
+
+using namespace collv;
+using Buf = DataCol::Buf;
+
+namespace {
+
+Buf make(std::uint32_t n, Item first) {
+  Buf b;
+  for (std::uint32_t k = 0; k < n; ++k) b.push_back(first + k);
+  return b;
+}
+
+Buf read(const DataCol& c, NodeId u) {
+  Buf b = make(3, 99);  // get overwrites whatever the buffer held
+  c.get(u, b);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a data column keeps one-item buffers inline and longer ones aside", "[exec]") {
+  DataCol c;
+  c.resize(4, /*base=*/8);
+  REQUIRE(c.size() == 4);
+  for (NodeId u = 8; u < 12; ++u) CHECK(read(c, u).empty());
+  c.set(9, make(1, 7));
+  CHECK(read(c, 9) == make(1, 7));
+  CHECK(c.size_at(9) == 1);
+  CHECK(c.long_buffers() == 0);
+  c.set(10, make(5, 20));  // aside
+  CHECK(c.long_buffers() == 1);
+  CHECK(read(c, 10) == make(5, 20));
+  CHECK(c.size_at(10) == 5);
+  CHECK(read(c, 9) == make(1, 7));
+  c.set(10, make(1, 3));  // back inline: the side slot is freed
+  CHECK(c.long_buffers() == 0);
+  CHECK(read(c, 10) == make(1, 3));
+  // An inline buffer edited in place: moved aside with its item, then settled.
+  c.edit(9).push_back(8);
+  c.settle(9);
+  CHECK(read(c, 9) == make(2, 7));
+  CHECK(c.long_buffers() == 1);
+  Buf& e = c.edit(9);
+  e.resize(1);
+  c.settle(9);
+  CHECK(read(c, 9) == make(1, 7));
+  CHECK(c.long_buffers() == 0);
+  // An empty buffer edited: the edit starts empty.
+  CHECK(c.edit(11).empty());
+  c.settle(11);
+  CHECK(read(c, 11).empty());
+  CHECK(c.long_buffers() == 0);
+  // A zero item is an item, not an empty buffer.
+  c.set(8, make(1, 0));
+  CHECK(c.size_at(8) == 1);
+  CHECK(read(c, 8) == make(1, 0));
+  auto all = c.take();
+  REQUIRE(all.size() == 4);
+  CHECK(all[0] == make(1, 0));
+  CHECK(all[1] == make(1, 7));
+  CHECK(all[2] == make(1, 3));
+  CHECK(all[3].empty());
+  CHECK(c.empty());
+}
+
+TEST_CASE("a data column agrees with a vector of buffers under random changes", "[exec]") {
+  std::mt19937 rng(5);
+  constexpr std::uint32_t n = 200;
+  DataCol c;
+  c.resize(n, 1000);
+  std::vector<Buf> ref(n);
+  for (int step = 0; step < 20000; ++step) {
+    NodeId u = 1000 + rng() % n;
+    std::uint32_t len = rng() % 4 == 0 ? rng() % 6 : rng() % 2;
+    Item first = rng();
+    switch (rng() % 3) {
+      case 0:
+        c.set(u, make(len, first));
+        ref[u - 1000] = make(len, first);
+        break;
+      case 1: {  // an edit as a slice store makes it: grow, write positions
+        Buf& b = c.edit(u);
+        b.resize(std::max(b.size(), len), 0);
+        for (std::uint32_t k = 0; k < len; ++k) b[k] = first + k;
+        c.settle(u);
+        Buf& r = ref[u - 1000];
+        r.resize(std::max(r.size(), len), 0);
+        for (std::uint32_t k = 0; k < len; ++k) r[k] = first + k;
+        break;
+      }
+      default: {  // shrink in place
+        Buf& b = c.edit(u);
+        b.resize(std::min(b.size(), len));
+        c.settle(u);
+        ref[u - 1000].resize(std::min(ref[u - 1000].size(), len));
+      }
+    }
+    REQUIRE(read(c, u) == ref[u - 1000]);
+    REQUIRE(c.size_at(u) == ref[u - 1000].size());
+  }
+  std::size_t longer = 0;
+  for (const Buf& b : ref) longer += b.size() > 1;
+  CHECK(c.long_buffers() == longer);  // settled buffers of one item left the side table
+  auto all = c.take();
+  for (std::uint32_t i = 0; i < n; ++i) CHECK(all[i] == ref[i]);
+}
