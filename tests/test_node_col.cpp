@@ -112,3 +112,37 @@ TEST_CASE("a data column agrees with a vector of buffers under random changes", 
   auto all = c.take();
   for (std::uint32_t i = 0; i < n; ++i) CHECK(all[i] == ref[i]);
 }
+
+TEST_CASE("an integer column widens when a value leaves 32 bits, keeping every value", "[exec]") {
+  IntCol c;
+  c.assign(5, /*base=*/3);
+  for (NodeId u = 3; u < 8; ++u) CHECK(!c.assigned(u));
+  c.set(3, -7);
+  c.set(4, INT32_MAX);
+  c.set(5, INT32_MIN);
+  CHECK(!c.wide());
+  CHECK(c.assigned(3));
+  CHECK(!c.assigned(6));
+  CHECK(c.get(3) == -7);
+  CHECK(c.get(4) == INT32_MAX);
+  CHECK(c.get(5) == INT32_MIN);
+  c.set(6, std::int64_t{INT32_MAX} + 1);  // widens
+  CHECK(c.wide());
+  CHECK(c.get(3) == -7);
+  CHECK(c.get(4) == INT32_MAX);
+  CHECK(c.get(5) == INT32_MIN);
+  CHECK(c.get(6) == std::int64_t{INT32_MAX} + 1);
+  CHECK(!c.assigned(7));
+  c.set(7, INT64_MIN);
+  CHECK(c.get(7) == INT64_MIN);
+  c.set(6, 1);  // a wide column stays wide
+  CHECK(c.get(6) == 1);
+  CHECK(c.wide());
+  c.assign(2, 0);  // assign starts over, narrow
+  CHECK(!c.wide());
+  CHECK(!c.assigned(1));
+  c.set(1, std::int64_t{INT32_MIN} - 1);
+  CHECK(c.wide());
+  CHECK(c.get(1) == std::int64_t{INT32_MIN} - 1);
+  CHECK(c.get(0) == 0);
+}

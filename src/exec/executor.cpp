@@ -221,7 +221,6 @@ class Machine : public SliceMachine {
     rows_ = get("rows");
     cols_ = get("cols");
     ints_.resize(prog_.num_slots);
-    int_init_.resize(prog_.num_slots);
     data_.resize(prog_.num_slots);
     arrays_.resize(prog_.num_slots);
     array_ran_.resize(prog_.num_slots);
@@ -233,8 +232,7 @@ class Machine : public SliceMachine {
       } else if (is_data) {
         data_[s].resize(n_local_, lo_);
       } else {
-        ints_[s].assign(n_local_, 0, lo_);
-        int_init_[s].assign(n_local_, 0, lo_);
+        ints_[s].assign(n_local_, lo_);
       }
     }
     // Timing (exec/timing.hpp): per node and data variable a dependency tag (node-major), per
@@ -480,11 +478,10 @@ class Machine : public SliceMachine {
       case ExprKind::Name:
         if (e.slot >= 0) {
           const auto& col = ints_[e.slot];
-          const auto& init = int_init_[e.slot];
           for (std::size_t i = 0; i < cnt; ++i) {
-            if (!init[nodes[i]])
+            if (!col.assigned(nodes[i]))
               rt_error(e, nodes[i], "'" + e.name + "' is read before it is assigned");
-            out[i] = col[nodes[i]];
+            out[i] = col.get(nodes[i]);
           }
         } else {
           for (std::size_t i = 0; i < cnt; ++i) out[i] = env_value(e, nodes[i]);
@@ -870,10 +867,7 @@ class Machine : public SliceMachine {
         if (slot >= 0 && m_.var_types[slot] == Type::Int) {
           auto& v = iscratch(0);
           eval_int(*s.value, nodes, cnt, v.data(), 1);
-          for (std::size_t i = 0; i < cnt; ++i) {
-            ints_[slot][nodes[i]] = v[i];
-            int_init_[slot][nodes[i]] = 1;
-          }
+          for (std::size_t i = 0; i < cnt; ++i) ints_[slot].set(nodes[i], v[i]);
         } else if (tgt.kind == ExprKind::Index && tgt.args[0]->slot >= 0 &&
                    m_.var_types[static_cast<std::size_t>(tgt.args[0]->slot)] == Type::IntArray) {
           const int as = tgt.args[0]->slot;
@@ -941,15 +935,9 @@ class Machine : public SliceMachine {
       case IOp::ForInit: {
         auto& a = iscratch(0);
         eval_int(*s.value, nodes, cnt, a.data(), 1);
-        for (std::size_t i = 0; i < cnt; ++i) {
-          ints_[s.var_slot][nodes[i]] = a[i];
-          int_init_[s.var_slot][nodes[i]] = 1;
-        }
+        for (std::size_t i = 0; i < cnt; ++i) ints_[s.var_slot].set(nodes[i], a[i]);
         eval_int(*s.limit, nodes, cnt, a.data(), 1);
-        for (std::size_t i = 0; i < cnt; ++i) {
-          ints_[in.limit_slot][nodes[i]] = a[i];
-          int_init_[in.limit_slot][nodes[i]] = 1;
-        }
+        for (std::size_t i = 0; i < cnt; ++i) ints_[in.limit_slot].set(nodes[i], a[i]);
         advance_all(pc + 1);
         return;
       }
@@ -959,7 +947,7 @@ class Machine : public SliceMachine {
         std::size_t go_on = 0;
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
-          go_on += s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
+          go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
         }
         if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
           advance_all(go_on ? pc + 1 : in.target);
@@ -967,7 +955,7 @@ class Machine : public SliceMachine {
         }
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
-          bool go = s.downto ? var[v] >= lim[v] : var[v] <= lim[v];
+          bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
           ready_[go ? pc + 1 : in.target].push_back(v);
         }
         mark_ready(pc + 1);
@@ -983,22 +971,20 @@ class Machine : public SliceMachine {
                                            : std::numeric_limits<std::int64_t>::max();
         bool any_exit = false;
         std::size_t at_last = 0;
-        for (std::size_t i = 0; i < cnt; ++i) at_last += var[nodes[i]] == last;
+        for (std::size_t i = 0; i < cnt; ++i) at_last += var.get(nodes[i]) == last;
         if (at_last == 0) {  // the usual case: every counter moves on
-          if (s.downto)
-            for (std::size_t i = 0; i < cnt; ++i) --var[nodes[i]];
-          else
-            for (std::size_t i = 0; i < cnt; ++i) ++var[nodes[i]];
+          const std::int64_t d = s.downto ? -1 : 1;
+          for (std::size_t i = 0; i < cnt; ++i) var.set(nodes[i], var.get(nodes[i]) + d);
           advance_all(in.target);
           return;
         }
         for (std::size_t i = 0; i < cnt; ++i) {
           NodeId v = nodes[i];
-          if (var[v] == last) {
+          if (var.get(v) == last) {
             ready_[exit_pc].push_back(v);
             any_exit = true;
           } else {
-            var[v] += s.downto ? -1 : 1;
+            var.set(v, var.get(v) + (s.downto ? -1 : 1));
             ready_[in.target].push_back(v);
           }
         }
@@ -1476,10 +1462,7 @@ class Machine : public SliceMachine {
   void store_handles(const Expr& tgt, const NodeId* nodes, std::size_t cnt,
                      const std::vector<std::int64_t>& h) {
     if (tgt.kind == ExprKind::Name) {
-      for (std::size_t i = 0; i < cnt; ++i) {
-        ints_[tgt.slot][nodes[i]] = h[i];
-        int_init_[tgt.slot][nodes[i]] = 1;
-      }
+      for (std::size_t i = 0; i < cnt; ++i) ints_[tgt.slot].set(nodes[i], h[i]);
       return;
     }
     const int as = tgt.args[0]->slot;
@@ -1955,8 +1938,7 @@ class Machine : public SliceMachine {
   std::vector<std::pair<std::uint32_t, NodeId>> held_;  // (program point, node) at the horizon
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
-  std::vector<NodeCol<std::int64_t>> ints_;
-  std::vector<NodeCol<std::uint8_t>> int_init_;
+  std::vector<IntCol> ints_;  // 5 bytes a node while every value fits in 32 bits
   // Integer arrays: per slot and node its elements (empty until its `array` statement runs).
   std::vector<NodeCol<std::vector<std::int64_t>>> arrays_;
   std::vector<NodeCol<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
@@ -2357,17 +2339,18 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
                    coll == Collective::ReduceScatter || coll == Collective::ReduceScatterv;
   // Per node: a data variable's buffer (DataCol: 9 bytes while it holds one item; a longer one
   // 24 more in the side table, 8 bytes an item beyond two) and timing tag (8); an integer and its
-  // initialised flag (9); an array's vector (24, its elements are charged as they are made); about
-  // 64 bytes of the executor's own (wait state, mailbox, ready lists, counters). Measured
-  // (2026-11-26): 337 bytes a node for allreduce_star on star:10, streamed, with the link table
-  // (about 40 of them); this estimate gives 342.
+  // assigned flag (IntCol: 5 bytes while its values fit in 32 bits, 9 once widened); an array's
+  // vector (24, its elements are charged as they are made); about 64 bytes of the executor's own
+  // (wait state, mailbox, ready lists, counters). Measured (2026-11-26): 321 bytes a node for
+  // allreduce_star on star:10, streamed, with the link table (about 40 of them); this estimate
+  // gives 326.
   std::uint64_t per_node = 64;
   for (std::size_t i = 0; i < m.var_names.size(); ++i) {
     Type ty = i < m.var_types.size() ? m.var_types[i] : Type::Int;
     per_node += ty == Type::Data
                     ? 17 + (elems > 1 ? 24 : 0) + (elems > 2 ? 8 * std::uint64_t{elems} : 0)
                 : ty == Type::IntArray ? 32
-                                       : 9;
+                                       : 5;
   }
   if (uses_nonblocking(m.body)) per_node += 256;  // the request table, without its requests
   std::uint64_t est = sat_mul(p, per_node);

@@ -160,4 +160,51 @@ class DataCol {
   NodeId base_ = 0;
 };
 
+// An integer variable over a slice of the processors, and per node whether it was assigned: 5
+// bytes a node while every value fits in 32 bits (loop counters, ranks, sizes), 9 once one does
+// not (the column is then widened, every value kept).
+//
+//   collv::IntCol c;  c.assign(4, /*base=*/8);  c.set(9, 5);  c.get(9);   // 5
+//   c.set(10, std::int64_t{1} << 40);  c.wide();                           // true
+class IntCol {
+ public:
+  void assign(std::size_t n, NodeId base = 0) {
+    narrow_.assign(n, 0);
+    wide_.clear();
+    init_.assign(n, 0);
+    is_wide_ = false;
+    base_ = base;
+  }
+  std::int64_t get(NodeId u) const {
+    const std::size_t i = u - base_;
+    return is_wide_ ? wide_[i] : narrow_[i];
+  }
+  bool assigned(NodeId u) const { return init_[u - base_] != 0; }
+  void set(NodeId u, std::int64_t x) {
+    const std::size_t i = u - base_;
+    init_[i] = 1;
+    if (!is_wide_) {
+      if (x >= INT32_MIN && x <= INT32_MAX) {
+        narrow_[i] = static_cast<std::int32_t>(x);
+        return;
+      }
+      widen();
+    }
+    wide_[i] = x;
+  }
+  bool wide() const { return is_wide_; }
+
+ private:
+  void widen() {
+    wide_.assign(narrow_.begin(), narrow_.end());
+    narrow_ = {};
+    is_wide_ = true;
+  }
+  std::vector<std::int32_t> narrow_;
+  std::vector<std::int64_t> wide_;
+  std::vector<std::uint8_t> init_;
+  bool is_wide_ = false;
+  NodeId base_ = 0;
+};
+
 }  // namespace collv
