@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "util/error.hpp"
@@ -19,38 +20,24 @@ std::uint32_t StepBound::on_send(NodeId u, NodeId v) {
 
 namespace {
 
-// The longest-path pass: every port takes its transfers in the order rec gives.
-TimingOutcome assign_steps_dag(Trace& tr, const TimingRecord& rec, PortModel port) {
+// The longest-path pass under --port single: every port takes its transfers in the order rec
+// gives.
+TimingOutcome assign_steps_dag(Trace& tr, const TimingRecord& rec) {
   auto& xs = tr.transfers;
   const std::size_t n = xs.size();
   TimingOutcome out;
   if (n == 0) return out;
   constexpr std::uint32_t kBusy = kNoTransfer;  // on the search stack
 
-  // prev_send[t]: the transfer whose port order comes just before t on the sending side: the
-  // sender's previous send (single), or its previous send to the same destination (all).
+  // prev_send[t]: the transfer the sender sent just before t.
   std::vector<std::uint32_t> prev_send(n, kNoTransfer);
-  if (port == PortModel::Single) {
+  {
     std::vector<std::uint32_t> last(tr.topology.num_nodes(), kNoTransfer);
     for (std::uint32_t t = 0; t < n; ++t) {
       prev_send[t] = last[xs[t].src];
       last[xs[t].src] = t;
     }
-  } else {
-    std::unordered_map<std::uint64_t, std::uint32_t> last;
-    for (std::uint32_t t = 0; t < n; ++t) {
-      auto [it, fresh] =
-          last.try_emplace((static_cast<std::uint64_t>(xs[t].src) << 32) | xs[t].dst, t);
-      if (!fresh) {
-        prev_send[t] = it->second;
-        it->second = t;
-      }
-    }
   }
-  // All-port: a node's receives need not come in program order, so the data a value depends on
-  // is ready at ready[q] = the latest step of the receives up to q in its node's program order.
-  std::vector<std::uint32_t> ready;
-  if (port == PortModel::All) ready.assign(n, 0);
 
   for (auto& x : xs) x.step = 0;  // 0: not reached yet
   // Depth-first search with an explicit stack: stack[i+1] is a predecessor of stack[i], so the
@@ -62,8 +49,7 @@ TimingOutcome assign_steps_dag(Trace& tr, const TimingRecord& rec, PortModel por
     stack.push_back(root);
     while (!stack.empty()) {
       const std::uint32_t t = stack.back();
-      // Predecessors: [0] port order at the sender, [1] data, [2] the receiver's previous
-      // receive (single: a step constraint; all: only needed to compute ready[t]).
+      // Predecessors: the sender's previous send, data, the receiver's previous receive.
       const std::uint32_t preds[3] = {prev_send[t], rec.dep[t], rec.prev_recv[t]};
       std::uint32_t latest = 0;
       bool descended = false;
@@ -77,30 +63,208 @@ TimingOutcome assign_steps_dag(Trace& tr, const TimingRecord& rec, PortModel por
           descended = true;
           break;
         }
-        if (s == kBusy) {  // a cycle of port orders: only possible under single-port
+        if (s == kBusy) {  // a cycle of port orders
           if (out.cycle.empty()) {
             auto pos = std::find(stack.begin(), stack.end(), q);
             out.cycle.assign(stack.rbegin(), std::make_reverse_iterator(pos));
           }
           continue;  // ignore the edge that closes it
         }
-        if (port == PortModel::All) {
-          if (k == 0) latest = std::max(latest, s);
-          if (k == 1) latest = std::max(latest, ready[q]);
-        } else {
-          latest = std::max(latest, s);
-        }
+        latest = std::max(latest, s);
       }
       if (descended) continue;
       xs[t].step = latest + 1;
-      if (port == PortModel::All) {
-        const std::uint32_t pr = rec.prev_recv[t];
-        std::uint32_t before = pr == kNoTransfer || xs[pr].step == kBusy ? 0 : ready[pr];
-        ready[t] = std::max(before, xs[t].step);
-      }
       stack.pop_back();
     }
   }
+  return out;
+}
+
+// The schedule under --port all (docs/language.md, "Steps"): a list schedule in which every
+// directed link takes one transfer per step (on a topology that states bandwidths: transfers of
+// at most its bandwidth in items together, or one alone, as the congestion check counts) and a
+// transfer holds every link of its route (Trace::link_path, as the congestion check counts it)
+// in its one step. Two values per transfer t: its step S(t), and R(t), the latest step of the
+// receives up to t in its receiver's program order (a node's receives from different neighbours
+// may complete in any order, so a value is ready once all of them have happened):
+//   S(t) >= 1 + max(S(a) for each earlier transfer a of t's sender that crosses a directed link
+//          of t's route, R(dep t))   (its ready step)
+//   R(t)  = max(S(t), R(prev_recv t))
+// Every edge goes from an earlier event of the run to a later one (a send to a later send of the
+// same node or to a send after the receive; a send to its receive; a receive to a later receive
+// of the same node), so there is no cycle. The transfers are placed in order of (ready step, the
+// sender's program order, sender id), each at the first step from its ready step where every
+// link of its route has room. Where no two senders' transfers would share a link in a step this
+// is the longest path (every transfer at its ready step); elsewhere it is one schedule, an upper
+// bound on the fewest steps. For each (sender, directed link) only the sender's previous
+// transfer on that link is an edge (the earlier ones follow by transitivity): the edges are at
+// most the hops h, found by sorting them; the whole pass is O((n + h) log(n + h)).
+TimingOutcome assign_steps_all(Trace& tr, const TimingRecord& rec) {
+  auto& xs = tr.transfers;
+  const auto n = static_cast<std::uint32_t>(xs.size());
+  TimingOutcome out;
+  if (n == 0) return out;
+  constexpr std::uint32_t kNo = kNoTransfer;
+  const bool chunks = tr.topology.declares_bandwidth();
+
+  // Each transfer's links: lk[lb[t] .. lb[t+1]) (dense link ids, capacity cap[id]); the
+  // sender's previous transfer on one of them: sp[sb[t] .. sb[t+1]).
+  std::vector<std::uint32_t> lb(n + 1, 0), lk, sb(n + 1, 0), sp, cap;
+  {
+    struct Hop {
+      NodeId src, a, b;
+      std::uint32_t t;
+    };
+    std::vector<Hop> hops;
+    hops.reserve(n);
+    std::vector<NodeId> path;
+    for (std::uint32_t t = 0; t < n; ++t) {
+      const Transfer& x = xs[t];
+      if (tr.topology.adjacent(x.src, x.dst)) {
+        hops.push_back({x.src, x.src, x.dst, t});
+        continue;
+      }
+      path = tr.link_path(x);
+      if (path.size() < 2) path = {x.src, x.dst};  // a transfer to itself: the pair
+      for (std::size_t h = 0; h + 1 < path.size(); ++h)
+        hops.push_back({x.src, path[h], path[h + 1], t});
+    }
+    std::unordered_map<std::uint64_t, std::uint32_t> ids;
+    for (const Hop& h : hops) {
+      auto [it, fresh] =
+          ids.try_emplace((std::uint64_t{h.a} << 32) | h.b, static_cast<std::uint32_t>(cap.size()));
+      if (fresh) cap.push_back(chunks ? tr.topology.bandwidth(h.a, h.b) : 1);
+      ++lb[h.t + 1];
+    }
+    for (std::uint32_t t = 0; t < n; ++t) lb[t + 1] += lb[t];
+    lk.resize(hops.size());
+    {
+      std::vector<std::uint32_t> fill(lb.begin(), lb.end() - 1);
+      for (const Hop& h : hops) lk[fill[h.t]++] = ids.at((std::uint64_t{h.a} << 32) | h.b);
+    }
+    std::sort(hops.begin(), hops.end(), [](const Hop& l, const Hop& r) {
+      return std::tie(l.src, l.a, l.b, l.t) < std::tie(r.src, r.a, r.b, r.t);
+    });
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // (t, a predecessor)
+    for (std::size_t i = 1; i < hops.size(); ++i) {
+      const Hop& l = hops[i - 1];
+      const Hop& r = hops[i];
+      if (l.src == r.src && l.a == r.a && l.b == r.b && l.t != r.t) edges.push_back({r.t, l.t});
+    }
+    std::vector<Hop>().swap(hops);
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    sp.reserve(edges.size());
+    for (const auto& [t, a] : edges) {
+      ++sb[t + 1];
+      sp.push_back(a);
+    }
+    for (std::uint32_t t = 0; t < n; ++t) sb[t + 1] += sb[t];
+  }
+  // Successors: of S(t), the transfers listing t in sp (ss[sb2[t] .. sb2[t+1])) and R(t); of
+  // R(t), the transfers whose data depends on t (ds[db[t] .. db[t+1])) and R(next_recv t).
+  std::vector<std::uint32_t> sb2(n + 1, 0), ss(sp.size()), db(n + 1, 0), ds, next_recv(n, kNo);
+  for (std::uint32_t t = 0; t < n; ++t)
+    for (std::uint32_t i = sb[t]; i < sb[t + 1]; ++i) ++sb2[sp[i] + 1];
+  for (std::uint32_t t = 0; t < n; ++t) sb2[t + 1] += sb2[t];
+  {
+    std::vector<std::uint32_t> fill(sb2.begin(), sb2.end() - 1);
+    for (std::uint32_t t = 0; t < n; ++t)
+      for (std::uint32_t i = sb[t]; i < sb[t + 1]; ++i) ss[fill[sp[i]]++] = t;
+  }
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (rec.dep[t] != kNo) ++db[rec.dep[t] + 1];
+  for (std::uint32_t t = 0; t < n; ++t) db[t + 1] += db[t];
+  ds.resize(db[n]);
+  {
+    std::vector<std::uint32_t> fill(db.begin(), db.end() - 1);
+    for (std::uint32_t t = 0; t < n; ++t)
+      if (rec.dep[t] != kNo) ds[fill[rec.dep[t]]++] = t;
+  }
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (rec.prev_recv[t] != kNo) next_recv[rec.prev_recv[t]] = t;
+
+  // Waiting predecessors of S(t) and R(t), and the ready step S(t) has so far.
+  std::vector<std::uint32_t> s_wait(n), r_wait(n), ready_at(n, 1), ready(n, 0), seq(n);
+  {
+    std::vector<std::uint32_t> sent(tr.topology.num_nodes(), 0);
+    for (std::uint32_t t = 0; t < n; ++t) {
+      seq[t] = sent[xs[t].src]++;
+      s_wait[t] = (sb[t + 1] - sb[t]) + (rec.dep[t] != kNo);
+      r_wait[t] = 1 + (rec.prev_recv[t] != kNo);
+    }
+  }
+  // The links' loads: load[(link, step)] (transfers, or items under bandwidths); full[(link,
+  // step)]: a later step to try (the link has no room at this one), path-compressed.
+  std::unordered_map<std::uint64_t, std::uint32_t> load, full;
+  auto key = [](std::uint32_t l, std::uint32_t s) { return (std::uint64_t{l} << 32) | s; };
+  std::vector<std::uint32_t> walk;
+  auto open_from = [&](std::uint32_t l, std::uint32_t s) {
+    walk.clear();
+    for (auto it = full.find(key(l, s)); it != full.end(); it = full.find(key(l, s))) {
+      walk.push_back(s);
+      s = it->second;
+    }
+    for (std::uint32_t w : walk) full[key(l, w)] = s;
+    return s;
+  };
+  auto fits = [&](std::uint32_t l, std::uint32_t s, std::uint32_t len) {
+    if (chunks && cap[l] == 0) return true;  // no link: the route check's to report
+    auto it = load.find(key(l, s));
+    return it == load.end() || (chunks && it->second + len <= cap[l]);
+  };
+  auto take = [&](std::uint32_t l, std::uint32_t s, std::uint32_t len) {
+    if (chunks && cap[l] == 0) return;
+    std::uint32_t& m = load[key(l, s)];
+    m += chunks ? len : 1;
+    if (!chunks || m >= cap[l]) full[key(l, s)] = s + 1;
+  };
+
+  using Key = std::tuple<std::uint32_t, std::uint32_t, NodeId, std::uint32_t>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> heap;
+  std::vector<std::uint32_t> rdone;  // R nodes whose predecessors are all done
+  auto s_one_less = [&](std::uint32_t t, std::uint32_t at) {
+    ready_at[t] = std::max(ready_at[t], at + 1);
+    if (--s_wait[t] == 0) heap.push({ready_at[t], seq[t], xs[t].src, t});
+  };
+  auto r_one_less = [&](std::uint32_t t) {
+    if (--r_wait[t] == 0) rdone.push_back(t);
+  };
+  for (auto& x : xs) x.step = 0;
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (s_wait[t] == 0) heap.push({1, seq[t], xs[t].src, t});
+  std::uint32_t placed = 0;
+  while (!heap.empty()) {
+    const std::uint32_t t = std::get<3>(heap.top());
+    heap.pop();
+    const std::uint32_t len = xs[t].payload_len;
+    std::uint32_t s = ready_at[t];
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::uint32_t i = lb[t]; i < lb[t + 1] && !moved; ++i) {
+        const std::uint32_t o = open_from(lk[i], s);
+        if (o != s || !fits(lk[i], s, len)) {
+          s = o != s ? o : s + 1;
+          moved = true;
+        }
+      }
+    }
+    for (std::uint32_t i = lb[t]; i < lb[t + 1]; ++i) take(lk[i], s, len);
+    if (s > ready_at[t]) ++tr.link_waits;
+    xs[t].step = s;
+    ++placed;
+    for (std::uint32_t i = sb2[t]; i < sb2[t + 1]; ++i) s_one_less(ss[i], s);
+    r_one_less(t);
+    while (!rdone.empty()) {
+      const std::uint32_t q = rdone.back();
+      rdone.pop_back();
+      const std::uint32_t pr = rec.prev_recv[q];
+      ready[q] = std::max(xs[q].step, pr == kNo ? 0 : ready[pr]);
+      for (std::uint32_t i = db[q]; i < db[q + 1]; ++i) s_one_less(ds[i], ready[q]);
+      if (next_recv[q] != kNo) r_one_less(next_recv[q]);
+    }
+  }
+  COLLV_ASSERT(placed == n);  // no cycle (above)
   return out;
 }
 
@@ -305,7 +469,9 @@ TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
   COLLV_ASSERT(rec.dep.size() == n && rec.prev_recv.size() == n);
   COLLV_ASSERT(rec.posted.empty() || (rec.posted.size() == n && rec.completed.size() == n));
   tr.port = port;
-  if (port == PortModel::All || rec.posted.empty()) return assign_steps_dag(tr, rec, port);
+  tr.link_waits = 0;
+  if (port == PortModel::All) return assign_steps_all(tr, rec);
+  if (rec.posted.empty()) return assign_steps_dag(tr, rec);
   // A nonblocking model: two valid schedules, the receive ports in posting order and the list
   // schedule by readiness; the one with fewer steps is kept (posting order on a tie). Neither
   // fits only if the list schedule finds no order (a cycle).
@@ -325,7 +491,7 @@ TimingOutcome assign_steps(Trace& tr, const TimingRecord& rec, PortModel port) {
   if (!list_schedule(tr, rec, false, &out)) {
     // No schedule: steps as the longest-path pass gives them with each node's receives in the
     // order of their data, so that the trace can be drawn (they are not a schedule).
-    (void)assign_steps_dag(tr, rec, port);
+    (void)assign_steps_dag(tr, rec);
     return out;
   }
   if (!posting.empty() && posting_steps <= last())

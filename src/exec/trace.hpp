@@ -134,7 +134,17 @@ struct Trace {
   // its transfers, each with its JSON path: the steps check reports them.
   std::vector<std::string> recorded_disagree;
 
+  // --port all runs (exec/timing.cpp): transfers the schedule placed after their ready step
+  // because another sender's transfer held a link of their route in that step. Then the schedule
+  // is one of several, its step count an upper bound, and a steps or cost claim it exceeds is
+  // unknown rather than failed (docs/language.md, "Steps").
+  std::uint32_t link_waits = 0;
   std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }
+  // The nodes whose directed links a transfer crosses, as the congestion check and the timing
+  // pass (--port all) count them: src, dst for neighbours, else its route (docs/topologies.md).
+  std::vector<NodeId> link_path(const Transfer& t) const {
+    return topology.adjacent(t.src, t.dst) ? std::vector<NodeId>{t.src, t.dst} : route(t);
+  }
   // Transfer indices sorted by (step, src, dst, issue order): the order people read schedules in.
   std::vector<std::uint32_t> ordered_transfers() const;
   // Recomputes steps, per_step and the cost coefficients from the transfers.
