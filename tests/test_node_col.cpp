@@ -2,6 +2,7 @@
 // most one item, longer ones in a side table. Every operation against a plain vector of buffers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -145,4 +146,44 @@ TEST_CASE("an integer column widens when a value leaves 32 bits, keeping every v
   CHECK(c.wide());
   CHECK(c.get(1) == std::int64_t{INT32_MIN} - 1);
   CHECK(c.get(0) == 0);
+}
+
+TEST_CASE("an inbox column queues messages in arrival order against a vector of queues", "[exec]") {
+  std::mt19937 rng(11);
+  constexpr std::uint32_t n = 50;
+  InboxCol q;
+  q.resize(n, /*base=*/7);
+  std::vector<std::vector<std::uint32_t>> ref(n);
+  std::uint32_t next = 0;
+  std::size_t multi = 0;
+  for (int step = 0; step < 20000; ++step) {
+    NodeId u = 7 + rng() % n;
+    auto& r = ref[u - 7];
+    if (rng() % 2) {
+      q.push(u, next);
+      r.push_back(next++);
+    } else {
+      // Take the oldest message with a given residue (as a receive takes the oldest from a source).
+      std::uint32_t m = rng() % 3;
+      std::uint32_t k = q.find(u, [&](std::uint32_t t) { return t % 3 == m; });
+      std::uint32_t want = 0;
+      while (want < r.size() && r[want] % 3 != m) ++want;
+      REQUIRE(k == want);
+      if (k < r.size()) {
+        CHECK(q.take(u, k) == r[k]);
+        r.erase(r.begin() + k);
+      }
+    }
+    REQUIRE(q.size(u) == r.size());
+    REQUIRE(q.empty(u) == r.empty());
+    if (!r.empty()) REQUIRE(q.front(u) == r.front());
+    multi += r.size() > 1;
+  }
+  CHECK(multi > 100);  // the side table was used
+  std::vector<std::uint32_t> all, want;
+  q.append_all(all);
+  for (const auto& r : ref) want.insert(want.end(), r.begin(), r.end());
+  std::sort(all.begin(), all.end());
+  std::sort(want.begin(), want.end());
+  CHECK(all == want);
 }

@@ -277,7 +277,7 @@ class Machine : public SliceMachine {
   // Messages still queued when the run ends: sent, never received (ascending transfer ids).
   std::vector<std::uint32_t> unreceived() const {
     std::vector<std::uint32_t> out;
-    for (const auto& box : inbox_) out.insert(out.end(), box.begin(), box.end());
+    inbox_.append_all(out);
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -300,7 +300,7 @@ class Machine : public SliceMachine {
                Buffer&& payload, std::uint32_t& tid) override {
     stream_->make_room();
     tid = stream_->on_arrive(src, dst, len, line, origin, std::move(payload));
-    inbox_[dst].push_back(tid);
+    inbox_.push(dst, tid);
     wake(src, dst);
   }
   StreamTiming& timing() override { return *stream_; }
@@ -1019,7 +1019,7 @@ class Machine : public SliceMachine {
         for (std::size_t i = 0; i < good; ++i) {
           if (i + kAhead < good) {
             const auto ahead = static_cast<NodeId>(dsts[i + kAhead]);
-            __builtin_prefetch(&inbox_[ahead], 1);
+            __builtin_prefetch(inbox_.front_addr(ahead), 1);
             __builtin_prefetch(&waiting_on_[ahead], 0);
           }
           NodeId v = nodes[i];
@@ -1063,7 +1063,7 @@ class Machine : public SliceMachine {
             tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
                                    static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
                                    deps_of(pc, v), std::move(val[i]));
-            inbox_[dst].push_back(tid);
+            inbox_.push(dst, tid);
             wake(v, dst);
             continue;
           }
@@ -1078,7 +1078,7 @@ class Machine : public SliceMachine {
           tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
           timing_.on_send(dep_transfer(deps_of(pc, v)));
           if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
-          inbox_[dst].push_back(tid);
+          inbox_.push(dst, tid);
           wake(v, dst);
         }
         if (good < cnt) (void)peer_of(s, nodes[good], peer[good]);  // throws its error
@@ -1102,12 +1102,12 @@ class Machine : public SliceMachine {
         constexpr std::size_t kAhead = 8;
         for (std::size_t i = 0; i < cnt; ++i) {
           if (i + kAhead < cnt) {  // the message a node ahead will look at first: a cache miss
-            const auto& ahead = inbox_[nodes[i + kAhead]];
-            if (!ahead.empty()) {
+            const NodeId ahead = nodes[i + kAhead];
+            if (!inbox_.empty(ahead)) {
               if (stream_)
-                stream_->prefetch(ahead[0]);
+                stream_->prefetch(inbox_.front(ahead));
               else
-                __builtin_prefetch(&tr_.transfers[ahead[0]], 0);
+                __builtin_prefetch(&tr_.transfers[inbox_.front(ahead)], 0);
             }
           }
           NodeId v = nodes[i];
@@ -1132,16 +1132,13 @@ class Machine : public SliceMachine {
             blocked_pc_[v] = pc;
             continue;
           }
-          auto& box = inbox_[v];
-          std::uint32_t k = 0;
-          while (k < box.size() && src_of(box[k]) != src) ++k;
-          if (k == box.size()) {
+          const std::uint32_t k = inbox_.find(v, [&](std::uint32_t t) { return src_of(t) == src; });
+          if (k == inbox_.size(v)) {
             waiting_on_[v] = src;
             blocked_pc_[v] = pc;
             continue;
           }
-          std::uint32_t tid = box[k];
-          box.erase_at(k);
+          std::uint32_t tid = inbox_.take(v, k);
           if (stream_) {
             got.push_back(v);
             tids.push_back(tid);
@@ -1632,12 +1629,9 @@ class Machine : public SliceMachine {
         r.self_dep = self_box_[v].front().dep;
         self_box_[v].pop_front();
       } else {
-        auto& box = inbox_[v];
-        std::uint32_t k = 0;
-        while (k < box.size() && src_of(box[k]) != src) ++k;
-        if (k == box.size()) return false;
-        r.tid = box[k];
-        box.erase_at(k);
+        const std::uint32_t k = inbox_.find(v, [&](std::uint32_t t) { return src_of(t) == src; });
+        if (k == inbox_.size(v)) return false;
+        r.tid = inbox_.take(v, k);
         n.port[r.port].tid = r.tid;
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back((r.tid << 1) | 1);
       }
@@ -1946,7 +1940,7 @@ class Machine : public SliceMachine {
   std::vector<DataCol> data_;  // 9 bytes a node while a buffer holds at most one item
   static_assert(std::is_same_v<DataCol::Buf, Buffer>);
   NodeCol<std::uint32_t> waiting_on_, blocked_pc_;
-  NodeCol<SmallVec<std::uint32_t, 2>> inbox_;
+  InboxCol inbox_;
   std::vector<std::vector<NodeId>> ready_;
   // The program points whose ready_ list may be non-empty, lowest on top; queued_[pc] says pc is
   // in the heap.
@@ -2340,11 +2334,11 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   // Per node: a data variable's buffer (DataCol: 9 bytes while it holds one item; a longer one
   // 24 more in the side table, 8 bytes an item beyond two) and timing tag (8); an integer and its
   // assigned flag (IntCol: 5 bytes while its values fit in 32 bits, 9 once widened); an array's
-  // vector (24, its elements are charged as they are made); about 64 bytes of the executor's own
-  // (wait state, mailbox, ready lists, counters). Measured (2026-11-26): 321 bytes a node for
+  // vector (24, its elements are charged as they are made); about 56 bytes of the executor's own
+  // (wait state, mailbox, ready lists, counters). Measured (2026-11-26): 310 bytes a node for
   // allreduce_star on star:10, streamed, with the link table (about 40 of them); this estimate
-  // gives 326.
-  std::uint64_t per_node = 64;
+  // gives 318.
+  std::uint64_t per_node = 56;
   for (std::size_t i = 0; i < m.var_names.size(); ++i) {
     Type ty = i < m.var_types.size() ? m.var_types[i] : Type::Int;
     per_node += ty == Type::Data

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/domain.hpp"
@@ -204,6 +205,88 @@ class IntCol {
   std::vector<std::int64_t> wide_;
   std::vector<std::uint8_t> init_;
   bool is_wide_ = false;
+  NodeId base_ = 0;
+};
+
+// The messages queued at each node of a slice (transfer ids, in arrival order): the first in 5
+// bytes a node (the id and a length byte), the others in a side table keyed by node. Most nodes
+// hold at most one message at a time; a SmallVec<std::uint32_t, 2> took 16 bytes a node.
+//
+//   collv::InboxCol q;  q.resize(4, /*base=*/8);  q.push(9, 17);  q.push(9, 18);
+//   q.find(9, [](std::uint32_t t) { return t == 18; });   // 1
+//   q.take(9, 1);                                          // 18; 17 is left
+class InboxCol {
+ public:
+  void resize(std::size_t n, NodeId base = 0) {
+    first_.assign(n, 0);
+    len_.assign(n, 0);
+    rest_.clear();
+    base_ = base;
+  }
+  std::uint32_t size(NodeId u) const {
+    const std::size_t i = u - base_;
+    return len_[i] < 2 ? len_[i] : 1 + rest_.at(u).size();
+  }
+  bool empty(NodeId u) const { return len_[u - base_] == 0; }
+  // The oldest message (not empty(u)), and where it is kept (to prefetch).
+  std::uint32_t front(NodeId u) const { return first_[u - base_]; }
+  const std::uint32_t* front_addr(NodeId u) const { return &first_[u - base_]; }
+  void push(NodeId u, std::uint32_t tid) {
+    const std::size_t i = u - base_;
+    if (len_[i] == 0) {
+      first_[i] = tid;
+      len_[i] = 1;
+    } else {
+      rest_[u].push_back(tid);
+      len_[i] = 2;
+    }
+  }
+  // The position of the oldest message `pred` accepts, or size(u) if none.
+  template <class P>
+  std::uint32_t find(NodeId u, P pred) const {
+    const std::size_t i = u - base_;
+    if (len_[i] == 0 || pred(first_[i])) return 0;
+    if (len_[i] == 1) return 1;
+    const auto& r = rest_.at(u);
+    for (std::uint32_t k = 0; k < r.size(); ++k)
+      if (pred(r[k])) return k + 1;
+    return 1 + r.size();
+  }
+  // Removes message k (below size(u)) and returns it; the others keep their order.
+  std::uint32_t take(NodeId u, std::uint32_t k) {
+    const std::size_t i = u - base_;
+    if (len_[i] == 1) {
+      len_[i] = 0;
+      return first_[i];
+    }
+    auto it = rest_.find(u);
+    auto& r = it->second;
+    std::uint32_t tid;
+    if (k == 0) {
+      tid = first_[i];
+      first_[i] = r[0];
+      r.erase_at(0);
+    } else {
+      tid = r[k - 1];
+      r.erase_at(k - 1);
+    }
+    if (r.empty()) {
+      rest_.erase(it);
+      len_[i] = 1;
+    }
+    return tid;
+  }
+  // Every queued message (in no particular order).
+  void append_all(std::vector<std::uint32_t>& out) const {
+    for (std::size_t i = 0; i < len_.size(); ++i)
+      if (len_[i]) out.push_back(first_[i]);
+    for (const auto& [u, r] : rest_) out.insert(out.end(), r.begin(), r.end());
+  }
+
+ private:
+  std::vector<std::uint32_t> first_;
+  std::vector<std::uint8_t> len_;  // 0, 1, or 2: more in rest_
+  std::unordered_map<NodeId, SmallVec<std::uint32_t, 2>> rest_;
   NodeId base_ = 0;
 };
 
