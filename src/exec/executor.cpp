@@ -237,11 +237,19 @@ class Machine : public SliceMachine {
     }
     // Timing (exec/timing.hpp): per node and data variable a dependency tag (node-major), per
     // node its receive count and last receive; per instruction the data variables its value
-    // reads (as DepTable columns).
+    // reads (as DepTable columns). A data variable no statement writes (an input only read:
+    // only assignments, receives and irecvs have targets) keeps tag 0 and has no column.
+    std::vector<char> written(prog_.num_slots, 0);
+    for (const Instr& in : prog_.code) {
+      if (!in.stmt || !in.stmt->target) continue;
+      const Expr& t = *in.stmt->target;
+      const int slot = t.kind == ExprKind::Name ? t.slot : t.args.empty() ? -1 : t.args[0]->slot;
+      if (slot >= 0) written[slot] = 1;
+    }
     dep_col_.assign(prog_.num_slots, -1);
     int width = 0;
     for (int s = 0; s < prog_.num_slots; ++s)
-      if (!data_[s].empty()) dep_col_[s] = width++;
+      if (!data_[s].empty() && written[s]) dep_col_[s] = width++;
     deps_.init(n_local_, static_cast<std::uint32_t>(width), lo_);
     recv_count_.assign(n_local_, 0, lo_);
     last_recv_.assign(n_local_, kNoTransfer, lo_);
@@ -252,6 +260,7 @@ class Machine : public SliceMachine {
         data_slots_read(*in.stmt->value, m, reads_[pc]);
       if (in.op == IOp::Irecv || in.op == IOp::Isend || in.op == IOp::Wait) has_nb_ = true;
       for (int& slot : reads_[pc]) slot = dep_col_[slot];
+      std::erase(reads_[pc], -1);  // a variable never written: tag 0
     }
     if (has_nb_) init_nonblocking();
     waiting_on_.assign(n_local_, kNone, lo_);
@@ -2335,7 +2344,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   // 24 more in the side table, 8 bytes an item beyond two) and timing tag (8); an integer and its
   // assigned flag (IntCol: 5 bytes while its values fit in 32 bits, 9 once widened); an array's
   // vector (24, its elements are charged as they are made); about 56 bytes of the executor's own
-  // (wait state, mailbox, ready lists, counters). Measured (2026-11-26): 310 bytes a node for
+  // (wait state, mailbox, ready lists, counters). Measured (2026-11-26): 302 bytes a node for
   // allreduce_star on star:10, streamed, with the link table (about 40 of them); this estimate
   // gives 318.
   std::uint64_t per_node = 56;
