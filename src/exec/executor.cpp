@@ -277,7 +277,10 @@ class Machine : public SliceMachine {
   // The column itself, for the end of the run (the Machine does not run again).
   std::vector<Buffer> take_column(int slot) { return data_[slot].take(); }
   const TimingRecord& timing_record() const { return timing_; }
-  void start_stream() { stream_ = std::make_unique<StreamTiming>(n_local_, &deps_, lo_); }
+  void start_stream() {
+    stream_ = std::make_unique<StreamTiming>(n_local_, &deps_, lo_);
+    last_recv_ = {};  // a streamed run's last receives are StreamTiming's (4 bytes a node)
+  }
   void reserve_timing(std::size_t n) {
     timing_.dep.reserve(n);
     timing_.prev_recv.reserve(n);
