@@ -182,3 +182,54 @@ TEST_CASE("--port single steps are as before the all-port schedule", "[timing][p
     CHECK(t.link_waits == 0);
   }
 }
+
+namespace {
+
+// Node 0 sends to 1, 2 and 3 in turn: 3 steps single-port, 1 all-port on complete:4.
+std::string fan_out(const std::string& port_line) {
+  return "model t\n  collective broadcast\n  input x\n  output x\n" + port_line +
+         "  steps 3\n  cost 3 * (ts + tw*m)\nprocedure P\nbegin\n"
+         "  if my_id = 0 then\n    send x to 1;\n    send x to 2;\n    send x to 3;\n  else\n"
+         "    receive x from 0;\n  endif\nend P\n";
+}
+
+}  // namespace
+
+TEST_CASE("header 'port single': the steps and cost claims are not checked under --port all",
+          "[timing][port-all][lang]") {
+  // Without the line the single-port formula fails an all-port run (it takes 1 step).
+  Trace plain = run_text(fan_out(""), "complete:4", PortModel::All);
+  CHECK(plain.steps == 1);
+  CHECK(verdict(plain, "steps") == Verdict::Fail);
+  CHECK(verdict(plain, "cost") == Verdict::Fail);
+  // With it: not-checked with the reason, never passed.
+  Trace all = run_text(fan_out("  port single\n"), "complete:4", PortModel::All);
+  const auto checks = check_trace(all, {});
+  CHECK(result(checks, "steps").verdict == Verdict::NotChecked);
+  CHECK(result(checks, "steps").note.find("port single") != std::string::npos);
+  CHECK(result(checks, "cost").verdict == Verdict::NotChecked);
+  CHECK(result(checks, "postcondition").verdict == Verdict::Pass);
+  // Under --port single the claims are judged as ever: they hold here, and a wrong one fails.
+  Trace single = run_text(fan_out("  port single\n"), "complete:4", PortModel::Single);
+  CHECK(verdict(single, "steps") == Verdict::Pass);
+  CHECK(verdict(single, "cost") == Verdict::Pass);
+  std::string wrong = fan_out("  port single\n");
+  wrong.replace(wrong.find("steps 3"), 7, "steps 2");
+  CHECK(verdict(run_text(wrong, "complete:4", PortModel::Single), "steps") == Verdict::Fail);
+  // The line travels with a written trace.
+  auto j = trace_to_json(all);
+  CHECK(j["claimed"]["port"] == "single");
+  CHECK(verdict(trace_from_json(j, "t.json"), "steps") == Verdict::NotChecked);
+  j["claimed"]["port"] = "all";
+  CHECK_THROWS(trace_from_json(j, "t.json"));
+  // Only 'single', and only with a claim to qualify.
+  CHECK_THROWS(parse_model(fan_out("  port all\n"), "t.coll"));
+  std::string bare = fan_out("  port single\n");
+  const std::string claims = "  steps 3\n  cost 3 * (ts + tw*m)\n";
+  bare.replace(bare.find(claims), claims.size(), "");
+  CHECK_THROWS_WITH(parse_model(bare, "t.coll"), Catch::Contains("no 'steps' or 'cost'"));
+  // A real model: MPICH's binomial broadcast states ceil(log2 p), a single-port count.
+  Trace b = run_model_file("mpich/bcast_binomial.coll", "complete:6", PortModel::All);
+  CHECK(verdict(b, "steps") == Verdict::NotChecked);
+  CHECK(verdict(b, "postcondition") == Verdict::Pass);
+}

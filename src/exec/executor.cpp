@@ -2308,6 +2308,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   // Claimed step count and cost, evaluated on this topology. A formula that cannot be evaluated
   // here throws ModelError (never a silently unchecked claim). A step claim that is not a whole
   // number is kept as it is, and check_steps fails it: it is never rounded.
+  tr.claims_single_port = m.header.claims_single_port;
   if (m.header.steps) {
     // Evaluated exactly: `steps 2^70 mod 3` is 1 (double arithmetic gave 0).
     HeaderNumber s = eval_header_exact(*m.header.steps, env, "'steps' on " + t.spec(), &t);

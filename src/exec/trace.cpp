@@ -230,6 +230,7 @@ nlohmann::json trace_to_json(const Trace& t, std::size_t max_transfers) {
   if (t.claimed_ts) j["claimed"]["cost"] = {{"ts", *t.claimed_ts}, {"tw", *t.claimed_tw}};
   if (t.claimed_steps && t.steps_at_most) j["claimed"]["steps_at_most"] = true;
   if (t.claimed_ts && t.cost_at_most) j["claimed"]["cost_at_most"] = true;
+  if (t.claims_single_port && (t.claimed_steps || t.claimed_ts)) j["claimed"]["port"] = "single";
   json steps = json::array();
   for (std::size_t s = 0; s < t.per_step.size(); ++s) {
     const auto& st = t.per_step[s];

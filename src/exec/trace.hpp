@@ -139,6 +139,9 @@ struct Trace {
   // is one of several, its step count an upper bound, and a steps or cost claim it exceeds is
   // unknown rather than failed (docs/language.md, "Steps").
   std::uint32_t link_waits = 0;
+  // The model's `port single` line: its steps and cost claims are single-port formulas, not
+  // checked under --port all.
+  bool claims_single_port = false;
   std::vector<NodeId> route(const Transfer& t) const { return topology.route(t.src, t.dst); }
   // The nodes whose directed links a transfer crosses, as the congestion check and the timing
   // pass (--port all) count them: src, dst for neighbours, else its route (docs/topologies.md).

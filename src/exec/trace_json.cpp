@@ -304,7 +304,11 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("claimed")) {
     const auto& c = j["claimed"];
     if (!c.is_object()) r.fail("claimed", "expected an object");
-    r.known_keys(c, {"steps", "cost", "steps_at_most", "cost_at_most"}, "claimed");
+    r.known_keys(c, {"steps", "cost", "steps_at_most", "cost_at_most", "port"}, "claimed");
+    if (c.contains("port")) {
+      if (c["port"] != "single") r.fail("claimed.port", "expected \"single\"");
+      t.claims_single_port = true;
+    }
     if (c.contains("steps")) {
       const auto& s = c["steps"];
       // A whole number; JSON writers may write it as 3.0. Checked before conversion: a double

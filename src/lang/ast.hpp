@@ -158,6 +158,10 @@ struct ModelHeader {
   // `steps at most EXPR`, `cost at most EXPR`: the claim is a bound (the run may take fewer
   // steps, or cost less in ts and in tw), for algorithms whose exact count has no closed form.
   bool steps_at_most = false, cost_at_most = false;
+  // `port single`: the steps and cost claims are stated for --port single (a single-port
+  // formula); under --port all they are not-checked, with that reason. port_loc: where it is.
+  bool claims_single_port = false;
+  SourceLoc port_loc;
   ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts
   std::vector<std::string> notes;
   std::vector<LibraryClaim> libraries;  // `library ...` lines, at most one per library

@@ -526,6 +526,10 @@ void check_model(Model& m) {
   if (h.steps) Checker::header_expr(*h.steps, "steps");
   if (h.cost) Checker::header_expr(*h.cost, "cost");
   if (h.elements) Checker::header_expr(*h.elements, "elements");
+  if (h.claims_single_port && !h.steps && !h.cost)
+    throw ModelError(h.port_loc,
+                     "'port single' says the steps and cost claims are single-port formulas, but "
+                     "the header has no 'steps' or 'cost' line");
   Checker(m).run();
 }
 

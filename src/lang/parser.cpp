@@ -466,6 +466,14 @@ class Parser {
         if (o != "yes" && o != "no")
           error(v, "expected 'yes' or 'no' after 'nodup', found '" + o + "'");
         h.nodup = o == "yes";
+      } else if (k == "port") {
+        const Token& v = peek();
+        h.port_loc = loc(key);
+        std::string o = ident("'single' after 'port'");
+        if (o != "single")
+          error(v, "expected 'single' after 'port', found '" + o +
+                       "' (the line says the steps and cost claims are single-port formulas)");
+        h.claims_single_port = true;
       } else if (k == "layout") {
         const Token& v = peek();
         std::string o = ident("'positional' or 'any' after 'layout'");
@@ -493,10 +501,11 @@ class Parser {
         h.cost_at_most = accept_at_most();
         h.cost = expr();
       } else {
-        error(key, "unknown header key '" + k +
-                       "' (expected source, collective, topology, operator, nodup, layout, input, "
-                       "output, library, "
-                       "elements, requires, steps, cost, def, note or procedure)");
+        error(key,
+              "unknown header key '" + k +
+                  "' (expected source, collective, topology, operator, nodup, layout, port, input, "
+                  "output, library, "
+                  "elements, requires, steps, cost, def, note or procedure)");
       }
       accept(";");
     }
