@@ -742,6 +742,74 @@ TEST_CASE("nodup finds the same violations whatever the number of threads", "[ve
   }
 }
 
+TEST_CASE("single-port, route and congestion in one pass find what each finds alone",
+          "[verify][mutants]") {
+  // check_trace judges the three in one pass over the steps (adjacency asked once a transfer, a
+  // routed transfer's path found once), beside nodup on a second thread or after it. Each result
+  // must be the one its check finds alone, and the mutants must still fail: a hop that is not a
+  // link (route), a link loaded twice in a step (congestion), a node sending twice (single-port).
+  struct Case {
+    std::string file, spec, fails;  // fails: the one of the three that must fail ("" none)
+  };
+  const std::vector<Case> cases = {
+      {"tests/mutants/route_star_far_exchange.coll", "star:3", "route"},
+      {"tests/mutants/route_star_rank_neighbour.coll", "star:4", "route"},
+      {"tests/mutants/congestion_hcube_pattern_on_ring.coll", "ring:8", "congestion"},
+      {"tests/mutants/congestion_nearest_first_line.coll", "line:8", "congestion"},
+      {"tests/mutants/sp_ring_both_ways.json", "", "single-port"},
+      {"tests/mutants/sp_gather_all_at_once.json", "", "single-port"},
+      {"models/allreduce_star.coll", "star:4", ""},
+      {"models/allgather_ring.coll", "ring:7", ""}};
+  auto same = [](const CheckResult& a, const CheckResult& b) {
+    CHECK(a.name == b.name);
+    CHECK(a.verdict == b.verdict);
+    CHECK(a.note == b.note);
+    CHECK(a.violation_count == b.violation_count);
+    REQUIRE(a.violations.size() == b.violations.size());
+    for (std::size_t k = 0; k < a.violations.size(); ++k) {
+      CHECK(a.violations[k].message == b.violations[k].message);
+      CHECK(a.violations[k].transfers == b.violations[k].transfers);
+      CHECK(a.violations[k].nodes == b.violations[k].nodes);
+      CHECK(a.violations[k].loads.size() == b.violations[k].loads.size());
+    }
+  };
+  for (const Case& c : cases) {
+    INFO(c.file << " on " << c.spec);
+    const bool schedule = fs::path(c.file).extension() == ".json";
+    Trace t = schedule
+                  ? read_trace_file(kRoot + "/" + c.file)
+                  : run_model(parse_model_file(kRoot + "/" + c.file), Topology::parse(c.spec), {});
+    CheckOptions o;
+    o.max_violations = 1000;
+    const CheckResult alone[3] = {check_single_port(t, o), check_route(t, o),
+                                  check_congestion(t, o)};
+    for (unsigned threads : {1u, 2u}) {
+      INFO("threads " << threads);
+      CheckOptions ot = o;
+      ot.threads = threads;
+      auto all = check_trace(t, ot);
+      REQUIRE(all.size() >= 3);
+      for (int k = 0; k < 3; ++k) {
+        INFO(kCheckNames[k]);
+        REQUIRE(all[k].name == kCheckNames[k]);
+        // A run stopped early marks single-port and congestion not-checked afterwards.
+        if (t.failure.kind != RunFailure::Kind::None) continue;
+        same(all[k], alone[k]);
+      }
+    }
+    for (int k = 0; k < 3; ++k) {
+      INFO(kCheckNames[k]);
+      CHECK((alone[k].verdict == Verdict::Fail) == (c.fails == kCheckNames[k]));
+      if (c.fails != kCheckNames[k]) continue;
+      REQUIRE_FALSE(alone[k].violations.empty());
+      const std::string& m = alone[k].violations[0].message;
+      if (k == 0) CHECK(m.find("transfers (") != std::string::npos);
+      if (k == 1) CHECK(m.find("which is not a link of") != std::string::npos);
+      if (k == 2) CHECK(m.find("largest load per link in this step: ") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("nodup's receive check agrees with a set-based reference on mutants and models",
           "[verify][nodup]") {
   // The check tests and adds a node's bits in one pass in the common case and falls back to the

@@ -258,110 +258,189 @@ CheckResult not_checked(const char* name, std::string why) {
   return r;
 }
 
-CheckResult check_single_port(const Trace& t, const CheckOptions& o) {
-  if (t.port == PortModel::All)
-    return not_checked("single-port",
-                       "the run uses --port all: a node may use all its links in a step; "
-                       "congestion judges each directed link");
-  CheckResult r = make("single-port");
-  auto steps = by_step(t);
-  // Counts per node, reset through the list of nodes a step touched: linear in the transfers.
-  const std::size_t n = t.topology.num_nodes();
-  std::vector<std::uint32_t> sends(n, 0), recvs(n, 0);
-  std::vector<NodeId> touched;
-  for (std::uint32_t s = 1; s <= t.steps; ++s) {
-    bool over = false;
-    for (auto i : steps[s]) {
-      const Transfer& x = t.transfers[i];
-      if (sends[x.src]++ == 0 && recvs[x.src] == 0) touched.push_back(x.src);
-      if (recvs[x.dst]++ == 0 && sends[x.dst] == 0) touched.push_back(x.dst);
-      over = over || sends[x.src] > 1 || recvs[x.dst] > 1;
-    }
-    if (over) {
-      // The rare step with a violation: list each node's transfers in the old, sorted way.
-      std::map<NodeId, std::vector<std::uint32_t>> by_src, by_dst;
-      for (auto i : steps[s]) {
-        if (sends[t.transfers[i].src] > 1) by_src[t.transfers[i].src].push_back(i);
-        if (recvs[t.transfers[i].dst] > 1) by_dst[t.transfers[i].dst].push_back(i);
-      }
-      for (auto* side : {&by_src, &by_dst}) {
-        bool is_send = side == &by_src;
-        for (auto& [v, xs] : *side) {
-          Counterexample c;
-          c.step = s;
-          c.nodes = {v};
-          c.transfers = xs;
-          std::string list;
-          for (auto i : xs) list += (list.empty() ? "" : "; ") + xfer_text(t, t.transfers[i]);
-          c.message = fmt::format("step {}: node {} {} {} transfers ({})", s, t.topology.label(v),
-                                  is_send ? "sends" : "receives", xs.size(), list);
-          add_violation(r, o, std::move(c));
-        }
-      }
-    }
-    for (NodeId v : touched) sends[v] = recvs[v] = 0;
-    touched.clear();
+namespace {
+
+// single-port's counterexamples of a step in which a node sends or receives more than once: each
+// such node's transfers, listed in the old, sorted way (the rare step with a violation).
+void single_port_step(const Trace& t, const CheckOptions& o, CheckResult& r, std::uint32_t s,
+                      std::span<const std::uint32_t> step, const std::vector<std::uint32_t>& sends,
+                      const std::vector<std::uint32_t>& recvs) {
+  std::map<NodeId, std::vector<std::uint32_t>> by_src, by_dst;
+  for (auto i : step) {
+    if (sends[t.transfers[i].src] > 1) by_src[t.transfers[i].src].push_back(i);
+    if (recvs[t.transfers[i].dst] > 1) by_dst[t.transfers[i].dst].push_back(i);
   }
-  return r;
+  for (auto* side : {&by_src, &by_dst}) {
+    bool is_send = side == &by_src;
+    for (auto& [v, xs] : *side) {
+      Counterexample c;
+      c.step = s;
+      c.nodes = {v};
+      c.transfers = xs;
+      std::string list;
+      for (auto i : xs) list += (list.empty() ? "" : "; ") + xfer_text(t, t.transfers[i]);
+      c.message = fmt::format("step {}: node {} {} {} transfers ({})", s, t.topology.label(v),
+                              is_send ? "sends" : "receives", xs.size(), list);
+      add_violation(r, o, std::move(c));
+    }
+  }
 }
 
-CheckResult check_route(const Trace& t, const CheckOptions& o) {
-  CheckResult r = make("route");
-  for (auto i : t.ordered_transfers()) {
+// congestion's counterexample of a step that overloads a link: every loaded link of the step, the
+// most overloaded first, built from a map of the step's hops (the rare step with a violation).
+void congestion_step(const Trace& t, const CheckOptions& o, CheckResult& r, std::uint32_t s,
+                     std::span<const std::uint32_t> step, bool chunks) {
+  std::map<std::pair<NodeId, NodeId>, std::pair<std::vector<std::uint32_t>, std::uint32_t>> load;
+  for (auto i : step) {
     const Transfer& x = t.transfers[i];
-    if (x.src == x.dst) {  // no link joins a node to itself (every reader refuses it too)
-      Counterexample c;
-      c.step = x.step;
-      c.nodes = {x.src};
-      c.transfers = {i};
-      c.message = fmt::format("step {}: {} sends to itself", x.step, t.topology.label(x.src));
-      add_violation(r, o, std::move(c));
-      continue;
-    }
-    if (t.topology.adjacent(x.src, x.dst)) continue;
-    auto path = t.route(x);
+    auto path = t.link_path(x);
     for (std::size_t h = 0; h + 1 < path.size(); ++h) {
-      if (t.topology.adjacent(path[h], path[h + 1])) continue;
-      Counterexample c;
-      c.step = x.step;
-      c.nodes = {x.src, x.dst};
-      c.transfers = {i};
-      c.message =
-          fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}", x.step,
-                      t.topology.label(x.src), t.topology.label(x.dst), t.topology.label(path[h]),
-                      t.topology.label(path[h + 1]), t.topology.spec());
-      add_violation(r, o, std::move(c));
-      break;
+      auto& e = load[{path[h], path[h + 1]}];
+      e.first.push_back(i);
+      e.second += x.payload_len;
     }
   }
-  return r;
+  auto capacity = [&](NodeId a, NodeId b) {
+    return chunks ? t.topology.bandwidth(a, b) : std::uint32_t{1};
+  };
+  auto measure = [&](const std::pair<std::vector<std::uint32_t>, std::uint32_t>& v) {
+    return chunks ? v.second : static_cast<std::uint32_t>(v.first.size());
+  };
+  // A pair with no link at all is the route check's to report, not a load on a link.
+  if (chunks)
+    std::erase_if(load,
+                  [&](const auto& e) { return capacity(e.first.first, e.first.second) == 0; });
+  bool over = false;
+  for (auto& [k, v] : load) over = over || measure(v) > capacity(k.first, k.second);
+  if (!over) return;
+  Counterexample c;
+  c.step = s;
+  std::vector<std::uint32_t> xs;
+  for (auto& [k, v] : load) {
+    c.loads.push_back({k.first, k.second, static_cast<std::uint32_t>(v.first.size()), v.second});
+    if (measure(v) > capacity(k.first, k.second))
+      xs.insert(xs.end(), v.first.begin(), v.first.end());
+  }
+  // The most overloaded link first.
+  auto excess = [&](const LinkLoad& a) {
+    return static_cast<std::int64_t>(chunks ? a.items : a.transfers) -
+           static_cast<std::int64_t>(capacity(a.from, a.to));
+  };
+  std::sort(c.loads.begin(), c.loads.end(), [&](const LinkLoad& a, const LinkLoad& b) {
+    if (excess(a) != excess(b)) return excess(a) > excess(b);
+    if (a.transfers != b.transfers) return a.transfers > b.transfers;
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  c.transfers = xs;
+  for (auto i : xs) {
+    c.nodes.push_back(t.transfers[i].src);
+    c.nodes.push_back(t.transfers[i].dst);
+  }
+  std::sort(c.nodes.begin(), c.nodes.end());
+  c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
+  const LinkLoad& top = c.loads.front();
+  if (chunks) {
+    c.message = fmt::format(
+        "step {}: link {} -> {} carries {} chunks in {} transfers; its bandwidth in {} is {} "
+        "chunks per step",
+        s, t.topology.label(top.from), t.topology.label(top.to), top.items, top.transfers,
+        t.topology.spec(), capacity(top.from, top.to));
+  } else {
+    std::uint32_t max_load = 0;
+    for (auto& l : c.loads) max_load = std::max(max_load, l.transfers);
+    c.message = fmt::format(
+        "step {}: link {} -> {} carries {} transfers ({} items); largest load "
+        "per link in this step: {}",
+        s, t.topology.label(top.from), t.topology.label(top.to), top.transfers, top.items,
+        max_load);
+  }
+  add_violation(r, o, std::move(c));
 }
 
-CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
-  CheckResult r = make("congestion");
+// single-port, route and congestion in one pass over the transfers in (step, sender, receiver)
+// order: each transfer's adjacency is asked once for route and congestion, and a routed
+// transfer's path found once. Each result is what its check alone finds (a null one is not
+// computed): route judges every transfer (step 0 too), single-port and congestion steps 1 on.
+void link_checks(const Trace& t, const CheckOptions& o, const StepIndex& steps, CheckResult* sp,
+                 CheckResult* route, CheckResult* cong) {
+  if (sp && t.port == PortModel::All) {
+    *sp = not_checked("single-port",
+                      "the run uses --port all: a node may use all its links in a step; "
+                      "congestion judges each directed link");
+    sp = nullptr;
+  }
+  if (sp) *sp = make("single-port");
+  if (route) *route = make("route");
+  if (cong) *cong = make("congestion");
   // Generated families: one transfer per directed link per step (the sources' unit). Listed
   // topologies (dgx1, nvswitch:N, files) state a bandwidth in chunks per step for each directed
   // link: the chunks (items) crossing it in a step must not exceed it.
-  const bool chunks = t.topology.declares_bandwidth() && !o.congestion_in_transfers;
-  auto steps = by_step(t);
+  const bool chunks = cong && t.topology.declares_bandwidth() && !o.congestion_in_transfers;
+  // single-port: counts per node, reset through the list of nodes a step touched (linear in the
+  // transfers).
+  const std::size_t n = sp ? t.topology.num_nodes() : 0;
+  std::vector<std::uint32_t> sends(n, 0), recvs(n, 0);
+  std::vector<NodeId> touched;
+  // congestion: the load of each directed link from a list of (link, items) hops, sorted by link
+  // only when it is not in link order already; no allocation per link.
   std::uint32_t worst = 0;  // largest load (transfers, or chunks over bandwidth) seen
-  // First pass per step: the load of each directed link from a sorted list of (link, items)
-  // hops, no allocation per link; only a step that overloads a link is gone over again below
-  // to build its counterexample.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> hops;
   std::vector<NodeId> path;
-  for (std::uint32_t s = 1; s <= t.steps; ++s) {
+  for (std::uint32_t s = 0; s <= t.steps; ++s) {
+    const bool timed = s >= 1;  // steps 1.. are the schedule's; route judges step 0 too
+    const bool port = sp && timed, load = cong && timed;
+    bool over = false;
     hops.clear();
     for (auto i : steps[s]) {
       const Transfer& x = t.transfers[i];
+      if (port) {
+        if (sends[x.src]++ == 0 && recvs[x.src] == 0) touched.push_back(x.src);
+        if (recvs[x.dst]++ == 0 && sends[x.dst] == 0) touched.push_back(x.dst);
+        over = over || sends[x.src] > 1 || recvs[x.dst] > 1;
+      }
+      const bool self = x.src == x.dst;
+      if (route && self) {  // no link joins a node to itself (every reader refuses it too)
+        Counterexample c;
+        c.step = x.step;
+        c.nodes = {x.src};
+        c.transfers = {i};
+        c.message = fmt::format("step {}: {} sends to itself", x.step, t.topology.label(x.src));
+        add_violation(*route, o, std::move(c));
+      }
+      const bool judge_route = route && !self;
+      if (!judge_route && !load) continue;
       if (t.topology.adjacent(x.src, x.dst)) {
-        hops.push_back({(std::uint64_t{x.src} << 32) | x.dst, x.payload_len});
+        if (load) hops.push_back({(std::uint64_t{x.src} << 32) | x.dst, x.payload_len});
         continue;
       }
-      path = t.link_path(x);
-      for (std::size_t h = 0; h + 1 < path.size(); ++h)
-        hops.push_back({(std::uint64_t{path[h]} << 32) | path[h + 1], x.payload_len});
+      path = t.route(x);  // what link_path gives a transfer that is not along a link
+      if (judge_route) {
+        for (std::size_t h = 0; h + 1 < path.size(); ++h) {
+          if (t.topology.adjacent(path[h], path[h + 1])) continue;
+          Counterexample c;
+          c.step = x.step;
+          c.nodes = {x.src, x.dst};
+          c.transfers = {i};
+          c.message = fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}",
+                                  x.step, t.topology.label(x.src), t.topology.label(x.dst),
+                                  t.topology.label(path[h]), t.topology.label(path[h + 1]),
+                                  t.topology.spec());
+          add_violation(*route, o, std::move(c));
+          break;
+        }
+      }
+      if (load)
+        for (std::size_t h = 0; h + 1 < path.size(); ++h)
+          hops.push_back({(std::uint64_t{path[h]} << 32) | path[h + 1], x.payload_len});
     }
+    if (port) {
+      if (over) single_port_step(t, o, *sp, s, steps[s], sends, recvs);
+      for (NodeId v : touched) sends[v] = recvs[v] = 0;
+      touched.clear();
+    }
+    if (!load) continue;
     // Only equal links need to be together: an executor's step is already in (sender,
     // receiver) order and is not sorted again.
     auto by_link = [](const auto& a, const auto& b) { return a.first < b.first; };
@@ -381,80 +460,34 @@ CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
       worst = std::max(worst, m);
       over_link = over_link || m > cap;
     }
-    if (!over_link) continue;
-    std::map<std::pair<NodeId, NodeId>, std::pair<std::vector<std::uint32_t>, std::uint32_t>> load;
-    for (auto i : steps[s]) {
-      const Transfer& x = t.transfers[i];
-      auto path = t.link_path(x);
-      for (std::size_t h = 0; h + 1 < path.size(); ++h) {
-        auto& e = load[{path[h], path[h + 1]}];
-        e.first.push_back(i);
-        e.second += x.payload_len;
-      }
-    }
-    auto capacity = [&](NodeId a, NodeId b) {
-      return chunks ? t.topology.bandwidth(a, b) : std::uint32_t{1};
-    };
-    auto measure = [&](const std::pair<std::vector<std::uint32_t>, std::uint32_t>& v) {
-      return chunks ? v.second : static_cast<std::uint32_t>(v.first.size());
-    };
-    // A pair with no link at all is the route check's to report, not a load on a link.
-    if (chunks)
-      std::erase_if(load,
-                    [&](const auto& e) { return capacity(e.first.first, e.first.second) == 0; });
-    bool over = false;
-    for (auto& [k, v] : load) over = over || measure(v) > capacity(k.first, k.second);
-    if (!over) continue;
-    Counterexample c;
-    c.step = s;
-    std::vector<std::uint32_t> xs;
-    for (auto& [k, v] : load) {
-      c.loads.push_back({k.first, k.second, static_cast<std::uint32_t>(v.first.size()), v.second});
-      if (measure(v) > capacity(k.first, k.second))
-        xs.insert(xs.end(), v.first.begin(), v.first.end());
-    }
-    // The most overloaded link first.
-    auto excess = [&](const LinkLoad& a) {
-      return static_cast<std::int64_t>(chunks ? a.items : a.transfers) -
-             static_cast<std::int64_t>(capacity(a.from, a.to));
-    };
-    std::sort(c.loads.begin(), c.loads.end(), [&](const LinkLoad& a, const LinkLoad& b) {
-      if (excess(a) != excess(b)) return excess(a) > excess(b);
-      if (a.transfers != b.transfers) return a.transfers > b.transfers;
-      return std::tie(a.from, a.to) < std::tie(b.from, b.to);
-    });
-    std::sort(xs.begin(), xs.end());
-    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    c.transfers = xs;
-    for (auto i : xs) {
-      c.nodes.push_back(t.transfers[i].src);
-      c.nodes.push_back(t.transfers[i].dst);
-    }
-    std::sort(c.nodes.begin(), c.nodes.end());
-    c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
-    const LinkLoad& top = c.loads.front();
-    if (chunks) {
-      c.message = fmt::format(
-          "step {}: link {} -> {} carries {} chunks in {} transfers; its bandwidth in {} is {} "
-          "chunks per step",
-          s, t.topology.label(top.from), t.topology.label(top.to), top.items, top.transfers,
-          t.topology.spec(), capacity(top.from, top.to));
-    } else {
-      std::uint32_t max_load = 0;
-      for (auto& l : c.loads) max_load = std::max(max_load, l.transfers);
-      c.message = fmt::format(
-          "step {}: link {} -> {} carries {} transfers ({} items); largest load "
-          "per link in this step: {}",
-          s, t.topology.label(top.from), t.topology.label(top.to), top.transfers, top.items,
-          max_load);
-    }
-    add_violation(r, o, std::move(c));
+    // Only a step that overloads a link is gone over again, to build its counterexample.
+    if (over_link) congestion_step(t, o, *cong, s, steps[s], chunks);
   }
-  r.note = chunks ? fmt::format(
-                        "largest number of chunks on one directed link in one step: {} "
-                        "(bandwidths of {})",
-                        worst, t.topology.spec())
-                  : fmt::format("largest load on one directed link in one step: {}", worst);
+  if (cong)
+    cong->note = chunks ? fmt::format(
+                              "largest number of chunks on one directed link in one step: {} "
+                              "(bandwidths of {})",
+                              worst, t.topology.spec())
+                        : fmt::format("largest load on one directed link in one step: {}", worst);
+}
+
+}  // namespace
+
+CheckResult check_single_port(const Trace& t, const CheckOptions& o) {
+  CheckResult r;
+  link_checks(t, o, by_step(t), &r, nullptr, nullptr);
+  return r;
+}
+
+CheckResult check_route(const Trace& t, const CheckOptions& o) {
+  CheckResult r;
+  link_checks(t, o, by_step(t), nullptr, &r, nullptr);
+  return r;
+}
+
+CheckResult check_congestion(const Trace& t, const CheckOptions& o) {
+  CheckResult r;
+  link_checks(t, o, by_step(t), nullptr, nullptr, &r);
   return r;
 }
 
@@ -614,7 +647,17 @@ class HeldSets {
   std::vector<std::uint64_t> item_hash_;  // per domain item, 0: not computed yet
 };
 
+namespace {
+CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& steps);
+}
+
 CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
+  if (!t.nodup_claimed || !t.domain->inspectable()) return nodup_check(t, o, StepIndex{});
+  return nodup_check(t, o, by_step(t));
+}
+
+namespace {
+CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& steps) {
   if (!t.nodup_claimed)
     return not_checked("nodup", "the model does not claim NODUP (header: nodup no)");
   if (!t.domain->inspectable())
@@ -642,7 +685,6 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
     if (it < seen.size()) seen[it] = dup ? 2 : 1;
     return dup;
   };
-  auto steps = by_step(t);
   for (std::uint32_t s = 1; s <= t.steps; ++s) {
     for (auto i : steps[s]) {
       const Transfer& x = t.transfers[i];
@@ -1003,6 +1045,7 @@ CheckResult check_nodup(const Trace& t, const CheckOptions& o) {
   r.violation_count += total - all.size();
   return r;
 }
+}  // namespace
 
 // A barrier's postcondition: every node's exit depends causally on every node's entry. Replays
 // the executed order of sends and receives (Trace::events) with one bit set per node: a send
@@ -1404,21 +1447,23 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
   if (t.streamed) {
     all = streamed_transfer_checks(t, o);
   } else {
-    // On a large trace (the threads option's rule) nodup, then single-port and route, run on a
-    // second thread beside dataflow and congestion (about even halves of the work on the star
-    // all-reduce); each check reads the trace only, and the results keep their order.
+    // One step index for every check that reads the steps. On a large trace (the threads
+    // option's rule) nodup, then single-port, route and congestion (one pass), run on a second
+    // thread beside dataflow (about even halves of the work on the star all-reduce); each check
+    // reads the trace only, and the results keep their order.
+    const StepIndex steps = by_step(t);
     const bool beside = o.threads != 1 && (o.threads > 1 || t.transfers.size() >= 200000);
-    CheckResult nodup, single_port, route;
-    std::exception_ptr nodup_error;
+    CheckResult nodup, single_port, route, congestion;
+    std::exception_ptr beside_error;
     std::thread worker;
+    auto links = [&] { link_checks(t, o, steps, &single_port, &route, &congestion); };
     if (beside)
       worker = std::thread([&] {
         try {
-          nodup = check_nodup(t, o);
-          single_port = check_single_port(t, o);
-          route = check_route(t, o);
+          nodup = nodup_check(t, o, steps);
+          links();
         } catch (...) {
-          nodup_error = std::current_exception();
+          beside_error = std::current_exception();
         }
       });
     auto join = [&] {
@@ -1426,17 +1471,16 @@ std::vector<CheckResult> check_trace(const Trace& t, const CheckOptions& o) {
     };
     try {
       auto [dataflow, match] = check_dataflow_and_match(t, o);
-      CheckResult congestion = check_congestion(t, o);
       if (!beside) {
-        single_port = check_single_port(t, o);
-        route = check_route(t, o);
+        links();
+        nodup = nodup_check(t, o, steps);
       }
       join();
-      if (nodup_error) std::rethrow_exception(nodup_error);
+      if (beside_error) std::rethrow_exception(beside_error);
       all.push_back(std::move(single_port));
       all.push_back(std::move(route));
       all.push_back(std::move(congestion));
-      all.push_back(beside ? std::move(nodup) : check_nodup(t, o));
+      all.push_back(std::move(nodup));
       all.push_back(std::move(dataflow));
       all.push_back(std::move(match));
     } catch (...) {
