@@ -777,21 +777,13 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   rest.reserve(procs);
   std::size_t receiving = 0, by_history = 0;
   {
-    // The node's held items in an open-addressing table (stamped by node, never cleared).
-    struct HeldSlot {
-      Item item = 0;
-      std::uint32_t stamp = 0;
-      std::uint32_t used = 0;
-    };
-    std::vector<HeldSlot> table;
+    // The node's held items stamped in one slot per domain item (items are dense ids; never
+    // cleared): 2 * stamp held by the node at hand, 2 * stamp + 1 also met by the walk. The
+    // combines' operands read from the domain's table (Domain::operand_table), no call a visit.
+    std::vector<std::uint32_t> mark;
     std::uint32_t stamp = 0;
     std::vector<Item> stack;
-    auto probe = [&](Item it) -> HeldSlot& {
-      const std::size_t mask = table.size() - 1;
-      std::size_t k = static_cast<std::size_t>((it * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-      while (table[k].stamp == stamp && table[k].item != it) k = (k + 1) & mask;
-      return table[k];
-    };
+    const auto made_of = d.operand_table();
     auto history_clean = [&](NodeId v) {
       if (!o.nodup_by_history || v >= t.final_output.size()) return false;
       Item out = 0;
@@ -801,25 +793,17 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         out = it;
       }
       if (out == 0 || out >= seen.size() || seen[out] != 1) return false;
-      std::size_t count = t.initial_input[v].size();
-      for (std::uint32_t g = first[v]; g < first[v + 1]; ++g)
-        count += t.transfers[received[g]].payload_len;
-      if (table.size() < 2 * count + 2) {
-        std::size_t n = 64;
-        while (n < 2 * count + 2) n *= 2;
-        table.assign(n, HeldSlot{});
-        stamp = 0;
-      }
-      if (++stamp == 0) {  // wrapped: clear the stamps once
-        for (auto& e : table) e.stamp = 0;
+      if (mark.size() != d.num_items()) mark.assign(d.num_items(), 0);
+      if (++stamp >= UINT32_MAX / 2) {  // about to wrap: clear the stamps once
+        std::fill(mark.begin(), mark.end(), 0);
         stamp = 1;
       }
+      const std::uint32_t here = 2 * stamp;
       std::size_t held = 0;
       auto hold = [&](Item it) {
         if (it == 0) return true;
-        HeldSlot& e = probe(it);
-        if (e.stamp == stamp) return false;  // the same item held twice
-        e = {it, stamp, 0};
+        if (it >= mark.size() || mark[it] >= here) return false;  // unknown, or held twice
+        mark[it] = here;
         ++held;
         return true;
       };
@@ -837,17 +821,21 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         const Item x = stack.back();
         stack.pop_back();
         if (++visits > max_visits) return false;
-        HeldSlot& e = probe(x);
-        if (e.stamp == stamp) {
-          if (e.used) return false;
-          e.used = 1;
+        if (x < mark.size() && mark[x] >= here) {
+          if (mark[x] != here) return false;  // met twice
+          mark[x] = here + 1;
           ++found;
-        } else if (auto ops = d.operands(x)) {
-          if (ops->first != 0) stack.push_back(ops->first);
-          if (ops->second != 0) stack.push_back(ops->second);
-        } else {
-          return false;  // a leaf or a file's item the node does not hold
+          continue;
         }
+        std::optional<std::pair<Item, Item>> ops;
+        if (x < made_of.size()) {
+          if ((made_of[x].first | made_of[x].second) != 0) ops = made_of[x];
+        } else {
+          ops = d.operands(x);
+        }
+        if (!ops) return false;  // a leaf or a file's item the node does not hold
+        if (ops->first != 0) stack.push_back(ops->first);
+        if (ops->second != 0) stack.push_back(ops->second);
       }
       return found == held;
     };

@@ -55,6 +55,11 @@ class Analyzer {
       pos_.assign(universe, 0);
       pos_stamp_.assign(universe, 0);
     }
+    // Items of an exact or ordered domain are dense ids: a node's held and derived items are
+    // stamped in one slot per item (8 bytes an item, a seventh of what the domain keeps for
+    // it), not hashed; an item past the table (none in a run's trace) goes to the hash table.
+    dense_.assign(d_.num_items(), Dense{});
+    ops_ = d_.operand_table();
   }
 
   Dataflow run() {
@@ -68,15 +73,18 @@ class Analyzer {
         df.final_output[v].resize(t_.final_output[v].size());
     }
     auto p = static_cast<std::uint32_t>(t_.topology.num_processors());
-    // Incoming (received) and outgoing transfers per node, each in step order.
     std::vector<std::uint8_t> lost(t_.transfers.size(), 0);
     for (auto i : t_.unreceived)
       if (i < lost.size()) lost[i] = 1;
-    std::vector<std::uint32_t> order(t_.transfers.size());
-    if (std::is_sorted(t_.transfers.begin(), t_.transfers.end(),
-                       [](const Transfer& a, const Transfer& b) { return a.step < b.step; })) {
-      std::iota(order.begin(), order.end(), 0u);  // already in step order (an executor's trace)
-    } else {
+    // Incoming (received) and outgoing transfers per node, each in step order: one pass counts
+    // both sides, one fills both (an executor's trace is already in step order and is read as
+    // it is; another is put in step order by a counting sort first).
+    const bool in_step_order =
+        std::is_sorted(t_.transfers.begin(), t_.transfers.end(),
+                       [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
+    std::vector<std::uint32_t> order;
+    if (!in_step_order) {
+      order.resize(t_.transfers.size());
       std::uint32_t maxs = 0;
       for (const auto& x : t_.transfers) maxs = std::max(maxs, x.step);
       std::vector<std::uint32_t> start(maxs + 2, 0);
@@ -85,32 +93,30 @@ class Analyzer {
       for (std::uint32_t i = 0; i < t_.transfers.size(); ++i)
         order[start[t_.transfers[i].step]++] = i;
     }
-    auto bucket = [&](bool incoming) {
-      std::vector<std::uint32_t> first(p + 1, 0), list;
-      for (auto i : order) {
+    const auto n = static_cast<std::uint32_t>(t_.transfers.size());
+    auto nth = [&](std::uint32_t k) { return in_step_order ? k : order[k]; };
+    std::vector<std::uint32_t> in_first(p + 1, 0), out_first(p + 1, 0);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      const std::uint32_t i = nth(k);
+      const Transfer& x = t_.transfers[i];
+      if (x.dst < p && !lost[i]) ++in_first[x.dst + 1];
+      if (x.src < p) ++out_first[x.src + 1];
+    }
+    for (std::uint32_t v = 0; v < p; ++v) {
+      in_first[v + 1] += in_first[v];
+      out_first[v + 1] += out_first[v];
+    }
+    std::vector<std::uint32_t> in_list(in_first[p]), out_list(out_first[p]);
+    {
+      std::vector<std::uint32_t> in_fill(in_first.begin(), in_first.end() - 1),
+          out_fill(out_first.begin(), out_first.end() - 1);
+      for (std::uint32_t k = 0; k < n; ++k) {
+        const std::uint32_t i = nth(k);
         const Transfer& x = t_.transfers[i];
-        if (incoming && lost[i]) continue;
-        NodeId v = incoming ? x.dst : x.src;
-        if (v < p) ++first[v + 1];
+        if (x.dst < p && !lost[i]) in_list[in_fill[x.dst]++] = i;
+        if (x.src < p) out_list[out_fill[x.src]++] = i;
       }
-      for (std::uint32_t v = 0; v < p; ++v) first[v + 1] += first[v];
-      list.resize(first[p]);
-      std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
-      for (auto i : order) {
-        const Transfer& x = t_.transfers[i];
-        if (incoming && lost[i]) continue;
-        NodeId v = incoming ? x.dst : x.src;
-        if (v < p) list[fill[v]++] = i;
-      }
-      return std::make_pair(std::move(first), std::move(list));
-    };
-    // Plain variables, not structured bindings: the lambda below captures them (clang 14 does not
-    // capture structured bindings).
-    auto in_b = bucket(true), out_b = bucket(false);
-    auto& in_first = in_b.first;
-    auto& in_list = in_b.second;
-    auto& out_first = out_b.first;
-    auto& out_list = out_b.second;
+    }
 
     for (NodeId v = 0; v < p; ++v) {
       begin_node(v);
@@ -166,6 +172,7 @@ class Analyzer {
     auto idx = static_cast<std::uint32_t>(held_.size());
     held_.push_back({it, ref});
     if (it == 0) return;
+    if (it < dense_.size()) return insert_dense(it, idx);
     // Open addressing with generation stamps: no clearing between nodes.
     if ((occupied_ + 1) * 2 > slots_.size()) grow();
     insert_slot(it, idx);
@@ -174,8 +181,23 @@ class Analyzer {
   // recorded): later sends of it, and walks that reach it, stop there. It stays derivable for
   // the rest of the node: what a node holds only grows.
   void add_derived(Item it) {
+    if (it < dense_.size()) return insert_dense(it, kDerived);
     if ((occupied_ + 1) * 2 > slots_.size()) grow();
     insert_slot(it, kDerived);
+  }
+
+  // A dense item's slot: held (the index of its first held occurrence) or derived, this node.
+  struct Dense {
+    std::uint32_t idx = 0;
+    std::uint32_t gen = 0;
+  };
+  void insert_dense(Item it, std::uint32_t idx) {
+    Dense& s = dense_[it];
+    if (s.gen != gen_) {
+      s = {idx, gen_};
+    } else if (s.idx == kDerived) {  // keep the first held occurrence; held before derived
+      s.idx = idx;
+    }
   }
 
   struct Slot {
@@ -205,15 +227,23 @@ class Analyzer {
   void grow() {
     std::size_t n = std::max<std::size_t>(1024, slots_.size() * 2);
     while (n < (held_.size() + 1) * 2) n *= 2;
-    slots_.assign(n, Slot{});
-    ++gen_;
+    slots_.assign(n, Slot{});  // every generation stamp 0: below gen_ (which starts at 1)
     occupied_ = 0;
     for (std::uint32_t i = 0; i < held_.size(); ++i)
-      if (held_[i].item != 0) insert_slot(held_[i].item, i);
+      if (held_[i].item != 0 && held_[i].item >= dense_.size()) insert_slot(held_[i].item, i);
   }
 
-  // The held item's or the derived item's slot, or nullptr.
-  const Slot* find_slot(Item it) const {
+  // The held item's index into held_, kDerived for a derived item, kAbsent for neither.
+  static constexpr std::uint32_t kAbsent = UINT32_MAX - 1;
+  std::uint32_t find_slot(Item it) const {
+    if (it < dense_.size()) {
+      const Dense& s = dense_[it];
+      return s.gen == gen_ ? s.idx : kAbsent;
+    }
+    const Slot* s = find_hashed(it);
+    return s ? s->idx : kAbsent;
+  }
+  const Slot* find_hashed(Item it) const {
     if (slots_.empty()) return nullptr;
     std::size_t mask = slots_.size() - 1;
     for (std::size_t h = mix(it) & mask;; h = (h + 1) & mask) {
@@ -221,10 +251,6 @@ class Analyzer {
       if (s.gen != gen_) return nullptr;
       if (s.key == it) return &s;
     }
-  }
-  const Held* find_held(Item it) const {
-    const Slot* s = find_slot(it);
-    return s && s->idx != kDerived ? &held_[s->idx] : nullptr;
   }
 
   // ---- terms of held items, cached while their node is replayed ----
@@ -253,10 +279,10 @@ class Analyzer {
       if (out) out->found = true;
       return Outcome::Derived;
     }
-    if (const Slot* s = find_slot(it)) {
-      if (s->idx == kDerived) return Outcome::Derived;  // only without a derivation to record
+    if (const std::uint32_t s = find_slot(it); s != kAbsent) {
+      if (s == kDerived) return Outcome::Derived;  // only without a derivation to record
       if (out) {
-        out->parts = {held_[s->idx].ref};
+        out->parts = {held_[s].ref};
         out->found = true;
       }
       return Outcome::Derived;
@@ -309,9 +335,13 @@ class Analyzer {
       if (x == 0) continue;
       if (++visits > kMaxDagVisits) {
         ok = false;
-      } else if (const Slot* s = find_slot(x)) {
-        if (s->idx != kDerived) parts_.push_back(s->idx);  // a derived item is made of held ones
-      } else if (auto ops = d_.operands(x)) {
+      } else if (const std::uint32_t s = find_slot(x); s != kAbsent) {
+        if (s != kDerived) parts_.push_back(s);  // a derived item is made of held ones
+      } else if (x < ops_.size() && (ops_[x].first | ops_[x].second) != 0) {
+        if (!record_) expanded_.push_back(x);  // operands() without a call: the domain's table
+        stack_.push_back(ops_[x].second);
+        stack_.push_back(ops_[x].first);
+      } else if (auto ops = x < ops_.size() ? std::nullopt : d_.operands(x)) {
         if (!record_) expanded_.push_back(x);
         stack_.push_back(ops->second);
         stack_.push_back(ops->first);
@@ -754,6 +784,8 @@ class Analyzer {
   NodeId node_ = 0;
   std::vector<Held> held_;
   std::vector<Slot> slots_;
+  std::vector<Dense> dense_;                    // per domain item (exact, ordered)
+  std::span<const std::pair<Item, Item>> ops_;  // Domain::operand_table
   std::uint32_t gen_ = 0;
   std::size_t indexed_ = 0;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;

@@ -162,6 +162,7 @@ class InternedDomain : public Domain {
     if (m.first == 0 && m.second == 0) return std::nullopt;
     return m;
   }
+  std::span<const std::pair<Item, Item>> operand_table() const override { return made_of_; }
   std::uint64_t weight(Item a) const override { return values_.at(a).size(); }
   std::size_t memory_bytes() const override { return bytes_ + memo_.size() * 32; }
 

@@ -55,6 +55,11 @@ class Domain {
   // leaf, an item made by from_terms, or a fingerprint. a = combine(first, second) holds for
   // the returned pair whichever way a was made later: items are interned by value.
   virtual std::optional<std::pair<Item, Item>> operands(Item a) const = 0;
+  // The same for every item at once, for the checkers' walks (no call per item): entry a is
+  // operands(a), {0, 0} where that is nullopt. Empty where the domain keeps no table
+  // (fingerprint); items past its end are asked with operands(). Valid until the next combine
+  // or from_terms.
+  virtual std::span<const std::pair<Item, Item>> operand_table() const { return {}; }
   // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
   virtual std::uint64_t weight(Item a) const = 0;
   virtual std::size_t memory_bytes() const = 0;
