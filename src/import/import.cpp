@@ -122,10 +122,11 @@ std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOp
     if (!s.carries_data &&
         (r.name == "final-buffers" || r.name == "nodup" || r.name == "dataflow")) {
       r = CheckResult{
-          r.name, Verdict::NotChecked, {}, 0, "the format carries message sizes, not data", false};
+          r.name, Verdict::NotChecked, {}, 0, "the format carries message sizes, not data", false,
+          {}};
     }
     if (r.name == "congestion" && !s.congestion_note.empty()) {
-      r = CheckResult{r.name, Verdict::NotChecked, {}, 0, s.congestion_note, false};
+      r = CheckResult{r.name, Verdict::NotChecked, {}, 0, s.congestion_note, false, {}};
     }
   }
   // A format's check named like one of check_trace's replaces it (GOAL's match and deadlock).
