@@ -63,7 +63,7 @@ std::string two_senders(const std::string& steps_claim) {
 
 }  // namespace
 
-TEST_CASE("--port all: a sender's routed transfers sharing a link keep its program order",
+TEST_CASE("port all: a sender's routed transfers sharing a link keep its program order",
           "[timing][port-all]") {
   // broadcast_ring on ring:8: 0 sends to 4 (routed 0-1-2-3-4), then 2, then 1, all over the
   // link 0 -> 1: steps 1, 2, 3 (the old rule put all three in step 1: congestion failed).
@@ -102,7 +102,7 @@ TEST_CASE("--port all: a sender's routed transfers sharing a link keep its progr
   CHECK(step_of(complete, 0, 1) == 1);
 }
 
-TEST_CASE("--port all: different senders on one link take turns; the claims say unknown",
+TEST_CASE("port all: different senders on one link take turns, and the claims say unknown",
           "[timing][port-all]") {
   Trace t = run_text(two_senders("  steps 1\n"), "line:3", PortModel::All);
   REQUIRE(t.failure.kind == RunFailure::Kind::None);
@@ -136,7 +136,7 @@ TEST_CASE("--port all: different senders on one link take turns; the claims say 
   CHECK(verdict(b, "cost") == Verdict::Unknown);
 }
 
-TEST_CASE("--port all: a schedule file that overloads a link still fails congestion",
+TEST_CASE("port all: a schedule file that overloads a link still fails congestion",
           "[timing][port-all]") {
   // The run's schedule, written out with both transfers in step 1 (what the old timing gave):
   // the file's steps are its own, and congestion judges them.
@@ -155,7 +155,7 @@ TEST_CASE("--port all: a schedule file that overloads a link still fails congest
   CHECK(verdict(g, "congestion") == Verdict::Pass);
 }
 
-TEST_CASE("--port single steps are as before the all-port schedule", "[timing][port-all]") {
+TEST_CASE("port single: the steps are as before the all-port schedule", "[timing][port-all]") {
   // Step counts main gave before this change (collv verify --all --json, exact domain).
   struct Case {
     const char* model;
