@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/every_p_cmd.hpp"
 #include "check/checks.hpp"
 #include "check/dataflow.hpp"
 #include "exec/executor.hpp"
@@ -386,11 +387,49 @@ Outcome run_induction_obligation(const ProofObligation& po, const ProveCommandOp
   return out;
 }
 
+// A `kind every-p` proof file (app/every_p_cmd.hpp), judged against its `expect`.
+Outcome run_every_p_obligation(const std::string& path, const ProveCommandOptions& o) {
+  EveryPProof pf = parse_every_p_proof(path);
+  std::string arg = pf.model;
+  if (fs::path(arg).extension() == ".coll" && fs::path(arg).is_relative())
+    arg = (fs::path(path).parent_path() / arg).string();
+  Model m = parse_model_file(
+      resolve_model_path(arg, o.models_dir.empty() ? default_models_dir() : o.models_dir));
+  EveryPOutcome r = prove_every_p(m, pf, o);
+  Outcome out;
+  out.seconds = r.seconds;
+  out.answer = r.answer;
+  out.note = r.note;
+  int want = pf.expect == "proved"      ? kExitOk
+             : pf.expect == "disproved" ? kExitViolation
+                                        : kExitInconclusive;
+  out.status = r.exit == want                                             ? Status::Ok
+               : r.exit == kExitInconclusive && want != kExitInconclusive ? Status::Inconclusive
+                                                                          : Status::Contradicted;
+  return out;
+}
+
+bool is_every_p_proof(const std::string& path) {
+  std::string text = read_file_bounded(path, std::uint64_t{1} << 20, "a proof file");
+  std::istringstream is(text);
+  std::string line;
+  while (std::getline(is, line)) {
+    std::istringstream ls(line.substr(0, line.find('#')));
+    std::string k, v;
+    if ((ls >> k >> v) && k == "kind") return v == "every-p";
+  }
+  return false;
+}
+
 Outcome run_obligation(const std::string& path, const ProveCommandOptions& opts,
                        std::string& kind) {
   if (fs::path(path).extension() == ".smt2") {
     kind = "smt2";
     return run_smt2(path, std::nullopt, opts);
+  }
+  if (is_every_p_proof(path)) {
+    kind = "every-p";
+    return run_every_p_obligation(path, opts);
   }
   ProofObligation po = parse_proof_file(path);
   ProveCommandOptions o = opts;
@@ -572,6 +611,7 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
 }
 
 int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.every_p) return run_every_p_command(o, out, err);
   if (o.paths.empty()) {
     err << "collv: error: prove needs a proof file or directory (e.g. collv prove proofs/)\n";
     return kExitUsage;

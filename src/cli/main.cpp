@@ -309,6 +309,11 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "size cap per query, checked before it is built");
   prv->add_option("--models", prv_opts.models_dir, "models directory for proofs about models");
   prv->add_flag("--quiet", prv_opts.quiet, "print only the summary line");
+  prv->add_flag("--every-p", prv_opts.every_p,
+                "prove MODEL.coll for every p and count from its program, with a `kind every-p` "
+                "proof file's loop invariants (docs/smt.md, 'Every p from the model')");
+  prv->add_option("--model", prv_opts.every_p_model,
+                  "with --every-p: apply the proof file to this model file instead of its own");
   prv->footer(
       "Exit codes: 0 every obligation has its expected answer, 1 one was contradicted, 2 bad "
       "input, 3 inconclusive.\n"
@@ -318,6 +323,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       "  kind induction\n  model allreduce_star\n  expect proved\n"
       "Example:\n  collv prove proofs/ --emit-smt2 certs/\n"
       "  collv prove proofs/mutants/   # broken variants of allreduce_star, each disproved\n"
+      "  collv prove --every-p proofs/every-p/allgather_ring.proof --emit-smt2 certs/\n"
       "  bash scripts/recheck-certificates.sh certs/   # z3 alone re-checks every certificate");
 
   SynthCommandOptions syn_opts;

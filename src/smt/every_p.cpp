@@ -1,0 +1,667 @@
+// Every p from the model: the symbolic reading of the fragment and the obligations (see
+// every_p.hpp and docs/smt.md, "Every p from the model").
+#include "smt/every_p.hpp"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lang/check.hpp"
+#include "smt/every_p_terms.hpp"
+
+namespace collv {
+
+using namespace everyp;
+
+namespace {
+
+struct Refused {
+  std::string why;
+  SourceLoc loc;
+};
+
+// An integer value c * count + k (c, k SMT-LIB2 terms): slices in whole blocks of count elements
+// are recognised exactly (k folds to 0 at a block start and to -1 at a block end).
+struct Lin {
+  std::string c = "0", k = "0";
+};
+
+std::string render(const Lin& v) { return add(mul(v.c, "count"), v.k); }
+
+// A data buffer of one rank, by block: its length in blocks and the item in block `b` (a term
+// over the free name b, meaningful for 0 <= b < len).
+struct Buf {
+  std::string len, blk;
+};
+
+// A rank's state: terms over the rank's name `r` (instantiated for another rank by renaming r).
+struct State {
+  std::map<std::string, Lin> ints;
+  std::map<std::string, Buf> data;
+  std::set<std::string> dead;  // loop counters after their loop
+};
+
+struct Path {
+  std::string pc = "true";
+  State st;
+  std::string rounds = "0";
+  std::string decls;  // constants the path introduced (loop exits), with their definitions
+  int index = 0;
+};
+
+const std::string kPrelude = "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)))))\n";
+
+bool mentions(const std::string& t, const std::string& id) {
+  return rename(t, {{id, id + "_x"}}) != t;
+}
+
+std::string at_rank(const std::string& t, const std::string& rank) {
+  return rename(t, {{"r", rank}});
+}
+std::string at_block(const std::string& t, const std::string& blk) {
+  return rename(t, {{"b", blk}});
+}
+
+class Analyzer {
+ public:
+  Analyzer(const Model& m, const EveryPProof& pf, EveryPAnalysis& out)
+      : m_(m), pf_(pf), out_(out) {}
+
+  void run() {
+    const auto& h = m_.header;
+    rooted_ = collective_is_rooted(h.collective);
+    if (h.collective != Collective::Allgather)
+      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather only)",
+                                collective_name(h.collective)),
+                    h.loc};
+    if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
+    base_ = "(and (>= p 2) (< p 2147483648) (>= count 0) (< count 2147483648) (<= 0 r) (< r p)";
+    base_ += rooted_ ? " (<= 0 root) (< root p))" : " (= root 0))";
+    if (h.requires_) base_ = fmt::format("(and {} {})", base_, header_term(*h.requires_));
+    out_.assumptions = {"2 <= p < 2^31", "0 <= count < 2^31", "0 <= my_id < p"};
+    if (rooted_) out_.assumptions.push_back("0 <= root < p");
+    if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
+    Path p0;
+    p0.st.data[h.input] = Buf{"1", "(it r 0)"};
+    if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
+    std::vector<const Stmt*> todo;
+    for (const auto& s : m_.body) todo.push_back(s.get());
+    explore(todo, 0, p0);
+    out_.paths = paths_;
+  }
+
+ private:
+  const Model& m_;
+  const EveryPProof& pf_;
+  EveryPAnalysis& out_;
+  bool rooted_ = false;
+  std::string base_;
+  int paths_ = 0;
+  std::map<std::string, int> loop_seen_;                    // counter name -> loops with it so far
+  std::vector<std::pair<std::string, std::string>> nodup_;  // (variable, goal) of one round
+
+  // ---- obligations ----
+
+  void oblige(const Path& path, const std::string& name, const std::string& what,
+              const std::string& decls, const std::string& hyp, const std::string& goal,
+              const SourceLoc& loc) {
+    EveryPObligation ob;
+    ob.name = path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name;
+    ob.description = what;
+    ob.loc = loc;
+    ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
+                "(declare-const p Int)\n(declare-const count Int)\n(declare-const root Int)\n"
+                "(declare-const r Int)\n(declare-const a Bool)\n" +
+                path.decls + decls + fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
+    if (hyp != "true") ob.script += fmt::format("(assert {})\n", hyp);
+    ob.script += fmt::format("(assert (=> a (not {})))\n", goal);
+    out_.obligations.push_back(std::move(ob));
+  }
+
+  // ---- expressions ----
+
+  [[noreturn]] void refuse(const std::string& why, const SourceLoc& loc) {
+    throw Refused{why, loc};
+  }
+
+  std::string header_term(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Number:
+        return num(e.value);
+      case ExprKind::Name:
+        if (e.name == "p" || e.name == "count") return e.name;
+        if ((e.name == "root" || e.name == "source") && rooted_) return "root";
+        refuse("the name '" + e.name + "' in a header formula is not in the fragment", e.loc);
+      case ExprKind::Cond:
+        return ite(header_term(*e.args[0]), header_term(*e.args[1]), header_term(*e.args[2]));
+      case ExprKind::Unary:
+        if (e.op == Op::Neg) return sub("0", header_term(*e.args[0]));
+        if (e.op == Op::Not) return fmt::format("(not {})", header_term(*e.args[0]));
+        break;
+      case ExprKind::Binary: {
+        std::string a = header_term(*e.args[0]), b = header_term(*e.args[1]);
+        switch (e.op) {
+          case Op::Add:
+            return add(a, b);
+          case Op::Sub:
+            return sub(a, b);
+          case Op::Mul:
+            return mul(a, b);
+          case Op::Eq:
+            return op2("=", a, b);
+          case Op::Ne:
+            return fmt::format("(not (= {} {}))", a, b);
+          case Op::Lt:
+            return op2("<", a, b);
+          case Op::Le:
+            return op2("<=", a, b);
+          case Op::Gt:
+            return op2(">", a, b);
+          case Op::Ge:
+            return op2(">=", a, b);
+          case Op::And:
+            return op2("and", a, b);
+          case Op::Or:
+            return op2("or", a, b);
+          default:
+            break;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    refuse("header formula '" + expr_to_string(e) + "' is outside the fragment", expr_start(e));
+  }
+
+  std::string divisor(const Lin& d, const Expr& e) {
+    auto v = as_int(d.k);
+    if (d.c == "0" && (d.k == "p" || (v && *v > 0))) return d.k;
+    refuse("division or mod by '" + expr_to_string(e) +
+               "': only by p or a positive literal is in the fragment",
+           expr_start(e));
+  }
+
+  Lin int_expr(const Expr& e, const State& st) {
+    switch (e.kind) {
+      case ExprKind::Number:
+        return Lin{"0", num(e.value)};
+      case ExprKind::Name: {
+        if (e.name == "my_id") return Lin{"0", "r"};
+        if (e.name == "p") return Lin{"0", "p"};
+        if (e.name == "count") return Lin{"1", "0"};
+        if (e.name == "root" || e.name == "source") return Lin{"0", rooted_ ? "root" : "0"};
+        if (st.dead.count(e.name))
+          refuse("the loop counter '" + e.name + "' is read after its loop", e.loc);
+        auto f = st.ints.find(e.name);
+        if (f != st.ints.end()) return f->second;
+        refuse("'" + e.name +
+                   "' is not an integer variable with a value here (or a name outside "
+                   "the fragment)",
+               e.loc);
+      }
+      case ExprKind::Cond: {
+        std::string c = bool_expr(*e.args[0], st);
+        Lin a = int_expr(*e.args[1], st), b = int_expr(*e.args[2], st);
+        return Lin{ite(c, a.c, b.c), ite(c, a.k, b.k)};
+      }
+      case ExprKind::Unary:
+        if (e.op == Op::Neg) {
+          Lin a = int_expr(*e.args[0], st);
+          return Lin{sub("0", a.c), sub("0", a.k)};
+        }
+        break;
+      case ExprKind::Call:
+        if ((e.name == "min" || e.name == "max") && e.args.size() == 2) {
+          Lin a = int_expr(*e.args[0], st), b = int_expr(*e.args[1], st);
+          std::string c = op2(e.name == "min" ? "<=" : ">=", render(a), render(b));
+          return Lin{ite(c, a.c, b.c), ite(c, a.k, b.k)};
+        }
+        break;
+      case ExprKind::Binary: {
+        Lin a = int_expr(*e.args[0], st), b = int_expr(*e.args[1], st);
+        switch (e.op) {
+          case Op::Add:
+            return Lin{add(a.c, b.c), add(a.k, b.k)};
+          case Op::Sub:
+            return Lin{sub(a.c, b.c), sub(a.k, b.k)};
+          case Op::Mul:
+            if (a.c == "0") return Lin{mul(a.k, b.c), mul(a.k, b.k)};
+            if (b.c == "0") return Lin{mul(a.c, b.k), mul(a.k, b.k)};
+            refuse("a product of two count-dependent values is outside the fragment", e.loc);
+          case Op::IntDiv:
+          case Op::Div:
+          case Op::Mod: {
+            std::string d = divisor(b, *e.args[1]);
+            if (a.c != "0")
+              refuse("div/mod of a count-dependent value is outside the fragment", e.loc);
+            return Lin{"0", op2(e.op == Op::Mod ? "mod" : "div", a.k, d)};
+          }
+          default:
+            break;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    refuse("the expression '" + expr_to_string(e) + "' is outside the fragment", expr_start(e));
+  }
+
+  std::string bool_expr(const Expr& e, const State& st) {
+    if (e.kind == ExprKind::Unary && e.op == Op::Not)
+      return fmt::format("(not {})", bool_expr(*e.args[0], st));
+    if (e.kind == ExprKind::Binary) {
+      if (e.op == Op::And || e.op == Op::Or)
+        return op2(e.op == Op::And ? "and" : "or", bool_expr(*e.args[0], st),
+                   bool_expr(*e.args[1], st));
+      static const std::map<Op, const char*> cmp = {{Op::Eq, "="},  {Op::Lt, "<"},
+                                                    {Op::Le, "<="}, {Op::Gt, ">"},
+                                                    {Op::Ge, ">="}, {Op::Ne, "distinct"}};
+      auto f = cmp.find(e.op);
+      if (f != cmp.end())
+        return op2(f->second, render(int_expr(*e.args[0], st)), render(int_expr(*e.args[1], st)));
+    }
+    refuse("the condition '" + expr_to_string(e) + "' is outside the fragment", expr_start(e));
+  }
+
+  // A slice's block range [A, B] (inclusive): v[A * count .. (B + 1) * count - 1].
+  std::pair<std::string, std::string> blocks(const Expr& lo, const Expr& hi, const State& st,
+                                             const SourceLoc& loc) {
+    Lin a = int_expr(lo, st), b = int_expr(hi, st);
+    auto ak = as_int(a.k), bk = as_int(b.k);
+    if (!ak || *ak != 0 || !bk || *bk != -1)
+      refuse(
+          "the slice is not in whole blocks of count elements (A * count .. B * count - 1): "
+          "outside the fragment",
+          loc);
+    return {a.c, sub(b.c, "1")};
+  }
+
+  const Buf& data_var(const std::string& name, const State& st, const SourceLoc& loc) {
+    auto f = st.data.find(name);
+    if (f == st.data.end()) refuse("'" + name + "' is not a data variable with a value here", loc);
+    return f->second;
+  }
+
+  // A data expression's value; `reads` collects (goal, what) for every slice read (in bounds).
+  Buf data_expr(const Expr& e, const State& st,
+                std::vector<std::pair<std::string, std::string>>* reads) {
+    if (e.kind == ExprKind::EmptyBuf) return Buf{"0", "none"};
+    if (e.kind == ExprKind::Name) return data_var(e.name, st, e.loc);
+    if (e.kind == ExprKind::Slice && e.args[0]->kind == ExprKind::Name) {
+      const Buf& v = data_var(e.args[0]->name, st, e.loc);
+      auto [A, B] = blocks(*e.args[1], *e.args[2], st, e.loc);
+      reads->emplace_back(fmt::format("(and (>= {} 0) (<= {} (+ {} 1)) (=> (<= {} {}) (< {} {})))",
+                                      A, A, B, A, B, B, v.len),
+                          fmt::format("the slice of {} at {} lies inside the buffer",
+                                      e.args[0]->name, e.loc.str()));
+      return Buf{add(sub(B, A), "1"), at_block(v.blk, add(A, "b"))};
+    }
+    refuse("the data expression '" + expr_to_string(e) +
+               "' is outside the fragment (whole buffers and block slices only)",
+           expr_start(e));
+  }
+
+  // Writes `val` into target (a whole variable or a block slice). Returns the length goal (the
+  // value fills the slice exactly) or "true".
+  std::string write(const Expr& target, const Buf& val, State& st) {
+    if (target.kind == ExprKind::Name) {
+      st.data[target.name] = val;
+      return "true";
+    }
+    if (target.kind == ExprKind::Slice && target.args[0]->kind == ExprKind::Name) {
+      const std::string& name = target.args[0]->name;
+      Buf old = st.data.count(name) ? st.data[name] : Buf{"0", "none"};
+      auto [A, B] = blocks(*target.args[1], *target.args[2], st, target.loc);
+      Buf nb;
+      // Writing past the end extends the buffer with identity items; an empty write changes
+      // nothing (docs/language.md, "Statements").
+      nb.len =
+          ite(op2("<=", A, B), ite(op2(">", add(B, "1"), old.len), add(B, "1"), old.len), old.len);
+      nb.blk = fmt::format("(ite (and (<= {} b) (<= b {})) {} (ite (< b {}) {} none))", A, B,
+                           at_block(val.blk, sub("b", A)), old.len, old.blk);
+      st.data[name] = nb;
+      return fmt::format("(and (>= {} 0) (= {} (+ (- {} {}) 1)))", A, val.len, B, A);
+    }
+    refuse("the target '" + expr_to_string(target) + "' is outside the fragment", target.loc);
+  }
+
+  // ---- statements ----
+
+  void explore(std::vector<const Stmt*> todo, std::size_t at, Path path) {
+    while (at < todo.size()) {
+      const Stmt& s = *todo[at];
+      switch (s.kind) {
+        case StmtKind::Assign:
+          straight(s, path);
+          ++at;
+          continue;
+        case StmtKind::If: {
+          std::string c = bool_expr(*s.cond, path.st);
+          if (mentions(c, "r"))
+            refuse(
+                "an `if` whose condition depends on my_id, around communication or data, is "
+                "outside the fragment",
+                s.loc);
+          if (++paths_ > 64) refuse("more than 64 paths", s.loc);
+          std::vector<const Stmt*> t2(todo.begin(), todo.begin() + static_cast<long>(at));
+          std::vector<const Stmt*> e2 = t2;
+          for (const auto& x : s.body) t2.push_back(x.get());
+          for (const auto& x : s.else_body) e2.push_back(x.get());
+          std::size_t then_at = t2.size() - s.body.size(), else_at = e2.size() - s.else_body.size();
+          for (std::size_t k = at + 1; k < todo.size(); ++k) {
+            t2.push_back(todo[k]);
+            e2.push_back(todo[k]);
+          }
+          Path pt = path, pe = path;
+          pt.pc = fmt::format("(and {} {})", path.pc, c);
+          pe.pc = fmt::format("(and {} (not {}))", path.pc, c);
+          pe.index = paths_;
+          explore(t2, then_at, pt);
+          explore(e2, else_at, pe);
+          return;
+        }
+        case StmtKind::For:
+          loop(s, path);
+          ++at;
+          continue;
+        default:
+          refuse(
+              "this statement is outside the fragment (assignments, `if` on conditions free of "
+              "my_id, and `for` loops of send-receive rounds)",
+              s.loc);
+      }
+    }
+    finish(path);
+  }
+
+  void straight(const Stmt& s, Path& path) {
+    if (s.kind != StmtKind::Assign) refuse("outside the fragment here", s.loc);
+    bool data = s.value->type == Type::Data || (s.target->kind != ExprKind::Name) ||
+                s.value->kind == ExprKind::EmptyBuf;
+    if (!data) {
+      path.st.ints[s.target->name] = int_expr(*s.value, path.st);
+      path.st.dead.erase(s.target->name);
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> reads;
+    Buf v = data_expr(*s.value, path.st, &reads);
+    std::string fits = write(*s.target, v, path.st);
+    for (const auto& [g, what] : reads)
+      oblige(path, fmt::format("read-line-{}", s.loc.line), what, "", "(> count 0)", g, s.loc);
+    if (fits != "true")
+      oblige(path, fmt::format("assign-length-line-{}", s.loc.line),
+             "the assigned value fills the slice exactly", "", "(> count 0)", fits, s.loc);
+  }
+
+  const EveryPInvariant* invariant(const std::string& loop, const std::string& var,
+                                   const std::string& part) {
+    for (const auto& i : pf_.invariants)
+      if (i.loop == loop && i.var == var && i.part == part) return &i;
+    return nullptr;
+  }
+
+  std::string inv_term(const EveryPInvariant& inv, const std::string& counter,
+                       const std::string& iter) {
+    std::set<std::string> vars = {"r", "p", "count", "root", counter};
+    if (inv.part == "block") vars.insert("b");
+    std::string why = check_user_term(inv.term, vars);
+    if (!why.empty())
+      throw Refused{fmt::format("{}:{}: invariant term: {}", pf_.path, inv.line, why),
+                    SourceLoc{pf_.path, inv.line, 1}};
+    return rename(inv.term, {{counter, iter}});
+  }
+
+  static void assigned(const std::vector<StmtPtr>& body, std::set<std::string>& out) {
+    for (const auto& s : body) {
+      if (s->kind == StmtKind::Assign || s->kind == StmtKind::Receive)
+        out.insert(s->target->kind == ExprKind::Name ? s->target->name : s->target->args[0]->name);
+      assigned(s->body, out);
+      assigned(s->else_body, out);
+    }
+  }
+
+  void loop(const Stmt& s, Path& path);
+  void finish(const Path& path);
+};
+
+void Analyzer::loop(const Stmt& s, Path& path) {
+  int nth = ++loop_seen_[s.var];
+  std::string lname = nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth);
+  ++out_.loops;
+  if (s.var == "r" || s.var == "b" || s.var == "p")
+    refuse("a loop counter named r, b or p clashes with the invariant language's names", s.loc);
+  Lin lo = int_expr(*s.value, path.st), hi = int_expr(*s.limit, path.st);
+  if (s.downto) refuse("a `downto` loop is outside the fragment", s.loc);
+  std::string lot = render(lo), hit = render(hi);
+  if (mentions(lot, "r") || mentions(hit, "r"))
+    refuse(
+        "the loop's trip count depends on my_id: outside the fragment (every rank must run "
+        "the same rounds)",
+        s.loc);
+  std::string iter = fmt::format("i_L{}", out_.loops);
+  std::string loop_where = fmt::format("loop {} ({})", lname, s.loc.str());
+  // The body: assignments, then one send, assignments, one receive, assignments.
+  const Stmt* snd = nullptr;
+  const Stmt* rcv = nullptr;
+  for (const auto& b : s.body) {
+    if (b->kind == StmtKind::Send) {
+      if (snd || rcv)
+        refuse("one send, then one receive, per iteration: outside the fragment", b->loc);
+      if (b->along_link) refuse("`along link` is outside the fragment", b->loc);
+      snd = b.get();
+    } else if (b->kind == StmtKind::Receive) {
+      if (!snd || rcv)
+        refuse("one send, then one receive, per iteration: outside the fragment", b->loc);
+      if (b->along_link) refuse("`along link` is outside the fragment", b->loc);
+      rcv = b.get();
+    } else if (b->kind != StmtKind::Assign) {
+      refuse("inside a round loop only assignments, one send and one receive are in the fragment",
+             b->loc);
+    }
+  }
+  if (!snd || !rcv)
+    refuse("a loop without one send and one receive is outside the fragment", s.loc);
+
+  // The head of iteration `iter`: the proof's closed forms for what the loop assigns.
+  std::set<std::string> vars;
+  assigned(s.body, vars);
+  if (vars.count(s.var))
+    refuse("the loop assigns its own counter '" + s.var + "': outside the fragment", s.loc);
+  State head = path.st;
+  head.ints[s.var] = Lin{"0", iter};
+  head.dead.erase(s.var);
+  std::map<std::string, std::pair<const EveryPInvariant*, const EveryPInvariant*>> dinv;
+  for (const auto& v : vars) {
+    bool is_data = false;
+    for (std::size_t k = 0; k < m_.var_names.size(); ++k)
+      if (m_.var_names[k] == v) is_data = m_.var_types[k] == Type::Data;
+    if (!is_data) {
+      const EveryPInvariant* inv = invariant(lname, v, "value");
+      if (!inv)
+        refuse(fmt::format("{} assigns '{}': the proof gives no 'invariant {} {} TERM'", loop_where,
+                           v, lname, v),
+               s.loc);
+      head.ints[v] = Lin{"0", inv_term(*inv, s.var, iter)};
+    } else {
+      const EveryPInvariant* li = invariant(lname, v, "length");
+      const EveryPInvariant* bi = invariant(lname, v, "block");
+      if (!li || !bi)
+        refuse(fmt::format("{} assigns the data variable '{}': the proof needs 'invariant {} {} "
+                           "length TERM' and 'invariant {} {} block TERM'",
+                           loop_where, v, lname, v, lname, v),
+               s.loc);
+      head.data[v] = Buf{inv_term(*li, s.var, iter), inv_term(*bi, s.var, iter)};
+      dinv[v] = {li, bi};
+    }
+  }
+  auto head_at = [&](const std::string& t) {  // the closed forms at iteration t
+    State h = head;
+    for (auto& [v, l] : h.ints)
+      if (vars.count(v)) l.k = rename(l.k, {{iter, t}});
+    for (auto& [v, b] : h.data)
+      if (vars.count(v)) b = Buf{rename(b.len, {{iter, t}}), rename(b.blk, {{iter, t}})};
+    return h;
+  };
+
+  // Initiation: the state before the loop is the closed forms at the first iteration.
+  State first = head_at(lot);
+  for (const auto& v : vars) {
+    std::string goal;
+    if (first.ints.count(v)) {
+      if (!path.st.ints.count(v))
+        refuse(fmt::format("'{}' has no value before {}", v, loop_where), s.loc);
+      goal = op2("=", render(path.st.ints.at(v)), first.ints.at(v).k);
+      oblige(
+          path, fmt::format("initiation-{}-loop-{}", v, lname),
+          fmt::format("before {}, {} equals its invariant at the first iteration", loop_where, v),
+          "", "true", goal, s.loc);
+    } else {
+      Buf before = path.st.data.count(v) ? path.st.data.at(v) : Buf{"0", "none"};
+      const Buf& want = first.data.at(v);
+      goal = fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", before.len,
+                         want.len, before.len, before.blk, want.blk);
+      oblige(path, fmt::format("initiation-{}-loop-{}", v, lname),
+             fmt::format("before {}, {} (length and every block) equals its invariant at the "
+                         "first iteration",
+                         loop_where, v),
+             "(declare-const b Int)\n", "(> count 0)", goal, s.loc);
+    }
+  }
+
+  // One iteration of rank `rank` from the head, up to (not including) statement `stop`.
+  std::vector<std::pair<std::string, std::string>> reads;
+  std::vector<std::pair<std::string, SourceLoc>> fits;
+  State st = head;
+  std::string dst, src, msg_len, msg_blk;
+  for (const auto& b : s.body) {
+    if (b.get() == snd) {
+      dst = render(int_expr(*b->peer, st));
+      Buf m = data_expr(*b->value, st, &reads);
+      msg_len = m.len;
+      msg_blk = m.blk;
+    } else if (b.get() == rcv) {
+      src = render(int_expr(*b->peer, st));
+      // The message r receives: what its source sent, computed from the source's own state.
+      Buf incoming{at_rank(msg_len, "src_r"), at_rank(msg_blk, "src_r")};
+      // NODUP: no received item is one r already holds (in any of its data variables).
+      if (m_.header.nodup) {
+        for (const auto& [name, buf] : st.data) {
+          std::string g = fmt::format(
+              "(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) (= {} {})))",
+              incoming.len, at_block(incoming.blk, "t"), buf.len, buf.blk,
+              at_block(incoming.blk, "t"));
+          nodup_.emplace_back(name, g);
+        }
+      }
+      std::string f = write(*b->target, incoming, st);
+      if (f != "true") fits.emplace_back(f, b->loc);
+    } else if (b->kind == StmtKind::Assign) {
+      if (b->value->type == Type::Data || b->target->kind != ExprKind::Name ||
+          b->value->kind == ExprKind::EmptyBuf) {
+        Buf v = data_expr(*b->value, st, &reads);
+        std::string f = write(*b->target, v, st);
+        if (f != "true") fits.emplace_back(f, b->loc);
+      } else {
+        st.ints[b->target->name] = int_expr(*b->value, st);
+      }
+    }
+  }
+  // Hypotheses of one round: the iteration in range, the closed forms for every rank (by
+  // using them as the state of r and of its peers), src_r and dst_r r's peers.
+  std::string decls = fmt::format(
+      "(declare-const {} Int)\n(declare-const src_r Int)\n(declare-const dst_r Int)\n"
+      "(declare-const b Int)\n(declare-const t Int)\n",
+      iter);
+  std::string hyp = fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}) (= dst_r {}))", lot, iter,
+                                iter, hit, src, dst);
+  std::string hypc = fmt::format("(and {} (> count 0))", hyp);
+  oblige(path, fmt::format("match-loop-{}", lname),
+         fmt::format("in every round of {}, r's destination and source are ranks, the "
+                     "destination receives from r and the source sends to r",
+                     loop_where),
+         decls, hyp,
+         fmt::format("(and (<= 0 dst_r) (< dst_r p) (<= 0 src_r) (< src_r p) (= {} r) (= {} r))",
+                     at_rank(dst, "src_r"), at_rank(src, "dst_r")),
+         snd->loc);
+  for (const auto& [g, what] : reads)
+    oblige(path, fmt::format("read-loop-{}", lname), what, decls, hypc, g, s.loc);
+  for (const auto& [g, loc] : fits)
+    oblige(path, fmt::format("fill-line-{}", loc.line),
+           "the message (or value) fills its slice exactly", decls, hypc, g, loc);
+  for (const auto& [name, g] : nodup_)
+    oblige(path, fmt::format("nodup-{}-loop-{}", name, lname),
+           fmt::format("in {}, no item r receives is one r already holds in {}", loop_where, name),
+           decls, hypc, g, rcv->loc);
+  nodup_.clear();
+  // Consecution: after the body, the closed forms hold at the next iteration.
+  State next = head_at(add(iter, "1"));
+  for (const auto& v : vars) {
+    std::string goal;
+    if (next.ints.count(v)) {
+      goal = op2("=", render(st.ints.at(v)), next.ints.at(v).k);
+      oblige(path, fmt::format("consecution-{}-loop-{}", v, lname),
+             fmt::format("{}: if the invariants hold for every rank at iteration i, {} holds for "
+                         "r at i + 1",
+                         loop_where, v),
+             decls, hyp, goal, s.loc);
+    } else {
+      const Buf& got = st.data.at(v);
+      const Buf& want = next.data.at(v);
+      goal = fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", got.len,
+                         want.len, got.len, got.blk, want.blk);
+      oblige(path, fmt::format("consecution-{}-loop-{}", v, lname),
+             fmt::format("{}: if the invariants hold for every rank at iteration i, {} (length "
+                         "and every block) holds for r at i + 1",
+                         loop_where, v),
+             decls, hypc, goal, s.loc);
+    }
+  }
+  // After the loop: the closed forms at the exit index; the rounds add the trip count.
+  std::string exit = fmt::format("x_L{}", out_.loops);
+  path.decls +=
+      fmt::format("(declare-const {} Int)\n(assert (= {} (ite (>= (+ {} 1) {}) (+ {} 1) {})))\n",
+                  exit, exit, hit, lot, hit, lot);
+  State after = head_at(exit);
+  after.ints.erase(s.var);
+  after.dead.insert(s.var);
+  path.st = after;
+  path.rounds = add(path.rounds, fmt::format("(- {} {})", exit, lot));
+}
+
+void Analyzer::finish(const Path& path) {
+  const auto& h = m_.header;
+  const Buf& out = data_var(h.output, path.st, h.loc);
+  // allgather in MPI's layout: p blocks, block b = rank b's input.
+  oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
+         "", "(> count 0)", op2("=", out.len, "p"), h.loc);
+  oblige(path, "postcondition-blocks", "block b of the output is rank b's input (MPI's layout)",
+         "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
+         op2("=", out.blk, "(it b 0)"), h.loc);
+  if (h.steps) {
+    std::string claim = header_term(*h.steps);
+    oblige(path, "steps",
+           h.steps_at_most ? "the rounds are at most the `steps` claim"
+                           : "the rounds (the loops' trip counts summed) equal the `steps` claim",
+           "", "true", op2(h.steps_at_most ? "<=" : "=", path.rounds, claim), h.loc);
+  }
+}
+
+}  // namespace
+
+EveryPAnalysis analyze_every_p(const Model& m, const EveryPProof& proof) {
+  EveryPAnalysis out;
+  try {
+    Analyzer a(m, proof, out);
+    a.run();
+  } catch (const Refused& r) {
+    out.refusal = r.why;
+    out.refusal_loc = r.loc;
+    out.obligations.clear();
+  }
+  return out;
+}
+
+}  // namespace collv
