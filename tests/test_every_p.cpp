@@ -59,8 +59,8 @@ TEST_CASE(
   for (const auto& l : r.lines) all += l + "\n";
   for (const char* n :
        {"initiation-result-loop-i", "consecution-result-loop-i", "consecution-j-loop-i",
-        "consecution-jnext-loop-i", "match-loop-i", "nodup-result-loop-i", "postcondition-blocks",
-        "postcondition-length", "steps"})
+        "consecution-jnext-loop-i", "match-line-24", "send-dst-loop-i", "nodup-result-line-24",
+        "fill-line-24", "postcondition-blocks", "postcondition-length", "sends-received", "steps"})
     CHECK(all.find(std::string(n) + " ") != std::string::npos);
   // Every certificate is unsat for a fresh Z3 that reads only the file, and is built from the
   // program's terms (the round's source rank and the received slice), not from the invariant alone.
@@ -79,6 +79,30 @@ TEST_CASE(
   }
   CHECK(files == static_cast<int>(r.obligations));
   fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "every-p: NCCL's ring allgather (send first, receive-forward loop, last receive after "
+    "it) is proved; its mutant past p = 100 is disproved at p = 101",
+    "[every-p]") {
+  EveryPOutcome r = prove(kRoot + "/models/nccl/allgather_ring_nccl.coll",
+                          kProofs + "/allgather_ring_nccl.proof");
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  // The loop's receive is matched by the send before the loop or by the previous iteration's,
+  // the last receive by the loop's last send; the loop's `r` is local (no initiation).
+  for (const char* n : {"match-line-25 ", "match-line-29 ", "consecution-result-loop-j ",
+                        "nodup-result-line-29 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  CHECK(all.find("initiation-r-") == std::string::npos);
+  r = prove(kProofs + "/mutants/allgather_ring_nccl_p100.coll",
+            kProofs + "/allgather_ring_nccl.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-length");
+  CHECK(r.p == 101);
 }
 
 TEST_CASE("every-p: a ring wrong only past p = 64 is disproved by consecution, at p = 65",
