@@ -46,8 +46,18 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& c : kCollectives) l += (l.empty() ? "" : ", ") + c;
     throw UsageError("--collective must be one of " + l);
   }
-  if (o.op != "commutative" && o.op != "noncommutative" && o.op != "builtin")
-    throw UsageError("--op must be commutative, noncommutative or builtin");
+  if (o.op != "commutative" && o.op != "noncommutative" && o.op != "builtin" && o.op != "matrix")
+    throw UsageError("--op must be commutative, noncommutative, builtin or matrix");
+  if (o.op == "matrix") {
+    const std::string& k = o.collective;
+    if (k != "allreduce" && k != "reduce" && k != "scan" && k != "exscan" &&
+        k != "reduce_scatter" && k != "reduce_scatter_block")
+      throw UsageError("--op matrix applies to the reductions only");
+    if (o.algorithm == "harness-ring" || !o.model.empty())
+      throw UsageError(
+          "--op matrix judges the values of a library's reduction (a product of matrices), with "
+          "no --model and no harness-ring");
+  }
   if (o.op == "builtin") {
     const std::string& k = o.collective;
     if (k != "allreduce" && k != "reduce" && k != "scan" && k != "exscan" &&
@@ -172,6 +182,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     std::vector<int> roots;
     if (!rooted(o.collective)) {
       roots.push_back(0);
+    } else if (o.root == "sample") {  // the first, a middle and the last rank
+      for (int r : {0, static_cast<int>(p / 2), static_cast<int>(p - 1)})
+        if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
     } else if (o.root == "all") {
       for (int r = 0; r < p; ++r) roots.push_back(r);
     } else if (o.root == "last") {
@@ -181,9 +194,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       try {
         r = std::stoi(o.root);
       } catch (const std::exception&) {
-        throw UsageError("--root must be a rank, last or all");
+        throw UsageError("--root must be a rank, last, sample or all");
       }
-      if (r < 0) throw UsageError("--root must be a rank, last or all");
+      if (r < 0) throw UsageError("--root must be a rank, last, sample or all");
       if (r >= p) {
         ++rep.groups[0].skipped_runs;
         continue;
@@ -234,6 +247,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             std::to_string(root),
             o.op == "commutative" ? "c"
             : o.op == "builtin"   ? "b"
+            : o.op == "matrix"    ? "m"
                                   : "n",
             o.in_place ? "1" : "0",
             o.inject};
@@ -246,10 +260,25 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         for (const auto& [k, v] : launch_env) launch += k + "=" + shell_quote(v) + " ";
         for (const auto& a : argv) launch += shell_quote(a) + " ";
         bool keep = false;
+        // The launcher's own failure: it exited non-zero (or could not be started) and no rank
+        // of any count wrote a file. Not the library's failure: an error (exit 2), with the
+        // launcher's exit code and the first lines of its output.
+        bool any_rank_file = false;
+        for (std::int64_t n = lo; n <= hi && !any_rank_file; ++n)
+          for (int r = 0; r < p && !any_rank_file; ++r)
+            any_rank_file =
+                fs::exists(dir / fmt::format("c{}", n) / fmt::format("rank{}.jsonl", r), ec);
+        const std::string launcher_says = head_lines(pr.err + pr.out, 12, 1200);
+        const bool launcher_failed = pr.status != 0 && pr.status != -1 && !any_rank_file;
         for (std::int64_t count = lo; count <= hi; ++count) {
-          MpiCase c{kind, static_cast<int>(p),      static_cast<int>(count),
-                    root, o.op != "noncommutative", o.in_place};
+          MpiCase c{kind,
+                    static_cast<int>(p),
+                    static_cast<int>(count),
+                    root,
+                    o.op == "commutative" || o.op == "builtin",
+                    o.in_place};
           c.builtin = o.op == "builtin";
+          c.matrix = o.op == "matrix";
           fs::path cdir = dir / fmt::format("c{}", count);
           VerifyRun vr;
           vr.model = rep.groups[0].model;
@@ -286,7 +315,30 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             ++rep.groups[0].skipped_runs;
             continue;
           }
-          vr.checks = judge_mpi_run(c, cdir.string());
+          if (launcher_failed) {
+            vr.status = "error";
+            vr.error =
+                fmt::format("the launcher {} exited with {} before any rank wrote: {}", run,
+                            pr.status, launcher_says.empty() ? "(no output)" : launcher_says);
+            keep = true;
+            repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + dir.string() +
+                            ")");
+            rep.runs.push_back(std::move(vr));
+            rep.runs.back().group = 0;
+            continue;
+          }
+          try {
+            vr.checks = judge_mpi_run(c, cdir.string());
+          } catch (const UsageError& e) {  // a line not in the harness's format: the run's error
+            vr.status = "error";
+            vr.error = e.what();
+            keep = true;
+            repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + cdir.string() +
+                            ")");
+            rep.runs.push_back(std::move(vr));
+            rep.runs.back().group = 0;
+            continue;
+          }
           if (!model_file.empty()) {
             CheckResult conf, msgs;
             conf.name = "conformance";
@@ -332,8 +384,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                       lib->bytes[a][b] -= baseline->bytes[a][b];
                     }
                 }
+                // The harness calls the collective kHarnessCalls times per count, in one launch.
+                PeerMessages per_launch = mr->messages;
+                for (auto* m : {&per_launch.msgs, &per_launch.bytes})
+                  for (auto& row : *m)
+                    for (auto& v : row) v *= kHarnessCalls;
                 if (lib && why.empty())
-                  msgs = compare_messages(*lib, mr->messages);
+                  msgs = compare_messages(*lib, per_launch);
                 else
                   msgs.note = "not checked: " + why;
               }
@@ -349,14 +406,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           if (pr.status == -1) {
             rt.verdict = Verdict::Unknown;
             rt.note = fmt::format("the launch did not finish in {} s (--timeout per count)", limit);
-          } else if (pr.status != 0 && rt.verdict == Verdict::Pass) {
+          } else if (pr.status != 0) {
+            // The library's abort (a rank died, an assertion): what the launcher printed, first.
             Counterexample cx;
             cx.invariant = "runtime";
-            cx.message =
-                fmt::format("the launcher exited with {}: {}", pr.status, tail(pr.err, 600));
+            cx.message = fmt::format("the launcher exited with {}: {}", pr.status,
+                                     launcher_says.empty() ? "(no output)" : launcher_says);
             rt.verdict = Verdict::Fail;
-            rt.violations.push_back(cx);
-            rt.violation_count = 1;
+            rt.violations.insert(rt.violations.begin(), cx);
+            ++rt.violation_count;
           }
           bool fail = false, unknown = false;
           for (const auto& ch : vr.checks) {
@@ -381,8 +439,29 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
   fs::remove(runs_dir, ec);  // only when empty: failing runs' output is kept
 
+  // A run at count 0 runs no algorithm (the libraries return before choosing one): when no run
+  // at count > 0 was judged, the named algorithm never ran, and its passing count-0 runs are
+  // listed as skipped, not passed (a failing one stays a failure).
+  const bool ran = std::any_of(rep.runs.begin(), rep.runs.end(), [](const VerifyRun& r) {
+    return r.count > 0 && r.status != "error";
+  });
+  std::size_t count0 = 0;
+  if (!ran) {
+    std::vector<VerifyRun> kept;
+    for (auto& r : rep.runs) {
+      if (r.count == 0 && r.status == "pass") {
+        ++count0;
+        ++rep.skipped_runs;
+        ++rep.groups[0].skipped_runs;
+      } else {
+        kept.push_back(std::move(r));
+      }
+    }
+    rep.runs = std::move(kept);
+  }
+  const bool never_ran = rep.runs.empty() && (!refused.empty() || count0 > 0);
   Tally t = rep.tally();
-  if (o.all_fell_back) *o.all_fell_back = rep.runs.empty() && !refused.empty();
+  if (o.all_fell_back) *o.all_fell_back = never_ran;
   if (o.compared_runs) {
     *o.compared_runs = 0;
     for (const auto& r : rep.runs)
@@ -393,13 +472,18 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           break;
         }
   }
+  const std::string never_ran_why = fmt::format(
+      "the named algorithm never ran: {} run{} where the library fell back to its own choice, {} "
+      "at count 0 (no algorithm runs on no data)",
+      refused.size(), refused.size() == 1 ? "" : "s", count0);
   if (rep.runs.empty())
-    rep.groups[0].no_run = refused.empty() ? "no process count and root to run"
-                                           : "the library fell back to its own choice in every run";
-  rep.exit_code = t.failed > 0                       ? kExitViolation
-                  : t.errors > 0 || rep.runs.empty() ? kExitUsage
-                  : t.inconclusive > 0               ? kExitInconclusive
-                                                     : kExitOk;
+    rep.groups[0].no_run = never_ran ? never_ran_why : "no process count and root to run";
+  rep.exit_code = t.failed > 0         ? kExitViolation
+                  : t.errors > 0       ? kExitUsage
+                  : never_ran          ? kExitInconclusive
+                  : rep.runs.empty()   ? kExitUsage
+                  : t.inconclusive > 0 ? kExitInconclusive
+                                       : kExitOk;
 
   auto write = [](const std::string& path, const std::string& text) {
     if (path == "-") {
@@ -442,7 +526,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < repro.size() && i < 8; ++i) out << "  " << repro[i] << "\n";
     }
   }
-  if (rep.runs.empty()) err << "collv: error: no run was made, so nothing was verified (exit 2)\n";
+  if (never_ran)
+    err << "collv: " << never_ran_why << "; nothing of it was verified (exit 3)\n";
+  else if (rep.runs.empty())
+    err << "collv: error: no run was made, so nothing was verified (exit 2)\n";
   return rep.exit_code;
 }
 

@@ -84,7 +84,7 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     } catch (const UsageError& e) {
       err << "collv: error: " << r.options.model << ": " << e.what() << "\n";
     }
-    fell_back = fell_back && rc == kExitUsage;
+    fell_back = fell_back && rc == kExitInconclusive;
     // A pass where nothing was compared with the model (a broadcast under MPICH: no combination,
     // no message counts) says the library's results are right, not that it follows the model.
     const bool uncompared = rc == kExitOk && compared == 0;
@@ -93,8 +93,8 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         uncompared                ? "no compare  "
         : rc == kExitOk           ? "pass        "
         : rc == kExitViolation    ? "FAIL        "
-        : rc == kExitInconclusive ? "inconclusive"
         : fell_back               ? "not judged  "
+        : rc == kExitInconclusive ? "inconclusive"
                                   : "error       ",
         r.options.model +
             (fell_back    ? " (the library fell back to its own choice in every run: see its note)"

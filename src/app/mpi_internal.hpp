@@ -22,6 +22,7 @@ inline constexpr std::uintmax_t kMaxRankFile = std::uintmax_t{512} << 20;
 struct Elem {
   std::int64_t idx = -1;
   std::uint64_t mask = 0;
+  std::int64_t tag = 0;  // the harness's call number, plus 2^30 when out of rank order
   bool operator==(const Elem&) const = default;
 };
 std::string ranks_text(std::uint64_t m);
@@ -37,6 +38,8 @@ bool interval(std::uint64_t m);
 std::string find_program(const std::string& name);
 std::string slurp(const std::filesystem::path& p, std::size_t max = std::size_t{1} << 24);
 std::string tail(const std::string& s, std::size_t n = 1500);
+// The first `lines` lines of s, at most max_chars, control characters shown as '?'.
+std::string head_lines(const std::string& s, std::size_t lines, std::size_t max_chars);
 struct ProcResult {
   int status = -1;  // exit code; -1 = timed out; 128+N = killed by signal N
   std::string out, err;

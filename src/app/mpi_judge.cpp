@@ -2,6 +2,8 @@
 // regions MPI defines, the checks on every combination and result, the library's combinations.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+#include <array>
 #include <bit>
 #include <filesystem>
 #include <fstream>
@@ -125,173 +127,392 @@ struct Judge {
   }
 };
 
-std::vector<Elem> read_elems(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_array()) throw UsageError(where + ": expected an array of [idx, mask]");
+// A tag of the harness (mpi/harness.c): the call's number, plus kOutOfOrder when a combination
+// out of rank order went into the element.
+constexpr std::int64_t kOutOfOrder = std::int64_t{1} << 30;
+
+// A harness line that is not in its format: an error naming the file and line.
+[[noreturn]] void bad_line(const std::string& where, const std::string& what) {
+  throw UsageError(where + ": not the harness's output (" + what + ")");
+}
+
+std::int64_t int_field(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer())
+    bad_line(where, fmt::format("\"{}\" must be an integer", key));
+  return it->get<std::int64_t>();
+}
+
+// [[idx, mask, tag], ...] (tag may be left out: untagged, of the call being read).
+std::vector<Elem> read_elems(const nlohmann::json& j, const std::string& where,
+                             std::int64_t call = 0) {
+  if (!j.is_array()) bad_line(where, "expected an array of [idx, mask, tag]");
   std::vector<Elem> v;
   v.reserve(j.size());
   for (const auto& x : j) {
-    if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() ||
-        (!x[1].is_number_unsigned() && !x[1].is_number_integer()))
-      throw UsageError(where + ": expected [idx, mask]");
-    v.push_back({x[0].get<std::int64_t>(), x[1].get<std::uint64_t>()});
+    if (!x.is_array() || x.size() < 2 || x.size() > 3 || !x[0].is_number_integer() ||
+        !x[1].is_number_unsigned() || (x.size() == 3 && !x[2].is_number_integer()))
+      bad_line(where, "expected [idx, mask, tag] with integers, mask unsigned");
+    Elem e{x[0].get<std::int64_t>(), x[1].get<std::uint64_t>()};
+    e.tag = x.size() == 3 ? x[2].get<std::int64_t>() : call;
+    v.push_back(e);
   }
   return v;
 }
 
+bool adjacent(std::uint64_t a, std::uint64_t b) {
+  return interval(a) && interval(b) && 64 - std::countl_zero(a) == std::countr_zero(b);
+}
+
+// OP m: entry e of rank r's input matrix at position k in call c (mpi/harness.c's mix).
+std::uint32_t mix(std::uint32_t r, std::uint32_t k, std::uint32_t c, std::uint32_t e) {
+  std::uint32_t x =
+      r * 0x9E3779B1u ^ (k + 1) * 0x85EBCA77u ^ c * 0xC2B2AE3Du ^ (e + 1) * 0x27D4EB2Fu;
+  x ^= x >> 16;
+  x *= 0x7FEB352Du;
+  x ^= x >> 15;
+  x *= 0x846CA68Bu;
+  x ^= x >> 16;
+  return x;
+}
+using Mat = std::array<std::uint32_t, 4>;
+Mat mat_mul(const Mat& x, const Mat& y) {
+  return {x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3], x[2] * y[0] + x[3] * y[2],
+          x[2] * y[1] + x[3] * y[3]};
+}
+// The product in rank order of the inputs of the ranks in mask at position k, call c.
+Mat product(std::uint64_t mask, std::int64_t k, std::int64_t c) {
+  Mat m{1, 0, 0, 1};
+  for (int q = 0; q < 64; ++q)
+    if (mask >> q & 1) {
+      Mat in;
+      for (std::uint32_t e = 0; e < 4; ++e)
+        in[e] = mix(static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(k),
+                    static_cast<std::uint32_t>(c), e);
+      m = mat_mul(m, in);
+    }
+  return m;
+}
+
+// The checks of one run, filled rank by rank.
+struct Judges {
+  Judge nodup{"nodup"}, operands{"operands"}, order{"order"}, post{"postcondition"},
+      runtime{"runtime"}, sendbuf{"sendbuf"}, unmatched{"unmatched"};
+  std::size_t out_of_order = 0;  // combinations no rank order allows, reaching the result or not
+  std::string first_out_of_order;
+  std::size_t ranks_unmatched_checked = 0, ranks_without_queue = 0;
+};
+
+// One rank's file: every line is a claim, checked (format in mpi/harness.c).
+void judge_rank(const MpiCase& c, int r, std::string_view text, const std::string& file,
+                Judges& J) {
+  const std::uint64_t in_p = all_below(c.p);
+  std::size_t lineno = 0, combination = 0;
+  std::int64_t call = 1;  // a file without "call" lines is one call, untagged
+  bool tagged = false, done = false, have_out = false, unmatched_seen = false;
+  std::string lib_error;
+  const auto exp = expected(c, r);
+  auto end_call = [&] {
+    if (exp && !have_out && lib_error.empty() && lineno > 0)
+      J.post.fail(r, fmt::format("rank {}: no result written in call {}", r, call));
+  };
+  std::size_t at = 0;
+  while (at < text.size() && !done) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    ++lineno;
+    const std::string where = fmt::format("{}:{}", file, lineno);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string()) {
+      // A rank killed mid-line leaves a partial last line: that is the run's failure.
+      J.runtime.fail(r, where + ": not a line of the harness's output (a rank cut short?)");
+      return;
+    }
+    const std::string k = j["k"].get<std::string>();
+    if (k == "call") {
+      const std::int64_t n = int_field(j, "n", where);
+      if (n != (tagged ? call + 1 : 1))
+        bad_line(where, fmt::format("call {} where call {} was due", n, tagged ? call + 1 : 1));
+      if (tagged) end_call();
+      tagged = true;
+      call = n;
+      have_out = false;
+      combination = 0;
+    } else if (k == "op") {
+      ++combination;
+      if (!j.contains("a") || !j.contains("b")) bad_line(where, "an op line without a and b");
+      auto a = read_elems(j["a"], where + ": a", call);
+      auto b = read_elems(j["b"], where + ": b", call);
+      if (a.size() != b.size()) bad_line(where, "operands of different lengths");
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::string ctx =
+            fmt::format("rank {}, call {}, combination {}, element {}", r, call, combination, i);
+        const Elem &x = a[i], &y = b[i];
+        if (x.mask == 0 || y.mask == 0) {
+          J.operands.fail(r, fmt::format("{}: an operand holds no contribution (data never "
+                                         "written): {} (op) {}",
+                                         ctx, elem_text(x), elem_text(y)));
+          continue;
+        }
+        if ((x.mask | y.mask) & ~in_p)
+          J.operands.fail(r, fmt::format("{}: a contribution of no rank below p = {}", ctx, c.p));
+        if (x.idx != y.idx || x.idx < 0)
+          J.operands.fail(r, fmt::format("{}: combines {} with {}: different positions", ctx,
+                                         elem_text(x), elem_text(y)));
+        for (const Elem* e : {&x, &y})
+          if ((e->tag & ~kOutOfOrder) != call)
+            J.operands.fail(r, fmt::format("{}: an operand of call {} in call {}: {} (data of "
+                                           "another call)",
+                                           ctx, e->tag & ~kOutOfOrder, call, elem_text(*e)));
+        if (x.mask & y.mask) {
+          J.nodup.fail(r, fmt::format("{}: {} (op) {}: ranks {} counted twice", ctx, elem_text(x),
+                                      elem_text(y), ranks_text(x.mask & y.mask)));
+        } else if (!adjacent(x.mask, y.mask)) {
+          if (J.out_of_order++ == 0)
+            J.first_out_of_order = fmt::format("{}: {} (op) {}", ctx, elem_text(x), elem_text(y));
+          if (!tagged && !c.commutative)  // untagged: no way to tell where its value went
+            J.order.fail(r, fmt::format("{}: {} (op) {}: under a non-commutative operation the "
+                                        "left operand must be ranks i..j and the right j+1..k",
+                                        ctx, elem_text(x), elem_text(y)));
+        }
+      }
+    } else if (k == "outv" || k == "outm") {
+      // OP b: values, digit r = (position + 1) times rank r's multiplicity; OP m: matrices.
+      have_out = true;
+      const bool matrix = k == "outm";
+      if (!(matrix ? c.matrix : c.builtin)) bad_line(where, k + " from a run of another operation");
+      const auto& buf = j.value("buf", nlohmann::json());
+      if (!buf.is_array()) bad_line(where, "buf: expected an array");
+      if (!exp) continue;
+      if (buf.size() != exp->size()) {
+        J.post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, buf.size(),
+                                   exp->size()));
+        continue;
+      }
+      for (std::size_t i = 0; i < buf.size(); ++i) {
+        const Elem& e = (*exp)[i];
+        if (matrix) {
+          if (!buf[i].is_array() || buf[i].size() != 4)
+            bad_line(where, "buf: expected [a, b, c, d] matrices");
+          Mat got;
+          for (std::size_t q = 0; q < 4; ++q) {
+            if (!buf[i][q].is_number_unsigned() || buf[i][q].get<std::uint64_t>() > 0xFFFFFFFFu)
+              bad_line(where, "buf: a matrix entry is no uint32");
+            got[q] = static_cast<std::uint32_t>(buf[i][q].get<std::uint64_t>());
+          }
+          const Mat want = product(e.mask, e.idx, call);
+          if (got == want) continue;
+          std::string why;
+          if (call > 1 && got == product(e.mask, e.idx, call - 1)) why = " (the previous call's)";
+          J.post.fail(r, fmt::format("rank {}, call {}, position {}: holds [{}], the product in "
+                                     "rank order of ranks {}'s inputs is [{}]{}",
+                                     r, call, i, fmt::join(got, ","), ranks_text(e.mask),
+                                     fmt::join(want, ","), why));
+          continue;
+        }
+        if (!buf[i].is_number_unsigned()) bad_line(where, "buf: expected unsigned numbers");
+        const std::uint64_t got = buf[i].get<std::uint64_t>();
+        const std::uint64_t unit = static_cast<std::uint64_t>(e.idx + 1);
+        std::uint64_t want = 0;
+        for (int q = 0; q < c.p; ++q)
+          if (e.mask >> q & 1) want += unit << (5 * q);
+        if (got == want) continue;
+        std::string diff;
+        for (int q = 0; q < c.p; ++q) {
+          const std::uint64_t d = got >> (5 * q) & 31, w = (e.mask >> q & 1) ? unit : 0;
+          if (d == w) continue;
+          if (d == 0)
+            diff += fmt::format(", rank {} missing", q);
+          else if (w == 0)
+            diff += fmt::format(", rank {} extra (digit {})", q, d);
+          else if (d % w == 0)
+            diff += fmt::format(", rank {} counted {} times", q, d / w);
+          else
+            diff +=
+                fmt::format(", rank {}'s digit is {}, not {} (another position's input?)", q, d, w);
+        }
+        J.post.fail(
+            r, fmt::format("rank {} position {}: holds {}, MPI_SUM of the inputs is {}{}", r, i,
+                           got, want, diff.empty() ? "" : " (" + diff.substr(2) + ")"));
+      }
+    } else if (k == "out") {
+      have_out = true;
+      if (!j.contains("buf")) bad_line(where, "an out line without buf");
+      auto got = read_elems(j["buf"], where + ": buf", call);
+      if (!exp) continue;
+      if (got.size() != exp->size()) {
+        J.post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, got.size(),
+                                   exp->size()));
+        continue;
+      }
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const Elem &g = got[i], &w = (*exp)[i];
+        if (g.idx != w.idx || g.mask != w.mask) {
+          std::string diff;
+          if (g.mask != w.mask) {
+            std::uint64_t miss = w.mask & ~g.mask, extra = g.mask & ~w.mask;
+            if (miss) diff += " missing " + ranks_text(miss);
+            if (extra) diff += " extra " + ranks_text(extra);
+          }
+          J.post.fail(
+              r, fmt::format("rank {} position {}: holds {}, expected {}{}", r, i, elem_text(g),
+                             elem_text(w), diff.empty() ? "" : " (" + diff.substr(1) + ")"));
+          continue;
+        }
+        if ((g.tag & ~kOutOfOrder) != call) {
+          J.post.fail(r, fmt::format("rank {}, call {}, position {}: holds {} of call {}: the "
+                                     "result of another call",
+                                     r, call, i, elem_text(g), g.tag & ~kOutOfOrder));
+          continue;
+        }
+        if ((g.tag & kOutOfOrder) && !c.commutative)
+          J.order.fail(r, fmt::format("rank {}, call {}, position {}: its value went through a "
+                                      "combination no rank order allows (the left operand must "
+                                      "be ranks i..j and the right j+1..k); the run's first: {}",
+                                      r, call, i,
+                                      J.first_out_of_order.empty() ? std::string("not logged")
+                                                                   : J.first_out_of_order));
+      }
+    } else if (k == "sendbuf") {
+      const std::int64_t pos = int_field(j, "pos", where), n = int_field(j, "changed", where);
+      std::string what;
+      if (j.contains("before") && j.contains("after")) {
+        auto b = read_elems(j["before"], where + ": before", call);
+        auto a = read_elems(j["after"], where + ": after", call);
+        if (b.size() == 1 && a.size() == 1)
+          what = fmt::format(": it held {} before the call and {} after", elem_text(b[0]),
+                             elem_text(a[0]));
+      }
+      J.sendbuf.fail(r, fmt::format("rank {}, call {}: the library changed the send buffer "
+                                    "(input-only in MPI) at {} position{}, the first {}{}",
+                                    r, call, n, n == 1 ? "" : "s", pos, what));
+    } else if (k == "unmatched") {
+      unmatched_seen = true;
+      ++J.ranks_unmatched_checked;
+      const auto user = j.find("user");
+      const auto queue = j.find("queue");
+      if (user == j.end() || !user->is_array() || queue == j.end() ||
+          !(queue->is_null() || queue->is_array()))
+        bad_line(where, "unmatched: expected user: [[src, tag, bytes], ...], queue: [...] or null");
+      for (const auto& m : *user) {
+        if (!m.is_array() || m.size() != 3 || !m[0].is_number_integer() ||
+            !m[1].is_number_integer() || !m[2].is_number_integer())
+          bad_line(where, "unmatched: expected [src, tag, bytes]");
+      }
+      if (!user->empty())
+        J.unmatched.fail(
+            r, fmt::format("rank {}: {}{} message{} on MPI_COMM_WORLD that no receive "
+                           "matched, the first from rank {} (tag {}, {} bytes)",
+                           r, user->size(), user->size() >= 16 ? " or more" : "",
+                           user->size() == 1 ? "" : "s", (*user)[0][0].get<std::int64_t>(),
+                           (*user)[0][1].get<std::int64_t>(), (*user)[0][2].get<std::int64_t>()));
+      if (queue->is_null()) {
+        ++J.ranks_without_queue;
+      } else {
+        for (std::size_t q = 0; q < queue->size(); ++q) {
+          if (!(*queue)[q].is_number_unsigned())
+            bad_line(where, "unmatched: queue: expected counts");
+          const auto n = (*queue)[q].get<std::uint64_t>();
+          if (n > 0)
+            J.unmatched.fail(
+                r, fmt::format("rank {}: {} message{} from rank {} sent and never received (the "
+                               "library's queue of unexpected messages after the collective)",
+                               r, n, n == 1 ? "" : "s", q));
+        }
+      }
+    } else if (k == "error") {
+      const auto m = j.find("message");
+      lib_error = m != j.end() && m->is_string() ? m->get<std::string>() : "(no message)";
+      if (lib_error.size() > 300) lib_error = lib_error.substr(0, 300) + "...";
+      have_out = true;  // no result expected after an error
+    } else if (k == "done") {
+      const std::int64_t dr = int_field(j, "rank", where), ds = int_field(j, "size", where);
+      if (tagged) end_call();
+      if (dr != r || ds != c.p)
+        J.runtime.fail(r,
+                       fmt::format("{}: rank {} of {} wrote rank {} of {}", where, r, c.p, dr, ds));
+      done = true;
+    } else {
+      bad_line(where, "unknown line kind '" + (k.size() > 40 ? k.substr(0, 40) + "..." : k) + "'");
+    }
+  }
+  if (!lib_error.empty())
+    J.runtime.fail(r, fmt::format("rank {}: the library returned an error: {}", r, lib_error));
+  else if (!done)
+    J.runtime.fail(r, fmt::format("rank {} did not finish (no \"done\" line)", r));
+  else if (!tagged && exp && !have_out)
+    J.post.fail(r, fmt::format("rank {}: no result written", r));
+  (void)unmatched_seen;
+}
+
 }  // namespace
 
+std::vector<CheckResult> judge_mpi_text(const MpiCase& c,
+                                        const std::vector<std::optional<std::string>>& files,
+                                        const std::string& dir) {
+  Judges J;
+  for (int r = 0; r < c.p; ++r) {
+    const std::string file = (fs::path(dir) / fmt::format("rank{}.jsonl", r)).string();
+    if (static_cast<std::size_t>(r) >= files.size() || !files[static_cast<std::size_t>(r)]) {
+      J.runtime.fail(r, fmt::format("rank {} wrote no observations ({})", r, file));
+      continue;
+    }
+    try {
+      judge_rank(c, r, *files[static_cast<std::size_t>(r)], file, J);
+    } catch (const nlohmann::json::exception& e) {  // a value of another type than read
+      throw UsageError(file + ": not the harness's output (" + e.what() + ")");
+    }
+  }
+  if (c.commutative) {
+    J.order.res.verdict = Verdict::NotChecked;
+    J.order.res.note = "a commutative operation may combine in any order";
+  } else if (J.order.res.verdict == Verdict::Pass && J.out_of_order > 0) {
+    J.order.res.note = fmt::format(
+        "{} combination{} out of rank order whose value reaches no result (the library discards "
+        "it); the first: {}",
+        J.out_of_order, J.out_of_order == 1 ? "" : "s", J.first_out_of_order);
+  }
+  if (c.builtin || c.matrix) {
+    for (Judge* jg : {&J.nodup, &J.operands, &J.order}) {
+      jg->res.verdict = Verdict::NotChecked;
+      jg->res.note = c.builtin ? "a built-in operation (MPI_SUM): the library calls no user "
+                                 "function, so no combination is visible; the result's values say "
+                                 "how often each input was added"
+                               : "a matrix product (OP m): the values are judged, not the "
+                                 "combinations (the result's product is right only in rank order)";
+    }
+  }
+  if (J.ranks_unmatched_checked < static_cast<std::size_t>(c.p)) {
+    if (J.unmatched.res.verdict == Verdict::Pass) J.unmatched.res.verdict = Verdict::NotChecked;
+    J.unmatched.res.note = fmt::format("{} of {} ranks wrote no check of unmatched messages",
+                                       c.p - static_cast<int>(J.ranks_unmatched_checked), c.p);
+  } else if (J.ranks_without_queue > 0) {
+    J.unmatched.res.note =
+        "MPI_COMM_WORLD's user messages only: the library exports no count of its unexpected "
+        "messages (MPI_T), so a message of its own sent and never received is not seen";
+  }
+  return {J.runtime.res, J.nodup.res,   J.operands.res, J.order.res,
+          J.post.res,    J.sendbuf.res, J.unmatched.res};
+}
+
 std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir) {
-  Judge nodup("nodup"), operands("operands"), order("order"), post("postcondition"),
-      runtime("runtime");
-  const std::uint64_t in_p = all_below(c.p);
+  std::vector<std::optional<std::string>> files;
   for (int r = 0; r < c.p; ++r) {
     fs::path file = fs::path(dir) / fmt::format("rank{}.jsonl", r);
     std::error_code ec;
     auto size = fs::file_size(file, ec);
     if (ec) {
-      runtime.fail(r, fmt::format("rank {} wrote no observations ({})", r, file.string()));
+      files.emplace_back();  // judged as a rank that wrote nothing
       continue;
     }
     if (size > kMaxRankFile)
       throw LimitError(fmt::format("{}: {} bytes, more than collv reads ({})", file.string(), size,
                                    kMaxRankFile));
-    std::ifstream f(file);
-    std::string line;
-    std::size_t lineno = 0, call = 0;
-    bool done = false, have_out = false;
-    std::string lib_error;
-    auto exp = expected(c, r);
-    while (std::getline(f, line)) {
-      ++lineno;
-      std::string where = fmt::format("{}:{}", file.string(), lineno);
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string()) {
-        // A rank killed mid-line leaves a partial last line: that is the run's failure.
-        runtime.fail(r, where + ": not a line of the harness's output (a rank cut short?)");
-        break;
-      }
-      std::string k = j["k"];
-      if (k == "op") {
-        ++call;
-        auto a = read_elems(j.value("a", nlohmann::json()), where + ": a");
-        auto b = read_elems(j.value("b", nlohmann::json()), where + ": b");
-        if (a.size() != b.size()) throw UsageError(where + ": operands of different lengths");
-        for (std::size_t i = 0; i < a.size(); ++i) {
-          std::string at = fmt::format("rank {}, combination {}, element {}", r, call, i);
-          const Elem &x = a[i], &y = b[i];
-          if (x.mask == 0 || y.mask == 0) {
-            operands.fail(r, fmt::format("{}: an operand holds no contribution (data never "
-                                         "written): {} (op) {}",
-                                         at, elem_text(x), elem_text(y)));
-            continue;
-          }
-          if ((x.mask | y.mask) & ~in_p)
-            operands.fail(r, fmt::format("{}: a contribution of no rank below p = {}", at, c.p));
-          if (x.idx != y.idx || x.idx < 0)
-            operands.fail(r, fmt::format("{}: combines {} with {}: different positions", at,
-                                         elem_text(x), elem_text(y)));
-          if (x.mask & y.mask)
-            nodup.fail(r, fmt::format("{}: {} (op) {}: ranks {} counted twice", at, elem_text(x),
-                                      elem_text(y), ranks_text(x.mask & y.mask)));
-          else if (!c.commutative && (!interval(x.mask) || !interval(y.mask) ||
-                                      64 - std::countl_zero(x.mask) != std::countr_zero(y.mask)))
-            order.fail(r, fmt::format("{}: {} (op) {}: under a non-commutative operation the "
-                                      "left operand must be ranks i..j and the right j+1..k",
-                                      at, elem_text(x), elem_text(y)));
-        }
-      } else if (k == "outv") {
-        // OP b: values, digit r = (position + 1) times rank r's multiplicity.
-        have_out = true;
-        if (!c.builtin) throw UsageError(where + ": values (outv) from a run of a user operation");
-        const auto& buf = j.value("buf", nlohmann::json());
-        if (!buf.is_array()) throw UsageError(where + ": buf: expected an array of numbers");
-        if (!exp) continue;
-        if (buf.size() != exp->size()) {
-          post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, buf.size(),
-                                   exp->size()));
-          continue;
-        }
-        for (std::size_t i = 0; i < buf.size(); ++i) {
-          if (!buf[i].is_number_unsigned() && !buf[i].is_number_integer())
-            throw UsageError(where + ": buf: expected an array of numbers");
-          const std::uint64_t got = buf[i].get<std::uint64_t>();
-          const Elem& e = (*exp)[i];
-          const std::uint64_t unit = static_cast<std::uint64_t>(e.idx + 1);
-          std::uint64_t want = 0;
-          for (int q = 0; q < c.p; ++q)
-            if (e.mask >> q & 1) want += unit << (5 * q);
-          if (got == want) continue;
-          std::string diff;
-          for (int q = 0; q < c.p; ++q) {
-            const std::uint64_t d = got >> (5 * q) & 31, w = (e.mask >> q & 1) ? unit : 0;
-            if (d == w) continue;
-            if (d == 0)
-              diff += fmt::format(", rank {} missing", q);
-            else if (w == 0)
-              diff += fmt::format(", rank {} extra (digit {})", q, d);
-            else if (d % w == 0)
-              diff += fmt::format(", rank {} counted {} times", q, d / w);
-            else
-              diff += fmt::format(", rank {}'s digit is {}, not {} (another position's input?)", q,
-                                  d, w);
-          }
-          post.fail(
-              r, fmt::format("rank {} position {}: holds {}, MPI_SUM of the inputs is {}{}", r, i,
-                             got, want, diff.empty() ? "" : " (" + diff.substr(2) + ")"));
-        }
-      } else if (k == "out") {
-        have_out = true;
-        auto got = read_elems(j.value("buf", nlohmann::json()), where + ": buf");
-        if (!exp) continue;
-        if (got.size() != exp->size()) {
-          post.fail(r, fmt::format("rank {}: {} result elements, MPI defines {}", r, got.size(),
-                                   exp->size()));
-          continue;
-        }
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          if (got[i] == (*exp)[i]) continue;
-          std::string diff;
-          if (got[i].mask != (*exp)[i].mask) {
-            std::uint64_t miss = (*exp)[i].mask & ~got[i].mask,
-                          extra = got[i].mask & ~(*exp)[i].mask;
-            if (miss) diff += " missing " + ranks_text(miss);
-            if (extra) diff += " extra " + ranks_text(extra);
-          }
-          post.fail(r, fmt::format("rank {} position {}: holds {}, expected {}{}", r, i,
-                                   elem_text(got[i]), elem_text((*exp)[i]),
-                                   diff.empty() ? "" : " (" + diff.substr(1) + ")"));
-        }
-      } else if (k == "error") {
-        lib_error = j.value("message", std::string("?"));
-      } else if (k == "done") {
-        if (j.value("rank", -1) != r || j.value("size", -1) != c.p)
-          runtime.fail(r, fmt::format("{}: rank {} of {} wrote rank {} of {}", where, r, c.p,
-                                      j.value("rank", -1), j.value("size", -1)));
-        done = true;
-      } else {
-        throw UsageError(where + ": unknown line kind '" + k + "'");
-      }
-    }
-    if (!lib_error.empty())
-      runtime.fail(r, fmt::format("rank {}: the library returned an error: {}", r, lib_error));
-    else if (!done)
-      runtime.fail(r, fmt::format("rank {} did not finish (no \"done\" line)", r));
-    else if (exp && !have_out)
-      post.fail(r, fmt::format("rank {}: no result written", r));
+    files.emplace_back(slurp(file, kMaxRankFile));
   }
-  if (c.commutative) {
-    order.res.verdict = Verdict::NotChecked;
-    order.res.note = "a commutative operation may combine in any order";
-  }
-  if (c.builtin) {
-    for (Judge* jg : {&nodup, &operands, &order}) {
-      jg->res.verdict = Verdict::NotChecked;
-      jg->res.note =
-          "a built-in operation (MPI_SUM): the library calls no user function, so no "
-          "combination is visible; the result's values say how often each input was added";
-    }
-  }
-  return {runtime.res, nodup.res, operands.res, order.res, post.res};
+  return judge_mpi_text(c, files, dir);
 }
 
 MpiCombinations library_combinations(const std::string& dir, int p) {
@@ -304,11 +525,16 @@ MpiCombinations library_combinations(const std::string& dir, int p) {
     if (size > kMaxRankFile) throw LimitError(file.string() + ": too large");
     std::ifstream f(file);
     std::string line;
+    int call = 1;  // the first call's combinations (each call makes its own)
     while (std::getline(f, line)) {
       nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object() || j.value("k", std::string()) != "op") continue;
-      auto a = read_elems(j.value("a", nlohmann::json()), file.string());
-      auto b = read_elems(j.value("b", nlohmann::json()), file.string());
+      if (j.is_discarded() || !j.is_object()) continue;
+      const auto k = j.find("k");
+      if (k == j.end() || !k->is_string()) continue;
+      if (*k == "call" && j.contains("n") && j["n"].is_number_integer()) call = j["n"].get<int>();
+      if (*k != "op" || call != 1 || !j.contains("a") || !j.contains("b")) continue;
+      auto a = read_elems(j["a"], file.string());
+      auto b = read_elems(j["b"], file.string());
       for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
         out[static_cast<std::size_t>(r)].push_back(
             {a[i].idx == b[i].idx ? a[i].idx : -2, a[i].mask, b[i].mask});

@@ -99,6 +99,18 @@ std::string slurp(const fs::path& p, std::size_t max) {
   return s;
 }
 
+std::string head_lines(const std::string& s, std::size_t lines, std::size_t max_chars) {
+  std::string h;
+  std::size_t n = 0;
+  for (char ch : s) {
+    if (h.size() >= max_chars) return h + "...";
+    if (ch == '\n' && ++n >= lines) return h + (h.size() + 1 < s.size() ? "\n..." : "");
+    h += (ch == '\n' || static_cast<unsigned char>(ch) >= 0x20) ? ch : '?';
+  }
+  while (!h.empty() && h.back() == '\n') h.pop_back();
+  return h;
+}
+
 std::string tail(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
@@ -172,7 +184,13 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
   fs::create_directories(work, ec);
   if (ec) throw UsageError("cannot create '" + work.string() + "': " + ec.message());
   fs::path tmp = work / "harness";
-  ProcResult pr = run_process({mpicc, "-O1", "-o", tmp.string(), src}, {}, work, 300);
+  // The compiler is bounded by --timeout too (a wrapper that hangs must not hang collv).
+  ProcResult pr = run_process({mpicc, "-O1", "-o", tmp.string(), src}, {}, work, o.timeout_s);
+  if (pr.status == -1) {
+    fs::remove_all(work, ec);
+    throw UsageError(fmt::format("{} did not build the harness {} in {} s (--timeout); stopped",
+                                 mpicc, src, o.timeout_s));
+  }
   if (pr.status != 0 || access(tmp.c_str(), X_OK) != 0) {
     fs::remove_all(work, ec);
     throw UsageError(fmt::format("{} could not build the harness {} (exit {}):\n{}", mpicc, src,
