@@ -422,11 +422,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--sizes", mpi_sizes, "P or A..B: process counts (default 2..4, at most 64)");
   mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
   mpi->add_option("--root", mpi_opts.root,
-                  "root of a rooted collective: a rank, last (p-1) or all (0)");
+                  "root of a rooted collective: a rank, last (p-1), all, or sample (default: 0, "
+                  "p/2 and p-1)");
   mpi->add_option("--op", mpi_opts.op,
                   "commutative (default) | noncommutative user operation | builtin (MPI_SUM, final "
-                  "values only)")
-      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin"}));
+                  "values only) | matrix (a 2x2 matrix product, final values only)")
+      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin", "matrix"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
@@ -455,9 +456,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->footer(
       "Checks (docs/mpi.md): nodup, operands (same position, never unwritten data), order\n"
       "(non-commutative: left operand ranks i..j, right j+1..k), postcondition (MPI layout: no\n"
-      "missing or extra contribution), runtime (every rank finished, no library error).\n"
-      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, or nothing\n"
-      "run, 3 a launch timed out.\n"
+      "missing or extra contribution, each result of its own call), runtime (every rank\n"
+      "finished, no library error), sendbuf (the send buffer unchanged), unmatched (no message\n"
+      "sent and never received).\n"
+      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, the\n"
+      "launcher failed or the harness's output unreadable, 3 a launch timed out or the named\n"
+      "algorithm never ran (the library fell back, or count 0 only).\n"
       "Examples:\n  collv mpi --impl openmpi --collective allreduce --algorithm ring --sizes 2..12 "
       "--count 0..25\n"
       "  collv mpi --impl mpich --collective reduce --algorithm binomial --root all --op "
