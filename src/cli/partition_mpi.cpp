@@ -7,9 +7,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -128,7 +131,28 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
-int MpiSession::finish(int code) {
+int MpiSession::agree_arguments(int argc, char** argv) {
+  if (part_->size() < 2) return 0;
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  auto e = partition_agree_arguments(*part_, args);
+  if (!e) return 0;
+  if (part_->rank() == 0) std::fprintf(stderr, "collv-mpi: error: %s\n", e->c_str());
+  return 2;
+}
+
+int MpiSession::finish(int code, const std::string& error) {
+  if (part_->size() > 1 && !part_->settled) {
+    RankStatus mine;
+    mine.state = error.empty() ? RankStatus::State::Done : RankStatus::State::Failed;
+    mine.code = code;
+    mine.error = error;
+    if (auto d = partition_leave(*part_, mine)) {
+      // Rank 0 printed its own error already when it is the one that failed.
+      if (part_->rank() == 0 && mine.state != RankStatus::State::Failed)
+        std::fprintf(stderr, "collv-mpi: error: %s\n", d->message.c_str());
+      if (mine.state != RankStatus::State::Failed) code = d->code;
+    }
+  }
   if (const char* s = std::getenv("COLLV_PARTITION_STATS"); s && std::string(s) == "1") {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
