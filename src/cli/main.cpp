@@ -28,6 +28,16 @@ std::uint64_t mib(std::uint64_t m) {
   return m << 20;
 }
 
+// The error the command stopped with ("" if none): collv-mpi's processes compare it as they leave
+// (MpiSession::finish), so that one that failed alone does not leave the others waiting.
+std::string last_error;
+
+int error_exit(int code, const char* prefix, const std::string& what) {
+  std::cerr << prefix << what << "\n";
+  last_error = what;
+  return code;
+}
+
 // collv, or collv-mpi with `part` its processes (docs/partitioned.md).
 int collv_main(int argc, char** argv, collv::Partition* part) {
   using namespace collv;
@@ -553,27 +563,24 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
         };
       return run_run_command(run_opts, std::cout, std::cerr);
     }
+  } catch (const PartitionLeft& e) {  // collv-mpi: another process left (partition.hpp)
+    std::cerr << "collv-mpi: error: " << e.what() << "\n";
+    return e.code();
   } catch (const ModelError& e) {
-    std::cerr << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "", e.what());
   } catch (const SpecError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const LimitError& e) {  // a resource limit (memory, size, time): exit_codes.hpp
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitInconclusive;
+    return error_exit(kExitInconclusive, "collv: error: ", e.what());
   } catch (const UsageError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const InternalError& e) {
-    std::cerr << "collv: " << e.what() << " (please report this bug)\n";
-    return kExitInternal;
+    return error_exit(kExitInternal,
+                      "collv: ", std::string(e.what()) + " (please report this bug)");
   } catch (const std::bad_alloc&) {
-    std::cerr << "collv: error: out of memory\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", "out of memory");
   } catch (const std::exception& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   }
   return kExitUsage;
 }
@@ -583,7 +590,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
 int main(int argc, char** argv) {
 #ifdef COLLV_MPI
   collv::MpiSession mpi(&argc, &argv);
-  return mpi.finish(collv_main(argc, argv, &mpi.partition()));
+  if (int rc = mpi.agree_arguments(argc, argv); rc != 0) return mpi.finish(rc, "");
+  int code = collv_main(argc, argv, &mpi.partition());
+  return mpi.finish(code, last_error);
 #else
   return collv_main(argc, argv, nullptr);
 #endif

@@ -366,14 +366,17 @@ class PartitionDriver : public SliceDriver {
     return tot;
   }
 
-  // Node 0's final output, for every process (final-buffers), once the outputs are taken.
+  // Node 0's final output, for every process (final-buffers), once the outputs are taken. Node 0
+  // is the first of its owner's slice; with more processes than nodes that owner need not be
+  // rank 0 (at K = 3 on two nodes, rank 0 holds none).
   void share_first_output(Trace& tr) {
+    const int first = part_.owner(0, topo_.num_processors());
     Writer w;
-    if (part_.rank() == 0 && !tr.final_output.empty())
+    if (part_.rank() == first && !tr.final_output.empty())
       put_buffer(w, *tr.domain, tr.final_output[0]);
     auto all = part_.allgather(w.str());
-    Reader r(all[0]);
-    if (!all[0].empty()) tr.slice_first_output = get_buffer(r, *tr.domain);
+    Reader r(all[first]);
+    if (!all[first].empty()) tr.slice_first_output = get_buffer(r, *tr.domain);
   }
 
  private:
@@ -553,12 +556,52 @@ std::vector<CheckResult> combine_at_root(std::vector<CheckResult> mine,
 
 }  // namespace
 
+std::optional<std::string> partition_agree_arguments(Partition& part,
+                                                     const std::vector<std::string>& args) {
+  auto e = argument_disagreement(part.allgather(encode_arguments(args)));
+  if (e) part.settled = true;
+  return e;
+}
+
+void partition_checkpoint(Partition& part, const std::string& run) {
+  COLLV_ASSERT(!part.settled);
+  RankStatus mine;
+  mine.run = run;
+  auto d = status_disagreement(part.allgather(encode_status(mine)));
+  if (!d) return;
+  part.settled = true;
+  throw PartitionLeft(d->message, d->code);
+}
+
+std::optional<Disagreement> partition_leave(Partition& part, const RankStatus& mine) {
+  if (part.settled) return std::nullopt;
+  part.settled = true;
+  return status_disagreement(part.allgather(encode_status(mine)));
+}
+
 Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions& opts,
                             Partition& part) {
+  // Every process is here, at the start of this run, or one has left (a file only it could not
+  // read): then all of them stop now, rather than wait in the rounds for the one that left.
+  partition_checkpoint(part, fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {})",
+                                         m.header.name, m.file, t.spec(), domain_name(opts.domain),
+                                         opts.count, opts.root, opts.shift));
   PartitionDriver d(part, t);
+  // A partitioned run streams by itself (--stream auto): the trace it would keep is spread over
+  // the processes, which is what they are for. Where a streamed run does not apply, the refusal
+  // says why.
+  RunOptions ro = opts;
+  if (ro.stream == RunOptions::Stream::Auto) ro.stream = RunOptions::Stream::On;
   // The setup (requires, claims, estimates, refusals) is the same on every process, so its
   // errors are too; the rounds make an error of one process everyone's.
-  Trace tr = run_model_sliced(m, t, opts, d);
+  Trace tr;
+  try {
+    tr = run_model_sliced(m, t, ro, d);
+  } catch (const StreamRefused& e) {
+    if (opts.stream != RunOptions::Stream::Auto) throw;
+    throw StreamRefused(
+        fmt::format("partitioned verify follows streamed runs only, and {}", e.what()));
+  }
   d.share_first_output(tr);
   // --stream auto runs a streamed run again with its trace kept when the transfer checks cannot
   // be judged without it (run_model); a partitioned run cannot, and says so rather than differ.
