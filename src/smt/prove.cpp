@@ -692,8 +692,10 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
       if (k) s += ", ";
       if (seq) {
         s += "<";
-        for (std::size_t i = 0; i < ws[k].size(); ++i)
-          s += (i ? " " : "") + std::to_string(xv[ws[k][i]]);
+        for (std::size_t i = 0; i < ws[k].size(); ++i) {
+          if (i) s += ' ';  // not `(i ? " " : "") + ...`: GCC 12 warned (-Wrestrict)
+          s += std::to_string(xv[ws[k][i]]);
+        }
         s += ">";
       } else {
         long long sum = 0;
