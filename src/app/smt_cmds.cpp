@@ -330,7 +330,7 @@ Outcome run_induction_obligation(const ProofObligation& po, const ProveCommandOp
     s.add(ob.script);
     smt::Result r = s.check({"a"}, ob.witnesses);
     if (!o.emit_dir.empty()) {
-      fs::create_directories(o.emit_dir);
+      make_dir_checked(o.emit_dir, "--emit-smt2");
       s.emit_smt2((fs::path(o.emit_dir) / (m.header.name + "-" + ob.name + ".smt2")).string(),
                   smt::Answer::Unsat, {"a"}, "unsat = the statement holds (proof by negation)");
     }
@@ -658,7 +658,10 @@ int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostr
   return kExitOk;
 }
 
-int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostream& err) {
+int run_synth_command(const SynthCommandOptions& o, std::ostream& stdout_stream,
+                      std::ostream& err) {
+  // `--json -` keeps standard output for the JSON alone: the text report goes to stderr.
+  std::ostream& out = o.json_file == "-" ? err : stdout_stream;
   SynthResult r;
   try {
     SynthOptions so = o.synth;
@@ -715,7 +718,7 @@ int run_synth_command(const SynthCommandOptions& o, std::ostream& out, std::ostr
       std::string text =
           trace_to_json(t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       if (o.json_file == "-") {
-        out << text;
+        stdout_stream << text;
       } else {
         try {
           write_file_checked(o.json_file, text);

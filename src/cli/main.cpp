@@ -14,6 +14,7 @@
 #include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/memory.hpp"
+#include "util/read_file.hpp"
 #include "verify/partition.hpp"
 #ifdef COLLV_MPI
 #include "cli/partition_mpi.hpp"
@@ -523,6 +524,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       // With --algebra auto, smt_verify_engine asks the question of the run's domain: integer
       // sums for the exact domain, the model's operator for the ordered one (with operand order
       // compared for a commutative operator), so the two engines judge the same property.
+      // A directory that cannot be made is bad usage before any run (not an error per run).
+      if (!ver_smt.emit_dir.empty() && ver_opts.engine != "exec")
+        make_dir_checked(ver_smt.emit_dir, "--emit-smt2");
       ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
                             const Trace& tr) { return smt_verify_engine(m, t, ro, tr, ver_smt); };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);

@@ -17,6 +17,7 @@
 
 #include "smt/solver.hpp"
 #include "util/error.hpp"
+#include "util/read_file.hpp"
 
 namespace collv {
 
@@ -681,7 +682,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
   // ---- the checks, one assumption literal each ----
   std::vector<std::string> xs;
   for (std::uint32_t c = 0; c < universe; ++c) xs.push_back(flow.xname(c));
-  if (!o.emit_dir.empty()) std::filesystem::create_directories(o.emit_dir);
+  if (!o.emit_dir.empty()) make_dir_checked(o.emit_dir, "--emit-smt2");
   auto label = [&](NodeId v) { return topo.label(v); };
   std::string alg = seq ? "associative (sequences)" : "commutative (integer sums)";
   std::vector<long long> xv(universe, 0);
@@ -691,8 +692,10 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
       if (k) s += ", ";
       if (seq) {
         s += "<";
-        for (std::size_t i = 0; i < ws[k].size(); ++i)
-          s += (i ? " " : "") + std::to_string(xv[ws[k][i]]);
+        for (std::size_t i = 0; i < ws[k].size(); ++i) {
+          if (i) s += ' ';  // not `(i ? " " : "") + ...`: GCC 12 warned (-Wrestrict)
+          s += std::to_string(xv[ws[k][i]]);
+        }
         s += ">";
       } else {
         long long sum = 0;
