@@ -570,16 +570,18 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
   bool seq = so.algebra == SmtAlgebra::Associative ||
              (so.algebra == SmtAlgebra::Auto && trace.op_class == OperatorClass::Associative);
   so.report_order = ro.domain == DomainKind::Ordered && !seq;
-  auto cannot = [](const std::string& why) {
+  auto cannot = [&](const std::string& why) {
     std::vector<CheckResult> rs;
     for (const char* n : kCheckNames) {
       CheckResult r;
       r.name = n;
-      std::string nm = n;
-      bool decided = nm == "single-port" || nm == "route" || nm == "congestion" || nm == "nodup" ||
-                     nm == "postcondition" || nm == "final-buffers";
-      r.verdict = decided ? Verdict::Unknown : Verdict::NotChecked;
-      r.note = decided ? why : "decided by the executor, not by the SMT engine";
+      r.verdict = smt_decides(n) ? Verdict::Unknown : Verdict::NotChecked;
+      r.note = smt_decides(n) ? why : smt_not_decided_note(n);
+      for (const auto& [name, open] : trace.file_not_checked)  // the file leaves it open
+        if (name == n) {
+          r.verdict = Verdict::NotChecked;
+          r.note = open;
+        }
       rs.push_back(std::move(r));
     }
     return rs;
