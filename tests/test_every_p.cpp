@@ -105,6 +105,51 @@ TEST_CASE(
   CHECK(r.p == 101);
 }
 
+TEST_CASE("every-p: every proof in proofs/every-p proves its model; every mutant is refused",
+          "[every-p]") {
+  int proved = 0, refused = 0;
+  for (const std::string& dir : {kProofs, kProofs + "/mutants"})
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() != ".proof") continue;
+      EveryPProof pf = parse_every_p_proof(e.path().string());
+      std::string model = (e.path().parent_path() / pf.model).string();
+      EveryPOutcome r = prove(model, e.path().string());
+      INFO(e.path().string() << ": " << r.note);
+      if (pf.expect == "proved") {
+        CHECK(r.exit == kExitOk);
+        ++proved;
+      } else {
+        CHECK(r.exit != kExitOk);
+        CHECK(r.exit == (pf.expect == "disproved" ? kExitViolation : kExitInconclusive));
+        ++refused;
+      }
+    }
+  CHECK(proved >= 4);
+  CHECK(refused >= 4);
+}
+
+TEST_CASE(
+    "every-p: reductions: NCCL's ring reduce-scatter adds disjoint, adjacent contributions; "
+    "a mutant adding the wrong block past p = 64 fails the combine obligation",
+    "[every-p]") {
+  EveryPOutcome r = prove(kProofs + "/mutants/reduce_scatter_ring_nccl_p64.coll",
+                          kProofs + "/reduce_scatter_ring_nccl.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "combine-loop-j");
+  CHECK(r.p == 65);
+  // Without `operator commutative` the pairwise reduce-scatter (which adds each contribution in
+  // front) ends in ring order from r + 1, not rank order: disproved by the postcondition, and the
+  // executor's ordered domain agrees at p = 2.
+  std::string pw = collv::test::slurp(kRoot + "/models/mpich/reduce_scatter_pairwise.coll");
+  r = prove_text(replaced(pw, "  operator   commutative\n", ""),
+                 collv::test::slurp(kProofs + "/reduce_scatter_pairwise.proof"));
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+}
+
 TEST_CASE("every-p: a ring wrong only past p = 64 is disproved by consecution, at p = 65",
           "[every-p]") {
   // The proof of the correct ring applied to the mutant (as --model does), and the mutant's own.

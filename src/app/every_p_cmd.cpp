@@ -136,6 +136,9 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
         Topology topo = Topology::parse(fmt::format("{}:{}", fam, p));
         RunOptions ro;
         ro.count = static_cast<std::uint32_t>(c);
+        // Operand order is judged in the ordered domain, for a model that does not declare a
+        // commutative operator.
+        if (m.header.op_class == OperatorClass::Associative) ro.domain = DomainKind::Ordered;
         long long root = value_of(failed_r, "root");
         ro.root = collective_is_rooted(m.header.collective) && root >= 0 && root < p
                       ? static_cast<std::uint32_t>(root)

@@ -62,7 +62,12 @@ struct Path {
   int index = 0;
 };
 
-const std::string kPrelude = "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)))))\n";
+// Items: none (identity items), (it RANK BLOCK) the input block BLOCK of rank RANK, and (sm BLOCK
+// LO N) the sum, in this order, of block BLOCK of the inputs of ranks LO, LO + 1, ..., LO + N - 1
+// (mod p), N <= p: each contribution once.
+const std::string kPrelude =
+    "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
+    "Int)))))\n";
 
 bool mentions(const std::string& t, const std::string& id) {
   return rename(t, {{id, id + "_x"}}) != t;
@@ -80,8 +85,9 @@ class Analyzer {
   void run() {
     const auto& h = m_.header;
     rooted_ = collective_is_rooted(h.collective);
-    if (h.collective != Collective::Allgather)
-      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather only)",
+    if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter)
+      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather and "
+                                "reduce-scatter only)",
                                 collective_name(h.collective)),
                     h.loc};
     if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
@@ -92,7 +98,8 @@ class Analyzer {
     if (rooted_) out_.assumptions.push_back("0 <= root < p");
     if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
     Path p0;
-    p0.st.data[h.input] = Buf{"1", "(it r 0)"};
+    p0.st.data[h.input] =
+        h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"} : Buf{"p", "(sm b r 1)"};
     if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
     std::vector<const Stmt*> todo;
     for (const auto& s : m_.body) todo.push_back(s.get());
@@ -128,6 +135,19 @@ class Analyzer {
   }
 
   // ---- expressions ----
+
+  // Items A and B share a contribution: equal, or sums of the same block whose ranges of ranks
+  // meet (rank slo(A) + k is in B's range, for the query's free k).
+  static std::string overlap(const std::string& A, const std::string& B) {
+    return fmt::format(
+        "(or (= {} {}) (and ((_ is sm) {}) ((_ is sm) {}) (= (sb {}) (sb {})) (<= 0 k) (< k (sn "
+        "{})) (< (mod (- (+ (slo {}) k) (slo {})) p) (sn {}))))",
+        A, B, A, B, A, B, A, A, B, B);
+  }
+
+  static std::string read_name(const std::string& what, const std::string& where) {
+    return (what.rfind("combine", 0) == 0 ? "combine-" : "read-") + where;
+  }
 
   [[noreturn]] void refuse(const std::string& why, const SourceLoc& loc) {
     throw Refused{why, loc};
@@ -307,8 +327,29 @@ class Analyzer {
                                       e.args[0]->name, e.loc.str()));
       return Buf{add(sub(B, A), "1"), at_block(v.blk, add(A, "b"))};
     }
+    if (e.kind == ExprKind::Binary && e.op == Op::Add) {
+      // a + b, block by block: two sums of the same block over adjacent ranges of ranks (the
+      // left one first; either way round under `operator commutative`), each contribution once.
+      Buf x = data_expr(*e.args[0], st, reads), y = data_expr(*e.args[1], st, reads);
+      std::string A = x.blk, B = y.blk;
+      std::string adj1 = fmt::format("(= (mod (+ (slo {}) (sn {})) p) (slo {}))", A, A, B);
+      std::string adj2 = fmt::format("(= (mod (+ (slo {}) (sn {})) p) (slo {}))", B, B, A);
+      bool comm = m_.header.op_class == OperatorClass::Commutative;
+      reads->emplace_back(
+          fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (and ((_ is sm) {}) ((_ is sm) "
+                      "{}) (= (sb {}) (sb {})) (>= (sn {}) 1) (>= (sn {}) 1) (<= (+ (sn {}) (sn "
+                      "{})) p) {})))",
+                      x.len, y.len, x.len, A, B, A, B, A, B, A, B,
+                      comm ? fmt::format("(or {} {})", adj1, adj2) : adj1),
+          fmt::format("combine: the + at {} adds, block by block, disjoint contributions to the "
+                      "same block{}",
+                      e.loc.str(), comm ? "" : " in rank order"));
+      return Buf{x.len, fmt::format("(ite {} (sm (sb {}) (slo {}) (+ (sn {}) (sn {}))) (sm (sb "
+                                    "{}) (slo {}) (+ (sn {}) (sn {}))))",
+                                    adj1, A, A, A, B, A, B, A, B)};
+    }
     refuse("the data expression '" + expr_to_string(e) +
-               "' is outside the fragment (whole buffers and block slices only)",
+               "' is outside the fragment (whole buffers, block slices and +)",
            expr_start(e));
   }
 
@@ -404,7 +445,8 @@ class Analyzer {
     Buf v = data_expr(*s.value, path.st, &reads);
     std::string fits = write(*s.target, v, path.st);
     for (const auto& [g, what] : reads)
-      oblige(path, fmt::format("read-line-{}", s.loc.line), what, "", "(> count 0)", g, s.loc);
+      oblige(path, read_name(what, fmt::format("line-{}", s.loc.line)), what,
+             "(declare-const b Int)\n", "(> count 0)", g, s.loc);
     if (fits != "true")
       oblige(path, fmt::format("assign-length-line-{}", s.loc.line),
              "the assigned value fills the slice exactly", "", "(> count 0)", fits, s.loc);
@@ -489,9 +531,9 @@ class Analyzer {
             {fmt::format("nodup-{}-line-{}", name, b.loc.line),
              fmt::format("no item r receives at line {} is one r already holds in {}", b.loc.line,
                          name),
-             fmt::format(
-                 "(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) (= {} {})))",
-                 in.len, at_block(in.blk, "t"), buf.len, buf.blk, at_block(in.blk, "t")),
+             fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))",
+                         in.len, at_block(in.blk, "t"), buf.len,
+                         overlap(buf.blk, at_block(in.blk, "t"))),
              true, b.loc});
     std::string f = write(*b.target, Buf{in.len, in.blk}, st);
     if (f != "true")
@@ -509,7 +551,8 @@ class Analyzer {
       e.len = m.len;
       e.blk = m.blk;
       for (const auto& [g, what] : reads)
-        oblige(path, fmt::format("read-line-{}", s.loc.line), what, "", "(> count 0)", g, s.loc);
+        oblige(path, read_name(what, fmt::format("line-{}", s.loc.line)), what,
+               "(declare-const b Int)\n", "(> count 0)", g, s.loc);
       path.sends.push_back(e);
       path.nsend = add(path.nsend, "1");
       return;
@@ -519,7 +562,9 @@ class Analyzer {
     std::string K = path.nrecv;
     State st = path.st;
     do_receive(s, st, path, K, -1, "", obs, src);
-    std::string decls = "(declare-const src_r Int)\n(declare-const b Int)\n(declare-const t Int)\n";
+    std::string decls =
+        "(declare-const src_r Int)\n(declare-const b Int)\n(declare-const t Int)\n(declare-const "
+        "k Int)\n";
     for (const auto& o : obs)
       oblige(path, o.name, o.what, decls,
              o.data ? fmt::format("(and (= src_r {}) (> count 0))", src)
@@ -752,7 +797,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
   }
   std::string decls = fmt::format(
       "(declare-const {} Int)\n(declare-const src_r Int)\n(declare-const b Int)\n"
-      "(declare-const t Int)\n",
+      "(declare-const t Int)\n(declare-const k Int)\n",
       iter);
   std::string hyp =
       fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit, src);
@@ -764,7 +809,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
     oblige(path, o.name, o.what + " (" + loop_where + ")", decls, o.data ? hypc : hyp, o.goal,
            o.loc);
   for (const auto& [g, what] : reads)
-    oblige(path, fmt::format("read-loop-{}", lname), what, decls, hypc, g, s.loc);
+    oblige(path, read_name(what, "loop-" + lname), what, decls, hypc, g, s.loc);
   for (const auto& [g, loc] : fits)
     oblige(path, fmt::format("fill-line-{}", loc.line), "the value fills its slice exactly", decls,
            hypc, g, loc);
@@ -803,6 +848,24 @@ void Analyzer::loop(const Stmt& s, Path& path) {
     after.ints.erase(v);
     after.data.erase(v);
   }
+  // A variable without initiation (written before read in the body) has its closed form only if
+  // the loop ran; otherwise its value before the loop: for a data variable that had none, the
+  // empty buffer (data variables start empty); an integer that had none is left without a value
+  // (a later read is refused).
+  std::string ran = op2("<=", lot, hit);
+  for (const auto& v : vars) {
+    if (!write_first(s.body, v)) continue;
+    if (after.ints.count(v)) {
+      if (path.st.ints.count(v))
+        after.ints[v] = Lin{"0", ite(ran, after.ints[v].k, render(path.st.ints.at(v)))};
+      else
+        after.ints.erase(v);
+    } else if (after.data.count(v)) {
+      Buf other = path.st.data.count(v) ? path.st.data.at(v) : Buf{"0", "none"};
+      after.data[v] =
+          Buf{ite(ran, after.data[v].len, other.len), ite(ran, after.data[v].blk, other.blk)};
+    }
+  }
   path.st = after;
   std::string trips = fmt::format("(- {} {})", exit, lot);
   path.nsend = add(path.nsend, trips);
@@ -812,12 +875,28 @@ void Analyzer::loop(const Stmt& s, Path& path) {
 void Analyzer::finish(const Path& path) {
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
-  // allgather in MPI's layout: p blocks, block b = rank b's input.
-  oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
-         "", "(> count 0)", op2("=", out.len, "p"), h.loc);
-  oblige(path, "postcondition-blocks", "block b of the output is rank b's input (MPI's layout)",
-         "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
-         op2("=", out.blk, "(it b 0)"), h.loc);
+  if (h.collective == Collective::Allgather) {
+    // allgather in MPI's layout: p blocks, block b = rank b's input.
+    oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
+           "", "(> count 0)", op2("=", out.len, "p"), h.loc);
+    oblige(path, "postcondition-blocks", "block b of the output is rank b's input (MPI's layout)",
+           "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
+           op2("=", out.blk, "(it b 0)"), h.loc);
+  } else {
+    // reduce-scatter: rank r ends with one block, block r summed over all p ranks (from rank 0
+    // up, unless the model declares a commutative operator).
+    bool comm = h.op_class == OperatorClass::Commutative;
+    std::string b0 = at_block(out.blk, "0");
+    oblige(path, "postcondition-length", "the output is one block of count elements", "",
+           "(> count 0)", op2("=", out.len, "1"), h.loc);
+    oblige(path, "postcondition-blocks",
+           comm ? "the output is block r of every rank's input, summed, each once"
+                : "the output is block r of every rank's input, summed in rank order, each once",
+           "", "(> count 0)",
+           fmt::format("(and ((_ is sm) {}) (= (sb {}) r) (= (sn {}) p){})", b0, b0, b0,
+                       comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
+           h.loc);
+  }
   oblige(path, "sends-received",
          "every rank receives as many messages as it sends (with the matches above, every send "
          "is received in its round)",
