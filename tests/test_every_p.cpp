@@ -231,3 +231,20 @@ TEST_CASE("every-p: the command ties a proof to its model; --model applies it el
   // The directory form judges every proof against its `expect`.
   CHECK(collv::test::run_cli("prove " + kProofs + "/mutants", out) == kExitOk);
 }
+
+TEST_CASE("every-p: verify --every-p reports the proof under the model (text and JSON)",
+          "[every-p]") {
+  std::string out;
+  std::string args = "verify " + kRing + " " + kRoot +
+                     "/models/mpich/allgather_bruck.coll -t complete:4 --every-p";
+  REQUIRE(collv::test::run_cli(args, out) == kExitOk);
+  CHECK(out.find("  ^ every p: proved for every p and count (") != std::string::npos);
+  CHECK(out.find("allgather_ring.proof") != std::string::npos);
+  // One line: the Bruck model has no proof, so nothing is said of it.
+  CHECK(out.find("every p:") == out.rfind("every p:"));
+  REQUIRE(collv::test::run_cli(args + " --json -", out) == kExitOk);
+  CHECK(out.find("\"every_p\": \"proved for every p and count (") != std::string::npos);
+  // Without the flag nothing is run or said.
+  REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
+  CHECK(out.find("every p") == std::string::npos);
+}
