@@ -46,7 +46,7 @@ const std::string kRing = kRoot + "/models/mpich/allgather_ring.coll";
 }  // namespace
 
 TEST_CASE(
-    "every-p: MPICH's ring allgather is proved for every p and count; z3 re-checks the "
+    "every-p: MPICH's ring allgather is proved for every p and count, z3 re-checks the "
     "certificates",
     "[every-p]") {
   std::string dir = collv::test::unique_temp("every_p_certs");
@@ -83,7 +83,7 @@ TEST_CASE(
 
 TEST_CASE(
     "every-p: NCCL's ring allgather (send first, receive-forward loop, last receive after "
-    "it) is proved; its mutant past p = 100 is disproved at p = 101",
+    "it) is proved, its mutant past p = 100 is disproved at p = 101",
     "[every-p]") {
   EveryPOutcome r = prove(kRoot + "/models/nccl/allgather_ring_nccl.coll",
                           kProofs + "/allgather_ring_nccl.proof");
@@ -105,7 +105,7 @@ TEST_CASE(
   CHECK(r.p == 101);
 }
 
-TEST_CASE("every-p: every proof in proofs/every-p proves its model; every mutant is refused",
+TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant is refused",
           "[every-p]") {
   int proved = 0, refused = 0;
   for (const std::string& dir : {kProofs, kProofs + "/mutants"})
@@ -129,7 +129,7 @@ TEST_CASE("every-p: every proof in proofs/every-p proves its model; every mutant
 }
 
 TEST_CASE(
-    "every-p: reductions: NCCL's ring reduce-scatter adds disjoint, adjacent contributions; "
+    "every-p: reductions: NCCL's ring reduce-scatter adds disjoint, adjacent contributions, "
     "a mutant adding the wrong block past p = 64 fails the combine obligation",
     "[every-p]") {
   EveryPOutcome r = prove(kProofs + "/mutants/reduce_scatter_ring_nccl_p64.coll",
@@ -216,7 +216,7 @@ TEST_CASE("every-p: programs outside the fragment are refused with file:line:col
   CHECK(r.note.find("whole blocks") != std::string::npos);
 }
 
-TEST_CASE("every-p: the command ties a proof to its model; --model applies it elsewhere",
+TEST_CASE("every-p: the command ties a proof to its model, --model applies it elsewhere",
           "[every-p]") {
   std::string out;
   std::string proof = kProofs + "/allgather_ring.proof";
