@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "app/every_p_cmd.hpp"
 #include "cli.hpp"
@@ -214,6 +215,33 @@ TEST_CASE("every-p: programs outside the fragment are refused with file:line:col
       replaced(ring, "send result[j * E .. j * E + E - 1]", "send result[j * E .. j * E]"), proof);
   CHECK(r.exit == kExitInconclusive);
   CHECK(r.note.find("whole blocks") != std::string::npos);
+  // Each further rule of the fragment, with the reason it gives; none of these is proved.
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"  if count > 0 then", "  if my_id > 0 then", "depends on my_id"},
+      {"for i := 1 to p - 1 do", "for i := p - 1 downto 1 do", "`downto`"},
+      {"        j := jnext;\n", "        j := jnext;\n        i := i;\n", "its own counter"},
+      {"        j := jnext;\n", "        j := jnext;\n        send x to (my_id + 1) mod p;\n",
+       "more than one send"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id - 1) mod count;", "only by p"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id * count) mod p;", "count-dependent"},
+      {"    E := count;", "    E := count * count;", "two count-dependent"},
+      {"        j := jnext;\n",
+       "        while j < 0 do j := j + 1; endwhile;\n        j := jnext;\n",
+       "only assignments, one send and one receive"},
+  };
+  for (const auto& [from, to, why] : cases) {
+    r = prove_text(replaced(ring, from, to), proof);
+    INFO(to << ": " << r.note);
+    CHECK(r.exit == kExitInconclusive);
+    CHECK(r.note.find(why) != std::string::npos);
+    CHECK(r.note.find("m.coll:") != std::string::npos);
+  }
+  // A collective outside the fragment (its postcondition is not written): refused, not guessed.
+  r = prove_text(replaced(replaced(ring, "collective allgather", "collective gather"),
+                          "library    mpich 4.0 MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM = ring\n", ""),
+                 proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("not in the fragment yet") != std::string::npos);
 }
 
 TEST_CASE("every-p: the command ties a proof to its model, --model applies it elsewhere",
