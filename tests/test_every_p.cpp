@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "app/every_p_cmd.hpp"
 #include "cli.hpp"
@@ -46,7 +47,7 @@ const std::string kRing = kRoot + "/models/mpich/allgather_ring.coll";
 }  // namespace
 
 TEST_CASE(
-    "every-p: MPICH's ring allgather is proved for every p and count; z3 re-checks the "
+    "every-p: MPICH's ring allgather is proved for every p and count, z3 re-checks the "
     "certificates",
     "[every-p]") {
   std::string dir = collv::test::unique_temp("every_p_certs");
@@ -83,7 +84,7 @@ TEST_CASE(
 
 TEST_CASE(
     "every-p: NCCL's ring allgather (send first, receive-forward loop, last receive after "
-    "it) is proved; its mutant past p = 100 is disproved at p = 101",
+    "it) is proved, its mutant past p = 100 is disproved at p = 101",
     "[every-p]") {
   EveryPOutcome r = prove(kRoot + "/models/nccl/allgather_ring_nccl.coll",
                           kProofs + "/allgather_ring_nccl.proof");
@@ -103,6 +104,51 @@ TEST_CASE(
   CHECK(r.exit == kExitViolation);
   CHECK(r.failed_obligation == "postcondition-length");
   CHECK(r.p == 101);
+}
+
+TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant is refused",
+          "[every-p]") {
+  int proved = 0, refused = 0;
+  for (const std::string& dir : {kProofs, kProofs + "/mutants"})
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() != ".proof") continue;
+      EveryPProof pf = parse_every_p_proof(e.path().string());
+      std::string model = (e.path().parent_path() / pf.model).string();
+      EveryPOutcome r = prove(model, e.path().string());
+      INFO(e.path().string() << ": " << r.note);
+      if (pf.expect == "proved") {
+        CHECK(r.exit == kExitOk);
+        ++proved;
+      } else {
+        CHECK(r.exit != kExitOk);
+        CHECK(r.exit == (pf.expect == "disproved" ? kExitViolation : kExitInconclusive));
+        ++refused;
+      }
+    }
+  CHECK(proved >= 4);
+  CHECK(refused >= 4);
+}
+
+TEST_CASE(
+    "every-p: reductions: NCCL's ring reduce-scatter adds disjoint, adjacent contributions, "
+    "a mutant adding the wrong block past p = 64 fails the combine obligation",
+    "[every-p]") {
+  EveryPOutcome r = prove(kProofs + "/mutants/reduce_scatter_ring_nccl_p64.coll",
+                          kProofs + "/reduce_scatter_ring_nccl.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "combine-loop-j");
+  CHECK(r.p == 65);
+  // Without `operator commutative` the pairwise reduce-scatter (which adds each contribution in
+  // front) ends in ring order from r + 1, not rank order: disproved by the postcondition, and the
+  // executor's ordered domain agrees at p = 2.
+  std::string pw = collv::test::slurp(kRoot + "/models/mpich/reduce_scatter_pairwise.coll");
+  r = prove_text(replaced(pw, "  operator   commutative\n", ""),
+                 collv::test::slurp(kProofs + "/reduce_scatter_pairwise.proof"));
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
 }
 
 TEST_CASE("every-p: a ring wrong only past p = 64 is disproved by consecution, at p = 65",
@@ -169,9 +215,36 @@ TEST_CASE("every-p: programs outside the fragment are refused with file:line:col
       replaced(ring, "send result[j * E .. j * E + E - 1]", "send result[j * E .. j * E]"), proof);
   CHECK(r.exit == kExitInconclusive);
   CHECK(r.note.find("whole blocks") != std::string::npos);
+  // Each further rule of the fragment, with the reason it gives; none of these is proved.
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"  if count > 0 then", "  if my_id > 0 then", "depends on my_id"},
+      {"for i := 1 to p - 1 do", "for i := p - 1 downto 1 do", "`downto`"},
+      {"        j := jnext;\n", "        j := jnext;\n        i := i;\n", "its own counter"},
+      {"        j := jnext;\n", "        j := jnext;\n        send x to (my_id + 1) mod p;\n",
+       "more than one send"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id - 1) mod count;", "only by p"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id * count) mod p;", "count-dependent"},
+      {"    E := count;", "    E := count * count;", "two count-dependent"},
+      {"        j := jnext;\n",
+       "        while j < 0 do j := j + 1; endwhile;\n        j := jnext;\n",
+       "only assignments, one send and one receive"},
+  };
+  for (const auto& [from, to, why] : cases) {
+    r = prove_text(replaced(ring, from, to), proof);
+    INFO(to << ": " << r.note);
+    CHECK(r.exit == kExitInconclusive);
+    CHECK(r.note.find(why) != std::string::npos);
+    CHECK(r.note.find("m.coll:") != std::string::npos);
+  }
+  // A collective outside the fragment (its postcondition is not written): refused, not guessed.
+  r = prove_text(replaced(replaced(ring, "collective allgather", "collective gather"),
+                          "library    mpich 4.0 MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM = ring\n", ""),
+                 proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("not in the fragment yet") != std::string::npos);
 }
 
-TEST_CASE("every-p: the command ties a proof to its model; --model applies it elsewhere",
+TEST_CASE("every-p: the command ties a proof to its model, --model applies it elsewhere",
           "[every-p]") {
   std::string out;
   std::string proof = kProofs + "/allgather_ring.proof";
@@ -185,4 +258,21 @@ TEST_CASE("every-p: the command ties a proof to its model; --model applies it el
   CHECK(out.find("allgather_ring: proved for every p") != std::string::npos);
   // The directory form judges every proof against its `expect`.
   CHECK(collv::test::run_cli("prove " + kProofs + "/mutants", out) == kExitOk);
+}
+
+TEST_CASE("every-p: verify --every-p reports the proof under the model (text and JSON)",
+          "[every-p]") {
+  std::string out;
+  std::string args = "verify " + kRing + " " + kRoot +
+                     "/models/mpich/allgather_bruck.coll -t complete:4 --every-p";
+  REQUIRE(collv::test::run_cli(args, out) == kExitOk);
+  CHECK(out.find("  ^ every p: proved for every p and count (") != std::string::npos);
+  CHECK(out.find("allgather_ring.proof") != std::string::npos);
+  // One line: the Bruck model has no proof, so nothing is said of it.
+  CHECK(out.find("every p:") == out.rfind("every p:"));
+  REQUIRE(collv::test::run_cli(args + " --json -", out) == kExitOk);
+  CHECK(out.find("\"every_p\": \"proved for every p and count (") != std::string::npos);
+  // Without the flag nothing is run or said.
+  REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
+  CHECK(out.find("every p") == std::string::npos);
 }

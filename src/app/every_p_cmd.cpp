@@ -1,6 +1,7 @@
 // collv prove --every-p MODEL.coll [PROOF] [--model OTHER.coll] (see every_p_cmd.hpp).
 #include "app/every_p_cmd.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <ostream>
@@ -136,6 +137,9 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
         Topology topo = Topology::parse(fmt::format("{}:{}", fam, p));
         RunOptions ro;
         ro.count = static_cast<std::uint32_t>(c);
+        // Operand order is judged in the ordered domain, for a model that does not declare a
+        // commutative operator.
+        if (m.header.op_class == OperatorClass::Associative) ro.domain = DomainKind::Ordered;
         long long root = value_of(failed_r, "root");
         ro.root = collective_is_rooted(m.header.collective) && root >= 0 && root < p
                       ? static_cast<std::uint32_t>(root)
@@ -191,6 +195,35 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   res.note = fmt::format("{} obligations unsat ({} loop(s), {} path(s)); assumed: {}", proved,
                          a.loops, a.paths + 1, as);
   return res;
+}
+
+std::string every_p_status(const std::string& model_file, const std::string& models_dir) {
+  std::error_code ec;
+  fs::path dir = fs::path(models_dir).parent_path() / "proofs" / "every-p";
+  if (!fs::is_directory(dir, ec)) return "";
+  fs::path want = fs::weakly_canonical(model_file, ec);
+  std::vector<fs::path> proofs;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".proof") proofs.push_back(e.path());
+  std::sort(proofs.begin(), proofs.end());
+  for (const auto& pp : proofs) {
+    try {
+      EveryPProof pf = parse_every_p_proof(pp.string());
+      if (pf.expect != "proved" || fs::path(pf.model).extension() != ".coll") continue;
+      if (fs::weakly_canonical(pp.parent_path() / pf.model, ec) != want) continue;
+      ProveCommandOptions o;
+      EveryPOutcome r = prove_every_p(parse_model_file(model_file), pf, o);
+      if (r.exit == kExitOk)
+        return fmt::format(
+            "proved for every p and count ({}, {} obligations; collv prove "
+            "--every-p)",
+            pp.string(), r.obligations);
+      return fmt::format("{} ({}): {}", r.answer, pp.string(), r.note);
+    } catch (const std::exception& e) {
+      return fmt::format("not proved ({}): {}", pp.string(), e.what());
+    }
+  }
+  return "";
 }
 
 int run_every_p_command(const ProveCommandOptions& o, std::ostream& out, std::ostream& err) {

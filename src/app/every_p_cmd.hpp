@@ -26,6 +26,11 @@ struct EveryPOutcome {
 };
 
 EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCommandOptions& o);
+// For `verify --every-p`: the proofs in proofs/every-p beside the models directory that are
+// written for model_file (same file), run; "" when there is none, else e.g. "proved for every p
+// (proofs/every-p/allgather_ring.proof, 21 obligations)" or "not proved: ...".
+std::string every_p_status(const std::string& model_file, const std::string& models_dir);
+
 int run_every_p_command(const ProveCommandOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace collv

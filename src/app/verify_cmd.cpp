@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/every_p_cmd.hpp"
 #include "exec/executor.hpp"
 #include "import/import.hpp"
 #include "render/render.hpp"
@@ -370,6 +371,20 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
+  // The proof for every p, where the model has one (informational: the exit code is the runs').
+  if (o.every_p) {
+    std::map<std::string, std::string> done_files;
+    for (auto& G : rep.groups) {
+      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
+      auto f = done_files.find(G.file);
+      if (f == done_files.end())
+        f = done_files
+                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
+                                                                             : o.models_dir))
+                .first;
+      G.every_p = f->second;
+    }
+  }
   set_exit_code(rep);
   return rep;
 }
@@ -715,6 +730,20 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
+  // The proof for every p, where the model has one (informational: the exit code is the runs').
+  if (o.every_p) {
+    std::map<std::string, std::string> done_files;
+    for (auto& G : rep.groups) {
+      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
+      auto f = done_files.find(G.file);
+      if (f == done_files.end())
+        f = done_files
+                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
+                                                                             : o.models_dir))
+                .first;
+      G.every_p = f->second;
+    }
+  }
   set_exit_code(rep);
   return rep;
 }

@@ -212,6 +212,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_flag("--strict", ver_opts.strict,
                 "judge by the collective's own rules whatever the file or model declares: MPI's "
                 "positional layout, operands in rank order (a non-commutative operator)");
+  ver->add_flag("--every-p", ver_opts.every_p,
+                "also run the model's proof for every p in proofs/every-p (collv prove --every-p), "
+                "if it has one, and report it under the model");
   ver->add_flag("--runs", ver_opts.runs_table,
                 "one line per run and every failing run in full, instead of one line per model "
                 "and family");
