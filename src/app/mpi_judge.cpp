@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <filesystem>
@@ -317,11 +318,11 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
         const std::uint64_t got = buf[i].get<std::uint64_t>();
         const std::uint64_t unit = static_cast<std::uint64_t>(e.idx + 1);
         std::uint64_t want = 0;
-        for (int q = 0; q < c.p; ++q)
+        for (int q = 0; q < std::min(c.p, 12); ++q)  // 5-bit digits: p <= 12
           if (e.mask >> q & 1) want += unit << (5 * q);
         if (got == want) continue;
         std::string diff;
-        for (int q = 0; q < c.p; ++q) {
+        for (int q = 0; q < std::min(c.p, 12); ++q) {
           const std::uint64_t d = got >> (5 * q) & 31, w = (e.mask >> q & 1) ? unit : 0;
           if (d == w) continue;
           if (d == 0)
