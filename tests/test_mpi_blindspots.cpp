@@ -333,3 +333,31 @@ TEST_CASE(
   fs::remove(json);
   fs::remove_all(cache);
 }
+
+TEST_CASE(
+    "collv mpi --model: a model nothing of whose runs can be compared is inconclusive "
+    "(exit 3), never passed",
+    "[mpi][mpi-blindspots]") {
+  if (!test::have_mpi("mpicc.mpich") || !test::have_mpi("mpiexec.mpich")) {
+    WARN("MPICH is not installed (mpicc.mpich): skipped");
+    return;
+  }
+  // A broadcast under MPICH: no combination to compare, no per-peer message counts to read.
+  const std::string model = std::string(COLLV_SOURCE_DIR) + "/models/mpich/bcast_binomial.coll";
+  std::string out;
+  int rc = test::run_cli(
+      "mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
+      "--count 2 --root 0 --model " +
+          model,
+      out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("nothing of them could be compared with the model"));
+  rc = test::run_cli("mpi --conformance " + model + " --sizes 3 --count 2 --root 0", out, "", 120);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("inconclusive  " + model + " (no compare: "));
+  // The runs themselves pass without --model.
+  CHECK(test::run_cli("mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
+                      "--count 2 --root 0",
+                      out, "", 120) == 0);
+}

@@ -477,16 +477,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   const bool never_ran = rep.runs.empty() && (!refused.empty() || count0 > 0);
   Tally t = rep.tally();
   if (o.all_fell_back) *o.all_fell_back = never_ran;
-  if (o.compared_runs) {
-    *o.compared_runs = 0;
-    for (const auto& r : rep.runs)
-      for (const auto& c : r.checks)
-        if ((c.name == "conformance" || c.name == "messages") &&
-            (c.verdict == Verdict::Pass || c.verdict == Verdict::Fail)) {
-          ++*o.compared_runs;
-          break;
-        }
-  }
+  std::size_t compared = 0;  // runs whose conformance or messages compared something
+  for (const auto& r : rep.runs)
+    for (const auto& c : r.checks)
+      if ((c.name == "conformance" || c.name == "messages") &&
+          (c.verdict == Verdict::Pass || c.verdict == Verdict::Fail)) {
+        ++compared;
+        break;
+      }
+  if (o.compared_runs) *o.compared_runs = compared;
   const std::string never_ran_why = fmt::format(
       "the named algorithm never ran: {} run{} where the library fell back to its own choice, {} "
       "at count 0 (no algorithm runs on no data)",
@@ -500,6 +499,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   : t.inconclusive > 0 ? kExitInconclusive
                                        : kExitOk;
 
+  // A model given and nothing of any run compared with it (a collective without a reduction
+  // under MPICH: no combination, no per-peer counts): conformance is undecided, never passed.
+  const bool nothing_compared = !model_file.empty() && rep.exit_code == kExitOk && compared == 0;
+  if (nothing_compared) rep.exit_code = kExitInconclusive;
   auto write = [](const std::string& path, const std::string& text) {
     if (path == "-") {
       std::cout << text;
@@ -546,6 +549,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < repro.size() && i < 8; ++i) out << "  " << repro[i] << "\n";
     }
   }
+  if (nothing_compared)
+    err << "collv: the runs pass, but nothing of them could be compared with the model (no "
+           "combination, and no per-peer message counts under MPICH): conformance undecided "
+           "(exit 3)\n";
   if (never_ran)
     err << "collv: " << never_ran_why << "; nothing of it was verified (exit 3)\n";
   else if (rep.runs.empty())
