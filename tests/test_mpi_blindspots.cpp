@@ -248,7 +248,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "collv mpi: the launcher's failure is an error with its exit code and output; a "
+    "collv mpi: the launcher's failure is an error with its exit code and output, and a "
     "library's abort message is in the report",
     "[mpi][mpi-blindspots]") {
   const auto impls = test::installed_mpis();
@@ -288,7 +288,7 @@ TEST_CASE(
 
 TEST_CASE(
     "collv mpi: harness output with values of the wrong type is an error naming the line, "
-    "exit 2, with the report written; --timeout bounds the compiler",
+    "exit 2, with the report written, and --timeout bounds the compiler",
     "[mpi][mpi-blindspots]") {
   // A stand-in launcher (no MPI needed beyond a compiler): every rank's "done" line says
   // "rank":"0" (issue 37's reproducer turn4-mpi01).
