@@ -171,6 +171,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   g.named = true;
   rep.groups.push_back(g);
   std::vector<std::string> repro, refused, msgs_not_checked;
+  // What a passing check says besides (order: combinations out of rank order whose value was
+  // discarded; unmatched: what it could not see): per check, the runs and the first note.
+  std::map<std::string, std::pair<std::size_t, std::string>> pass_notes;
   fs::path runs_dir = fs::path(cache_root(o)) / fmt::format("runs-{}", getpid());
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
@@ -389,9 +392,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                 for (auto* m : {&per_launch.msgs, &per_launch.bytes})
                   for (auto& row : *m)
                     for (auto& v : row) v *= kHarnessCalls;
-                if (lib && why.empty())
+                if (lib && why.empty()) {
                   msgs = compare_messages(*lib, per_launch);
-                else
+                  msgs.note += fmt::format(
+                      "{}the launch's {} calls of the collective against {} times the model's "
+                      "transfers",
+                      msgs.note.empty() ? "" : "; ", kHarnessCalls, kHarnessCalls);
+                } else
                   msgs.note = "not checked: " + why;
               }
             }
@@ -428,6 +435,14 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + cdir.string() +
                             ")");
           }
+          for (const auto& ch : vr.checks)
+            if (ch.verdict == Verdict::Pass && !ch.note.empty() && ch.name != "messages") {
+              auto& [n, first] = pass_notes[ch.name];
+              if (n++ == 0)
+                first =
+                    fmt::format("np:{} count {}{}: {}", p, count,
+                                rooted(o.collective) ? fmt::format(" root {}", root) : "", ch.note);
+            }
           rep.runs.push_back(std::move(vr));
           rep.runs.back().group = 0;
         }
@@ -462,16 +477,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   const bool never_ran = rep.runs.empty() && (!refused.empty() || count0 > 0);
   Tally t = rep.tally();
   if (o.all_fell_back) *o.all_fell_back = never_ran;
-  if (o.compared_runs) {
-    *o.compared_runs = 0;
-    for (const auto& r : rep.runs)
-      for (const auto& c : r.checks)
-        if ((c.name == "conformance" || c.name == "messages") &&
-            (c.verdict == Verdict::Pass || c.verdict == Verdict::Fail)) {
-          ++*o.compared_runs;
-          break;
-        }
-  }
+  std::size_t compared = 0;  // runs whose conformance or messages compared something
+  for (const auto& r : rep.runs)
+    for (const auto& c : r.checks)
+      if ((c.name == "conformance" || c.name == "messages") &&
+          (c.verdict == Verdict::Pass || c.verdict == Verdict::Fail)) {
+        ++compared;
+        break;
+      }
+  if (o.compared_runs) *o.compared_runs = compared;
   const std::string never_ran_why = fmt::format(
       "the named algorithm never ran: {} run{} where the library fell back to its own choice, {} "
       "at count 0 (no algorithm runs on no data)",
@@ -485,6 +499,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   : t.inconclusive > 0 ? kExitInconclusive
                                        : kExitOk;
 
+  // A model given and nothing of any run compared with it (a collective without a reduction
+  // under MPICH: no combination, no per-peer counts): conformance is undecided, never passed.
+  const bool nothing_compared = !model_file.empty() && rep.exit_code == kExitOk && compared == 0;
+  if (nothing_compared) rep.exit_code = kExitInconclusive;
   auto write = [](const std::string& path, const std::string& text) {
     if (path == "-") {
       std::cout << text;
@@ -503,6 +521,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
                     {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
+    for (const auto& [name, v] : pass_notes)
+      j["library"]["passed_with_note"][name] = {{"runs", v.first}, {"first", v.second}};
     write(o.json_file, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   if (!o.junit_file.empty()) write(o.junit_file, report_to_junit(rep));
@@ -516,6 +536,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < refused.size() && i < 12; ++i) out << " " << refused[i] << ";";
       out << (refused.size() > 12 ? " ...\n" : "\n");
     }
+    for (const auto& [name, v] : pass_notes)
+      out << fmt::format("{} passed with a note in {} run{}; the first: {}\n", name, v.first,
+                         v.first == 1 ? "" : "s", v.second);
     if (!msgs_not_checked.empty())
       out << fmt::format(
           "messages (per-peer counts against the model) not checked in {} of {} "
@@ -526,6 +549,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < repro.size() && i < 8; ++i) out << "  " << repro[i] << "\n";
     }
   }
+  if (nothing_compared)
+    err << "collv: the runs pass, but nothing of them could be compared with the model (no "
+           "combination, and no per-peer message counts under MPICH): conformance undecided "
+           "(exit 3)\n";
   if (never_ran)
     err << "collv: " << never_ran_why << "; nothing of it was verified (exit 3)\n";
   else if (rep.runs.empty())

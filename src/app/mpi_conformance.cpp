@@ -85,12 +85,13 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       err << "collv: error: " << r.options.model << ": " << e.what() << "\n";
     }
     fell_back = fell_back && rc == kExitInconclusive;
-    // A pass where nothing was compared with the model (a broadcast under MPICH: no combination,
-    // no message counts) says the library's results are right, not that it follows the model.
-    const bool uncompared = rc == kExitOk && compared == 0;
+    // Runs that pass where nothing was compared with the model (a broadcast under MPICH: no
+    // combination, no message counts) say the library's results are right, not that it follows
+    // the model: inconclusive (exit 3), never a pass.
+    const bool uncompared = rc == kExitInconclusive && compared == 0 && !fell_back;
     lines.push_back(fmt::format(
         "  {}  {}",
-        uncompared                ? "no compare  "
+        uncompared                ? "inconclusive"
         : rc == kExitOk           ? "pass        "
         : rc == kExitViolation    ? "FAIL        "
         : fell_back               ? "not judged  "
@@ -98,8 +99,9 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                                   : "error       ",
         r.options.model +
             (fell_back    ? " (the library fell back to its own choice in every run: see its note)"
-             : uncompared ? " (the runs pass; nothing of them could be compared with the model: "
-                            "no combination, and no per-peer message counts under MPICH)"
+             : uncompared ? " (no compare: the runs pass; nothing of them could be compared with "
+                            "the model: no combination, and no per-peer message counts under "
+                            "MPICH)"
                           : "")));
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
   }

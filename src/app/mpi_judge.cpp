@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <filesystem>
@@ -217,13 +218,14 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
       J.post.fail(r, fmt::format("rank {}: no result written in call {}", r, call));
   };
   std::size_t at = 0;
-  while (at < text.size() && !done) {
+  while (at < text.size()) {
     std::size_t nl = text.find('\n', at);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(at, nl - at);
     at = nl + 1;
     ++lineno;
     const std::string where = fmt::format("{}:{}", file, lineno);
+    if (done) bad_line(where, "a line after the \"done\" line");
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string()) {
       // A rank killed mid-line leaves a partial last line: that is the run's failure.
@@ -316,11 +318,11 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
         const std::uint64_t got = buf[i].get<std::uint64_t>();
         const std::uint64_t unit = static_cast<std::uint64_t>(e.idx + 1);
         std::uint64_t want = 0;
-        for (int q = 0; q < c.p; ++q)
+        for (int q = 0; q < std::min(c.p, 12); ++q)  // 5-bit digits: p <= 12
           if (e.mask >> q & 1) want += unit << (5 * q);
         if (got == want) continue;
         std::string diff;
-        for (int q = 0; q < c.p; ++q) {
+        for (int q = 0; q < std::min(c.p, 12); ++q) {
           const std::uint64_t d = got >> (5 * q) & 31, w = (e.mask >> q & 1) ? unit : 0;
           if (d == w) continue;
           if (d == 0)
@@ -424,7 +426,8 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
       }
     } else if (k == "error") {
       const auto m = j.find("message");
-      lib_error = m != j.end() && m->is_string() ? m->get<std::string>() : "(no message)";
+      if (m == j.end() || !m->is_string()) bad_line(where, "\"message\" must be a string");
+      lib_error = m->get<std::string>();
       if (lib_error.size() > 300) lib_error = lib_error.substr(0, 300) + "...";
       have_out = true;  // no result expected after an error
     } else if (k == "done") {

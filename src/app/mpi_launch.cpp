@@ -93,8 +93,12 @@ std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603u
 
 std::string slurp(const fs::path& p, std::size_t max) {
   std::ifstream f(p, std::ios::binary);
-  std::string s(max, '\0');
-  f.read(s.data(), static_cast<std::streamsize>(max));
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  // What the file holds, at most max (never max itself allocated for a small file).
+  const std::size_t want = ec ? 0 : static_cast<std::size_t>(std::min<std::uintmax_t>(size, max));
+  std::string s(want, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(want));
   s.resize(static_cast<std::size_t>(f.gcount()));
   return s;
 }
