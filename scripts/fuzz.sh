@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(model run schedule topology proof import symmetry mpi)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(model run schedule topology proof import symmetry mpi agreement)
 build=build/fuzz
 
 cc=clang cxx=clang++

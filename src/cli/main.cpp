@@ -246,8 +246,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_option("--stream", ver_stream,
                   "auto (default): a run whose trace would take over a quarter of --max-memory is "
                   "judged as it runs, keeping no trace (single-port, neighbour transfers; nodup "
-                  "and dataflow are then not checked) | on: every run streamed | off: every trace "
-                  "kept")
+                  "and dataflow are then not checked; collv-mpi on 2 or more processes streams "
+                  "every run that can be) | on: every run streamed | off: every trace kept")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   std::string ver_msccl_rt = "msccl-executor-nccl";
   ver->add_option("--msccl-runtime", ver_msccl_rt,

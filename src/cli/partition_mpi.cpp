@@ -50,15 +50,16 @@ class MpiPartition : public Partition {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Received alltoall(std::vector<std::string>& out) override {
-    COLLV_ASSERT(out.size() == static_cast<std::size_t>(size_));
+  Received alltoall(std::string& send, const std::vector<std::size_t>& counts) override {
+    COLLV_ASSERT(counts.size() == static_cast<std::size_t>(size_));
     std::vector<std::uint64_t> scount(size_), rcount(size_);
     std::uint64_t total = 0;
     for (int r = 0; r < size_; ++r) {
-      scount[r] = out[r].size();
-      total += out[r].size();
-      if (r != rank_) bytes_sent += out[r].size();
+      scount[r] = counts[r];
+      total += counts[r];
+      if (r != rank_) bytes_sent += counts[r];
     }
+    COLLV_ASSERT(total == send.size());
     MPI_Request req;
     MPI_Ialltoall(scount.data(), 1, MPI_UINT64_T, rcount.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD,
                   &req);
@@ -88,18 +89,15 @@ class MpiPartition : public Partition {
       r_at += rcount[r];
     }
     in.at[size_] = r_at;
-    // One copy of the round's messages at a time: each part is freed once it is in `send`, and
-    // `send` once MPI has sent it; what arrives stays in one buffer (no copy per process).
-    std::string send;
-    send.reserve(total);
-    for (auto& s : out) {
-      send += s;
-      std::string().swap(s);
-    }
+    // One copy of the round's messages at a time: what arrives stays in one buffer (no copy per
+    // process), the one given back after the last round when it is large enough (its pages are
+    // mapped already: a fresh buffer each round cost a page fault per 4 KiB).
+    if (spare_.capacity() >= r_at) in.data.swap(spare_);
     in.data.assign(r_at, '\0');
     MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data.data(), rc.data(),
                    rd.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
     wait_idle(req);
+    send.clear();
     ++rounds;
     return in;
   }
@@ -134,6 +132,10 @@ class MpiPartition : public Partition {
     return out;
   }
 
+  void give_back(std::string&& data) override {
+    if (data.capacity() > spare_.capacity()) spare_ = std::move(data);
+  }
+
   void allreduce(std::vector<std::uint64_t>& v, bool max) override {
     if (v.empty()) return;
     if (v.size() > kMaxCount)
@@ -146,6 +148,7 @@ class MpiPartition : public Partition {
 
  private:
   int rank_ = 0, size_ = 1;
+  std::string spare_;  // a receive buffer given back (give_back), for the next round
 };
 
 }  // namespace

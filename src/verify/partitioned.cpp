@@ -36,6 +36,22 @@ class Writer {
   std::string s_;
 };
 
+// The same records written in place, into a buffer sized beforehand (a round's exchange is
+// packed straight into the one send buffer, every process's part at its offset).
+class Cursor {
+ public:
+  explicit Cursor(char* p) : p_(p) {}
+  template <class T>
+  void put(T x) {
+    std::memcpy(p_, &x, sizeof(T));
+    p_ += sizeof(T);
+  }
+  const char* at() const { return p_; }
+
+ private:
+  char* p_;
+};
+
 class Reader {
  public:
   explicit Reader(std::string_view s) : s_(s) {}
@@ -63,16 +79,17 @@ class Reader {
 
 // Items travel by value: a fingerprint is its 64-bit sum; an exact or ordered item (an id into
 // this process's table) as its contributions, interned again where it arrives.
-void put_buffer(Writer& w, const Domain& d, const Buffer& b) {
-  w.put<std::uint32_t>(b.size());
+template <class W>
+void put_buffer(W& w, const Domain& d, const Buffer& b) {
+  w.template put<std::uint32_t>(b.size());
   for (Item it : b) {
     if (!d.inspectable()) {
-      w.put<std::uint64_t>(it);
+      w.template put<std::uint64_t>(it);
       continue;
     }
     auto terms = d.terms_view(it);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
-    for (std::uint32_t x : terms) w.put<std::uint32_t>(x);
+    w.template put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
+    for (std::uint32_t x : terms) w.template put<std::uint32_t>(x);
   }
 }
 
@@ -198,29 +215,42 @@ class PartitionDriver : public SliceDriver {
       }
       return here;
     };
+    // The send buffer, kept from round to round (as the partition keeps the receive buffer): a
+    // buffer mapped afresh each round cost the kernel a page fault per 4 KiB written (star:10 at
+    // K = 2: 5.5 s of system time a process for 2.1 GB sent), and the largest round's buffers
+    // are held at the peak anyway.
+    std::string out;
     StreamTiming* st = nullptr;
     together(part_, [&] {
       m.start();
       st = &m.timing();
     });
-    // Packs what goes to the other processes: messages, the senders' bounds, the receivers'
-    // steps; returns how many records.
-    auto pack = [&](std::vector<std::string>& out) {
-      std::vector<Writer> w(k);
-      std::uint64_t n = 0;
-      {  // each process's string sized at once (no slack from growing by doubling)
-        std::vector<std::size_t> size(k, 0);
-        for (const auto& x : m.outbox()) {
-          std::size_t b = 17 + 4;  // the record's fields and the buffer's length
-          for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.terms_view(it).size() : 8;
-          size[part_.owner(x.dst, p)] += b;
-        }
-        for (const auto& b : st->bounds_out()) size[part_.owner(b.node, p)] += 9;
-        for (const auto& x : st->steps_out()) size[part_.owner(x.node, p)] += 9;
-        for (int r = 0; r < k; ++r) w[r].str().reserve(size[r]);
+    // Packs what goes to the other processes (messages, the senders' bounds, the receivers'
+    // steps) into one send buffer, process r's part counts[r] bytes at its offset (each part's
+    // size is counted first, so the records are written once, in place); returns how many
+    // records.
+    auto pack = [&](std::string& send, std::vector<std::size_t>& counts) {
+      counts.assign(k, 0);
+      for (const auto& x : m.outbox()) {
+        std::size_t b = 17 + 4;  // the record's fields and the buffer's length
+        for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.terms_view(it).size() : 8;
+        counts[part_.owner(x.dst, p)] += b;
       }
+      for (const auto& b : st->bounds_out()) counts[part_.owner(b.node, p)] += 9;
+      for (const auto& x : st->steps_out()) counts[part_.owner(x.node, p)] += 9;
+      std::size_t total = 0;
+      std::vector<Cursor> w;
+      w.reserve(k);
+      for (int r = 0; r < k; ++r) total += counts[r];
+      send.assign(total, '\0');
+      total = 0;
+      for (int r = 0; r < k; ++r) {
+        w.emplace_back(send.data() + total);
+        total += counts[r];
+      }
+      std::uint64_t n = 0;
       for (auto& x : m.outbox()) {
-        Writer& o = w[part_.owner(x.dst, p)];
+        Cursor& o = w[part_.owner(x.dst, p)];
         o.put<std::uint8_t>(kMessage);
         o.put<std::uint32_t>(x.tid);
         o.put<std::uint32_t>(x.src);
@@ -232,23 +262,26 @@ class PartitionDriver : public SliceDriver {
       }
       std::vector<RemoteSend>().swap(m.outbox());  // its memory back before the exchange
       for (const auto& b : st->bounds_out()) {
-        Writer& o = w[part_.owner(b.node, p)];
+        Cursor& o = w[part_.owner(b.node, p)];
         o.put<std::uint8_t>(kBound);
         o.put<std::uint32_t>(b.tid);
         o.put<std::uint32_t>(b.value);
         ++n;
       }
       st->bounds_out().clear();
-      for (const auto& s : st->steps_out()) {
-        Writer& o = w[part_.owner(s.node, p)];
+      for (const auto& x : st->steps_out()) {
+        Cursor& o = w[part_.owner(x.node, p)];
         o.put<std::uint8_t>(kStep);
-        o.put<std::uint32_t>(s.tid);
-        o.put<std::uint32_t>(s.value);
+        o.put<std::uint32_t>(x.tid);
+        o.put<std::uint32_t>(x.value);
         ++n;
       }
       st->steps_out().clear();
-      out.resize(k);
-      for (int r = 0; r < k; ++r) out[r] = std::move(w[r].str());
+      total = 0;
+      for (int r = 0; r < k; ++r) {  // every part filled exactly
+        total += counts[r];
+        COLLV_ASSERT(w[r].at() == send.data() + total);
+      }
       return n;
     };
     // Messages first, then timing, as each process packed them (a bound may follow its message
@@ -283,20 +316,21 @@ class PartitionDriver : public SliceDriver {
     // small as one process's (a chain waiting a round per link made them grow with the run).
     auto settle = [&](bool at_end) {
       for (;;) {
-        std::vector<std::string> out;
+        std::vector<std::size_t> counts;
         std::uint64_t sent = 0;
         together(part_, [&] {
           if (at_end)
             st->finish();
           else
             st->resolve(true);
-          sent = pack(out);
+          sent = pack(out, counts);
         });
         std::vector<std::uint64_t> g{sent};
         part_.allreduce(g, false);
         if (g[0] == 0) return;
-        Partition::Received in = part_.alltoall(out);
+        Partition::Received in = part_.alltoall(out, counts);
         together(part_, [&] { unpack(in); });
+        part_.give_back(std::move(in.data));
       }
     };
     // The run: each process runs its nodes until they finish, wait or reach the horizon (at
@@ -308,18 +342,19 @@ class PartitionDriver : public SliceDriver {
     std::uint32_t horizon = kPace;
     m.set_horizon(horizon);
     for (;;) {
-      std::vector<std::string> out;
+      std::vector<std::size_t> counts;
       std::uint64_t sent = 0;
       together(part_, [&] {
         m.run_local();
         st->resolve(true);
-        sent = pack(out);
+        sent = pack(out, counts);
       });
-      Partition::Received in = part_.alltoall(out);
+      Partition::Received in = part_.alltoall(out, counts);
       std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u,
                                    m.held()};
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
+      part_.give_back(std::move(in.data));
       if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
       // What just arrived is received in this round (its receivers run up to their next send and
       // are held there), so its step goes back to its sender in the timing rounds that follow:
