@@ -169,8 +169,7 @@ void run_format(const std::string& format, bool name_collective = false,
           r.path + (r.topology != "-" ? " -t " + r.topology : "") +
           (r.root != "-" ? " -s " + r.root : "") +
           (name_collective && r.collective != "-" ? " --collective " + r.collective : "") + extra +
-          " [" +
-          r.cls + "]: " + w);
+          " [" + r.cls + "]: " + w);
   }
   INFO(format << ": " << ran << " rows");
   REQUIRE(ran > 0);

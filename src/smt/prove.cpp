@@ -391,9 +391,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
       r.name = n;
       bool decided = smt_decides(n) && !left_open(n);
       r.verdict = decided ? Verdict::Unknown : Verdict::NotChecked;
-      r.note = decided         ? budget.refusal()
-               : left_open(n) ? *left_open(n)
-                              : smt_not_decided_note(n);
+      r.note = decided ? budget.refusal() : left_open(n) ? *left_open(n) : smt_not_decided_note(n);
       results.push_back(std::move(r));
     }
     return results;
@@ -879,6 +877,21 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
               for (std::size_t i = 1; i < w.size() && contrib == "?"; ++i)
                 if (w[i] == w[i - 1]) contrib = flow.xname(w[i]);
             }
+            // Received again: a contribution of an item that the destination also has from its
+            // input or another item it received up to this step.
+            for (std::uint32_t k = 0; k < x.payload_len && contrib == "?"; ++k) {
+              std::set<std::uint32_t> other;
+              for (std::uint32_t e = 0;
+                   x.dst < t.initial_input.size() && e < t.initial_input[x.dst].size(); ++e)
+                for (auto u : flow.input_word(x.dst, e)) other.insert(u);
+              for (const Transfer& y : t.transfers)
+                if (y.dst == x.dst && y.step <= x.step)
+                  for (std::uint32_t kk = 0; kk < y.payload_len; ++kk)
+                    if (y.payload_begin + kk != x.payload_begin + k)
+                      for (auto u : flow.payload_word(y.payload_begin + kk)) other.insert(u);
+              for (auto u : flow.payload_word(x.payload_begin + k))
+                if (other.count(u) && contrib == "?") contrib = flow.xname(u);
+            }
           }
           ce.nodes = {static_cast<NodeId>(a), static_cast<NodeId>(b)};
           if (c >= 0) ce.transfers = {static_cast<std::uint32_t>(c)};
@@ -962,6 +975,9 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
             "a barrier's postcondition is causal order, which the executor decides; the "
             "SMT engine encodes data only";
       }
+  // A run stopped at a deadlock or a runtime error: what follows from it is not-checked, with the
+  // reason, as the executor says (its final buffers are not the algorithm's).
+  mark_stopped_run(results, t);
   return results;
 }
 
