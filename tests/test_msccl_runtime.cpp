@@ -803,3 +803,22 @@ TEST_CASE("msccl-tools' <op> form: a local copy or reduce reads its source",
           "op.xml"),
       Catch::Contains("unexpected element <from> in <op>"));
 }
+
+TEST_CASE("MSCCL-XML: input quoted in an error is cut to 200 bytes",
+          "[import][msccl-runtime][strict]") {
+  std::string huge(100000, '7');
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{R"(cnt="1")", "cnt=\"x" + huge + "\""},
+        {R"(type="s")", "type=\"" + huge + "\""},
+        {R"(srcbuf="o")", "srcbuf=\"" + huge + "\""}}) {
+    INFO(from);
+    try {
+      import_msccl_xml(replace(allgather2(1), from, to), "q.xml");
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      std::string msg = e.what();
+      CHECK(msg.find("7777...") != std::string::npos);
+      CHECK(msg.size() < 600);
+    }
+  }
+}

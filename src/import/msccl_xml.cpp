@@ -16,6 +16,7 @@
 #include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -130,6 +131,8 @@ class Reader {
     return fmt::format("{}:{}:{}", src_, l, c);
   }
   std::string where(int line, int col) const { return fmt::format("{}:{}:{}", src_, line, col); }
+  // Input quoted in a message: printable, cut to kMaxQuotedBytes (util/json_read.hpp).
+  static std::string shown(std::string_view s) { return printable(s, kMaxQuotedBytes); }
   [[noreturn]] void fail(const pugi::xml_node& n, const std::string& msg) const {
     throw UsageError(where(n) + ": error: " + msg);
   }
@@ -157,7 +160,8 @@ class Reader {
     }
     long long v = 0;
     if (!parse_int(a.value(), v))
-      fail(n, fmt::format("<{}> attribute {}=\"{}\" is not an integer", n.name(), name, a.value()));
+      fail(n, fmt::format("<{}> attribute {}=\"{}\" is not an integer", shown(n.name()), name,
+                          shown(a.value())));
     return static_cast<int>(v);
   }
   std::string get_str(const pugi::xml_node& n, const char* name) {
@@ -173,7 +177,8 @@ class Reader {
     if (b == "i") return In;
     if (b == "o") return Out;
     if (b == "s") return Scr;
-    fail(n, fmt::format("<{}> attribute {}=\"{}\": a buffer is i, o or s", n.name(), name, b));
+    fail(n, fmt::format("<{}> attribute {}=\"{}\": a buffer is i, o or s", shown(n.name()), name,
+                        shown(b)));
   }
   // The operands of an <op>. Each is written as an attribute pair (srcbuf/srcoff,
   // dstbuf/dstoff) or a child element (<src buf off/>, <dst buf off/>); an operand written
@@ -188,7 +193,7 @@ class Reader {
       std::string cn = c.name();
       int k = cn == "src" ? 0 : cn == "dst" ? 1 : -1;
       if (k < 0)
-        fail(c, fmt::format("unexpected element <{}> in <op> (it has <src> and <dst>)", cn));
+        fail(c, fmt::format("unexpected element <{}> in <op> (it has <src> and <dst>)", shown(cn)));
       if (child[k]) fail(c, fmt::format("a second <{}> in one <op>", cn));
       child[k] = c;
     }
@@ -365,7 +370,7 @@ void Reader::parse(const pugi::xml_node& algo) {
   if (algo.attribute("proto")) {
     proto_ = algo.attribute("proto").value();
     if (proto_ != "Simple" && proto_ != "LL" && proto_ != "LL128")
-      fail(algo, "<algo> proto=\"" + proto_ + "\": the runtime knows Simple, LL and LL128");
+      fail(algo, "<algo> proto=\"" + shown(proto_) + "\": the runtime knows Simple, LL and LL128");
   }
   if (ngpus_ < 1 || ngpus_ > 4096)
     fail(algo, fmt::format("<algo> ngpus={} is out of range", ngpus_));
@@ -388,7 +393,7 @@ void Reader::parse(const pugi::xml_node& algo) {
     rt_violation(algo_line_, algo_col_,
                  fmt::format("coll=\"{}\" is no collective it knows ({}; 'unsupported "
                              "collective')",
-                             coll_, list));
+                             shown(coll_), list));
   }
   if (coll_ == "reducescatter") coll_ = "reduce_scatter";
   if (coll_ != "allgather" && coll_ != "allreduce" && coll_ != "reduce_scatter" &&
@@ -432,7 +437,7 @@ void Reader::parse(const pugi::xml_node& algo) {
   for (pugi::xml_node g : algo.children()) {
     if (g.type() != pugi::node_element) continue;
     if (std::string(g.name()) != "gpu")
-      fail(g, fmt::format("unexpected element <{}> in <algo>", g.name()));
+      fail(g, fmt::format("unexpected element <{}> in <algo>", shown(g.name())));
     int id = get_int(g, "id");
     if (id < 0 || id >= ngpus_) fail(g, fmt::format("<gpu id={}>: ngpus is {}", id, ngpus_));
     if (seen[id]) fail(g, fmt::format("<gpu id={}> appears twice", id));
@@ -449,7 +454,7 @@ void Reader::parse(const pugi::xml_node& algo) {
     for (pugi::xml_node tbn : g.children()) {
       if (tbn.type() != pugi::node_element) continue;
       if (std::string(tbn.name()) != "tb")
-        fail(tbn, fmt::format("unexpected element <{}> in <gpu>", tbn.name()));
+        fail(tbn, fmt::format("unexpected element <{}> in <gpu>", shown(tbn.name())));
       XTb tb;
       std::tie(tb.line, tb.col) = pos(tbn.offset_debug());
       tb.id = get_int(tbn, "id");
@@ -470,7 +475,7 @@ void Reader::parse(const pugi::xml_node& algo) {
         if (sn.type() != pugi::node_element) continue;
         std::string en = sn.name();
         if (en != "step" && en != "op")
-          fail(sn, fmt::format("unexpected element <{}> in <tb>", en));
+          fail(sn, fmt::format("unexpected element <{}> in <tb>", shown(en)));
         (en == "step" ? has_step : has_op) = true;
         if (has_step && has_op) fail(sn, "a <tb> mixes <step> and <op> elements");
         XStep st;
@@ -479,7 +484,7 @@ void Reader::parse(const pugi::xml_node& algo) {
         for (const auto& oi : kOps)
           if (type == oi.name) st.info = &oi;
         if (!st.info)
-          fail(sn, "<" + en + "> type=\"" + type +
+          fail(sn, "<" + en + "> type=\"" + shown(type) +
                        "\": the runtime knows s, r, rcs, rrs, rrc, rrcs, cpy, re and nop");
         if (en == "step") {
           st.s = get_int(sn, "s");
@@ -1359,8 +1364,8 @@ ImportedSchedule Reader::run() {
   }
   pugi::xml_node algo = doc.document_element();
   if (std::string(algo.name()) != "algo")
-    fail(algo,
-         fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>", algo.name()));
+    fail(algo, fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>",
+                           shown(algo.name())));
   parse(algo);
   static_checks();
   if (op_form_) {

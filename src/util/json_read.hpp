@@ -18,14 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/text.hpp"
+
 namespace collv {
 
 // The deepest nesting of arrays and objects collv reads: its formats need at most 5 (a Trace's
 // transfers[k].items, an SCCL file's topology.switches[k][0]).
 inline constexpr std::size_t kMaxJsonDepth = 64;
-
-// Messages that quote input show at most this many bytes of it.
-inline constexpr std::size_t kMaxQuotedBytes = 200;
 
 // `text` parsed as JSON (`source` names it in errors). Throws UsageError (exit 2) for text that
 // is not JSON, a key given twice in one object ("s.json:3:14: $.transfers[3]: the key \"route\"
