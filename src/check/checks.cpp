@@ -1124,8 +1124,22 @@ CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
   return r;
 }
 
+static CheckResult check_outputs(const Trace& t, const CheckOptions& o);
+
+// The collective's postcondition; a schedule file that lists a node twice in `final` claims two
+// ends for it and fails too (Trace::final_twice).
 CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
-  if (t.collective == Collective::Barrier) return check_barrier(t, o);
+  CheckResult r = t.collective == Collective::Barrier ? check_barrier(t, o) : check_outputs(t, o);
+  for (const std::string& m : t.final_twice) {
+    Counterexample c;
+    c.message = m;
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
+// Each node's output against what the collective requires of it.
+static CheckResult check_outputs(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("postcondition");
   const Domain& d = *t.domain;
   // A slice of a partitioned run judges its own nodes (Trace::slice_base).

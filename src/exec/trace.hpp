@@ -141,6 +141,9 @@ struct Trace {
   // Other statistics the file recorded (`transfer_count`, `per_step`) where they disagree with
   // its transfers, each with its JSON path: the steps check reports them.
   std::vector<std::string> recorded_disagree;
+  // `final` entries that name a node a second time, each with its JSON path: the postcondition
+  // check fails on them (the node's output is its first entry's).
+  std::vector<std::string> final_twice;
 
   // --port all runs (exec/timing.cpp): transfers the schedule placed after their ready step
   // because another sender's transfer held a link of their route in that step. Then the schedule
