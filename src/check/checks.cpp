@@ -681,11 +681,11 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   const Domain& d = *t.domain;
   const bool sorted = d.kind() == DomainKind::Exact;  // exact terms come sorted; ordered do not
   // (1) No item anywhere may hold a contribution twice: a combine added overlapping operands.
-  // Items are interned, so each distinct item is examined once (0 unknown, 1 clean, 2 twice).
-  std::vector<std::uint8_t> seen(d.num_items(), 0);
+  // The domain knows which items do (Domain::counts_twice); only those are listed, for the term.
   std::vector<std::uint32_t> scratch;
+  auto clean_item = [&](Item it) { return !d.counts_twice(it); };
   auto dup_term = [&](Item it) -> std::optional<std::uint32_t> {
-    if (it < seen.size() && seen[it] == 1) return std::nullopt;
+    if (clean_item(it)) return std::nullopt;
     auto view = d.terms_view(it);
     std::optional<std::uint32_t> dup;
     if (sorted) {
@@ -697,7 +697,6 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       for (std::size_t k = 1; k < scratch.size() && !dup; ++k)
         if (scratch[k] == scratch[k - 1]) dup = scratch[k];
     }
-    if (it < seen.size()) seen[it] = dup ? 2 : 1;
     return dup;
   };
   for (std::uint32_t s = 1; s <= t.steps; ++s) {
@@ -733,6 +732,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       }
     }
   }
+  const std::uint64_t item_slots = item_table_slots(t);
   // (2) No node receives data it already holds: its input, or what it received in earlier steps.
   // Node by node (nodes are independent): one bit per contribution for the node at hand, so the
   // check holds p·elems bits per thread, not per node (p^2 bits were 16 GB at star:9).
@@ -763,7 +763,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     if (x.payload_len != 1 || (g + 1 < end && t.transfers[received[g + 1]].step == x.step))
       return kNoItem;
     const Item it = t.payload[x.payload_begin];
-    return it < seen.size() && seen[it] == 1 ? it : kNoItem;
+    return clean_item(it) ? it : kNoItem;
   };
   // When v came to hold contribution c before step s (0: its input), for a counterexample only.
   auto since = [&](NodeId v, std::uint32_t c, std::uint32_t s) -> std::string {
@@ -797,6 +797,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     // combines' operands read from the domain's table (Domain::operand_table), no call a visit.
     std::vector<std::uint32_t> mark;
     std::uint32_t stamp = 0;
+    // Items past the table (item_table_slots) are not stamped; their nodes go the other ways.
+    const std::size_t marks = item_slots;
     std::vector<Item> stack;
     const auto made_of = d.operand_table();
     auto history_clean = [&](NodeId v) {
@@ -807,8 +809,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         if (out != 0) return false;  // two output items: their terms may overlap each other
         out = it;
       }
-      if (out == 0 || out >= seen.size() || seen[out] != 1) return false;
-      if (mark.size() != d.num_items()) mark.assign(d.num_items(), 0);
+      if (out == 0 || !clean_item(out)) return false;
+      if (mark.size() != marks) mark.assign(marks, 0);
       if (++stamp >= UINT32_MAX / 2) {  // about to wrap: clear the stamps once
         std::fill(mark.begin(), mark.end(), 0);
         stamp = 1;
@@ -874,10 +876,10 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       for (std::uint32_t g = first[v]; g < first[v + 1]; ++g) {
         const Transfer& x = t.transfers[received[g]];
         for (std::uint32_t k = 0; k < x.payload_len; ++k)
-          visits += d.terms_view(t.payload[x.payload_begin + k]).size();
+          visits += d.weight(t.payload[x.payload_begin + k]);
       }
     const std::uint64_t limit = memory_limit(), in_use = resident_bytes();
-    HeldSets sets(d.num_items(),
+    HeldSets sets(item_slots,
                   std::min(o.nodup_shared_bytes, limit > in_use ? (limit - in_use) / 2 : 0),
                   visits / 4);
     std::vector<std::uint32_t> in;
@@ -1207,13 +1209,14 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
   auto ref = key(first);
   bool all_order_only = true;
   const Domain& d = *t.domain;
-  auto ref_terms = d.inspectable() ? term_multisets(d, first, free_order)
-                                   : std::vector<std::vector<std::uint32_t>>{};
+  std::optional<std::vector<std::vector<std::uint32_t>>> ref_terms;  // listed at a difference
   for (NodeId v = std::max<NodeId>(lo, 1); v < lo + t.final_output.size(); ++v) {
     const Buffer& out = t.final_output[v - lo];
     if (key(out) == ref) continue;
+    if (!ref_terms && d.kind() == DomainKind::Ordered)
+      ref_terms = term_multisets(d, first, free_order);
     all_order_only = all_order_only && d.kind() == DomainKind::Ordered &&
-                     term_multisets(d, out, free_order) == ref_terms;
+                     term_multisets(d, out, free_order) == *ref_terms;
     Counterexample c;
     set_list(c.nodes, {0, v});
     c.buffers.push_back({0, "output", buffer_to_string(t, first)});

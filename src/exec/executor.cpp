@@ -2462,8 +2462,6 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   // Streamed: the window of waiting transfers, about one per processor and a quarter of slack
   // (48 bytes each), and two timing references per node.
   est = sat_add(est, stream ? sat_mul(p, 60 + 16) : stored);
-  if (opts.domain != DomainKind::Fingerprint && elems > 1)
-    est = sat_add(est, sat_mul(sat_mul(p, elems), 64));
   est = sat_add(est, collective_bytes(coll, opts.domain, p, elems));
   if (est > opts.max_memory)
     throw LimitError(fmt::format(

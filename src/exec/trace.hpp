@@ -183,6 +183,10 @@ Trace read_trace_file(const std::string& path, std::uint64_t max_memory = memory
 // reductions in the ordered domain, one sequence of p terms per node). A conservative estimate
 // used before anything is allocated; UINT64_MAX if it overflows.
 std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std::uint64_t elems);
+// How many slots a checker's table indexed by item id gets: the domain's bound on ids
+// (Domain::num_items), at most a few per item occurrence in the trace (ids are a set's number
+// and an element, so most ids below the bound may be no item the trace holds).
+std::uint64_t item_table_slots(const Trace& t);
 // Bytes per step (up to the largest step) that the statistics and the checks hold.
 inline constexpr std::uint64_t kBytesPerStep = 64;
 

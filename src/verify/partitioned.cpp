@@ -87,7 +87,7 @@ void put_buffer(W& w, const Domain& d, const Buffer& b) {
       w.template put<std::uint64_t>(it);
       continue;
     }
-    auto terms = d.terms_view(it);
+    const auto terms = d.terms(it);  // a copy: a view is kept by the domain until it ends
     w.template put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
     for (std::uint32_t x : terms) w.template put<std::uint32_t>(x);
   }
@@ -233,7 +233,7 @@ class PartitionDriver : public SliceDriver {
       counts.assign(k, 0);
       for (const auto& x : m.outbox()) {
         std::size_t b = 17 + 4;  // the record's fields and the buffer's length
-        for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.terms_view(it).size() : 8;
+        for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.weight(it) : 8;
         counts[part_.owner(x.dst, p)] += b;
       }
       for (const auto& b : st->bounds_out()) counts[part_.owner(b.node, p)] += 9;
