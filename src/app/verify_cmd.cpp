@@ -123,6 +123,11 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
     if (engine == "smt") {
       *it = std::move(s);
       it->decided_by = "smt";
+    } else if (s.verdict == Verdict::Unknown && it->verdict == Verdict::Fail) {
+      // The executor's counterexample stands: a violation found is not undone by a proof that
+      // did not finish (e.g. no derivation for data the schedule never had).
+      it->note += (it->note.empty() ? "smt: " : "; smt: ") + s.note;
+      it->decided_by = "exec (smt inconclusive)";
     } else if (s.verdict == Verdict::Unknown) {
       it->verdict = Verdict::Unknown;
       it->note = "smt: " + s.note;
@@ -699,6 +704,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       if (o.strict) impose_strict(t);
       run.checks = check_imported(judged, CheckOptions{});
       if (o.engine != "exec") {  // the file's own terms (smt_verify_engine: no model to re-run)
+        // The same reading of the file: what it leaves open (t.file_expected, its required
+        // output, was set by the reader).
+        t.file_not_checked = not_checked_by_format(judged);
         RunOptions ro;
         ro.domain = t.domain->kind();
         try {

@@ -14,6 +14,7 @@
 #include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/memory.hpp"
+#include "util/read_file.hpp"
 #include "verify/partition.hpp"
 #ifdef COLLV_MPI
 #include "cli/partition_mpi.hpp"
@@ -26,6 +27,16 @@ std::uint64_t mib(std::uint64_t m) {
   if (m == 0 || m > (std::uint64_t{1} << 40))
     throw collv::UsageError("--max-memory must be 1 .. 2^40 MiB");
   return m << 20;
+}
+
+// The error the command stopped with ("" if none): collv-mpi's processes compare it as they leave
+// (MpiSession::finish), so that one that failed alone does not leave the others waiting.
+std::string last_error;
+
+int error_exit(int code, const char* prefix, const std::string& what) {
+  std::cerr << prefix << what << "\n";
+  last_error = what;
+  return code;
 }
 
 // collv, or collv-mpi with `part` its processes (docs/partitioned.md).
@@ -235,8 +246,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_option("--stream", ver_stream,
                   "auto (default): a run whose trace would take over a quarter of --max-memory is "
                   "judged as it runs, keeping no trace (single-port, neighbour transfers; nodup "
-                  "and dataflow are then not checked) | on: every run streamed | off: every trace "
-                  "kept")
+                  "and dataflow are then not checked; collv-mpi on 2 or more processes streams "
+                  "every run that can be) | on: every run streamed | off: every trace kept")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   std::string ver_msccl_rt = "msccl-executor-nccl";
   ver->add_option("--msccl-runtime", ver_msccl_rt,
@@ -425,11 +436,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--sizes", mpi_sizes, "P or A..B: process counts (default 2..4, at most 64)");
   mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
   mpi->add_option("--root", mpi_opts.root,
-                  "root of a rooted collective: a rank, last (p-1) or all (0)");
+                  "root of a rooted collective: a rank, last (p-1), all, or sample (default: 0, "
+                  "p/2 and p-1)");
   mpi->add_option("--op", mpi_opts.op,
                   "commutative (default) | noncommutative user operation | builtin (MPI_SUM, final "
-                  "values only)")
-      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin"}));
+                  "values only) | matrix (a 2x2 matrix product, final values only)")
+      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin", "matrix"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
@@ -458,9 +470,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->footer(
       "Checks (docs/mpi.md): nodup, operands (same position, never unwritten data), order\n"
       "(non-commutative: left operand ranks i..j, right j+1..k), postcondition (MPI layout: no\n"
-      "missing or extra contribution), runtime (every rank finished, no library error).\n"
-      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, or nothing\n"
-      "run, 3 a launch timed out.\n"
+      "missing or extra contribution, each result of its own call), runtime (every rank\n"
+      "finished, no library error), sendbuf (the send buffer unchanged), unmatched (no message\n"
+      "sent and never received).\n"
+      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, the\n"
+      "launcher failed or the harness's output unreadable, 3 a launch timed out or the named\n"
+      "algorithm never ran (the library fell back, or count 0 only).\n"
       "Examples:\n  collv mpi --impl openmpi --collective allreduce --algorithm ring --sizes 2..12 "
       "--count 0..25\n"
       "  collv mpi --impl mpich --collective reduce --algorithm binomial --root all --op "
@@ -512,6 +527,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       // With --algebra auto, smt_verify_engine asks the question of the run's domain: integer
       // sums for the exact domain, the model's operator for the ordered one (with operand order
       // compared for a commutative operator), so the two engines judge the same property.
+      // A directory that cannot be made is bad usage before any run (not an error per run).
+      if (!ver_smt.emit_dir.empty() && ver_opts.engine != "exec")
+        make_dir_checked(ver_smt.emit_dir, "--emit-smt2");
       ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
                             const Trace& tr) { return smt_verify_engine(m, t, ro, tr, ver_smt); };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);
@@ -552,27 +570,24 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
         };
       return run_run_command(run_opts, std::cout, std::cerr);
     }
+  } catch (const PartitionLeft& e) {  // collv-mpi: another process left (partition.hpp)
+    std::cerr << "collv-mpi: error: " << e.what() << "\n";
+    return e.code();
   } catch (const ModelError& e) {
-    std::cerr << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "", e.what());
   } catch (const SpecError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const LimitError& e) {  // a resource limit (memory, size, time): exit_codes.hpp
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitInconclusive;
+    return error_exit(kExitInconclusive, "collv: error: ", e.what());
   } catch (const UsageError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const InternalError& e) {
-    std::cerr << "collv: " << e.what() << " (please report this bug)\n";
-    return kExitInternal;
+    return error_exit(kExitInternal,
+                      "collv: ", std::string(e.what()) + " (please report this bug)");
   } catch (const std::bad_alloc&) {
-    std::cerr << "collv: error: out of memory\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", "out of memory");
   } catch (const std::exception& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   }
   return kExitUsage;
 }
@@ -582,7 +597,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
 int main(int argc, char** argv) {
 #ifdef COLLV_MPI
   collv::MpiSession mpi(&argc, &argv);
-  return mpi.finish(collv_main(argc, argv, &mpi.partition()));
+  if (int rc = mpi.agree_arguments(argc, argv); rc != 0) return mpi.finish(rc, "");
+  int code = collv_main(argc, argv, &mpi.partition());
+  return mpi.finish(code, last_error);
 #else
   return collv_main(argc, argv, nullptr);
 #endif
