@@ -176,6 +176,31 @@ TEST_CASE("every-p: a ring one round short above count 1,000 is disproved at cou
   CHECK(r.count == 1001);
 }
 
+TEST_CASE("every-p: a correct change to the program still proves with the same proof",
+          "[every-p]") {
+  std::string proof = collv::test::slurp(kProofs + "/allgather_ring.proof");
+  std::string ring = collv::test::slurp(kRing);
+  // The destination written another way, and the last two assignments of a round swapped.
+  std::string changed =
+      replaced(replaced(ring, "to (my_id + 1) mod p;", "to (my_id + p + 1) mod p;"),
+               "        j := jnext;\n        jnext := (jnext - 1) mod p;\n",
+               "        jnext := (jnext + p - 1) mod p;\n        j := (jnext + 1) mod p;\n");
+  EveryPOutcome r = prove_text(changed, proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitOk);
+  // Swapped without adjusting j: j then runs one block behind and the ring sends the wrong block.
+  r = prove_text(replaced(ring, "        j := jnext;\n        jnext := (jnext - 1) mod p;\n",
+                          "        jnext := (jnext - 1) mod p;\n        j := jnext;\n"),
+                 proof);
+  INFO(r.note);
+  // The obligation fails from p = 2, where the program is still right (one round: j is not read
+  // again); the executor fails from p = 3.
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "consecution-j-loop-i");
+  CHECK(r.p == 2);
+  CHECK(r.note.find("executor on complete:3 count 1") != std::string::npos);
+}
+
 TEST_CASE("every-p: a wrong invariant is not proved (the executor passes there), never a verdict",
           "[every-p]") {
   std::string proof = collv::test::slurp(kProofs + "/allgather_ring.proof");

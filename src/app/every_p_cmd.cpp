@@ -121,46 +121,53 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
     res.p = p;
     res.count = c;
     // The executor at that size decides whether the program is wrong there or only the proof.
+    // Where it passes (an invariant can fail at a size where the program does not go wrong yet,
+    // e.g. a value no later round reads), the next few process counts are run too; exit 1 only
+    // on a size where the executor itself fails.
     std::string exec_note;
     bool exec_fails = false;
     const auto& tops = m.header.topologies;
     std::string fam = std::find(tops.begin(), tops.end(), "complete") != tops.end() ? "complete"
                       : std::find(tops.begin(), tops.end(), "ring") != tops.end()   ? "ring"
                                                                                     : "";
+    long long root = value_of(failed_r, "root");
+    auto run_at = [&](long long P, long long C) {
+      Topology topo = Topology::parse(fmt::format("{}:{}", fam, P));
+      RunOptions ro;
+      ro.count = static_cast<std::uint32_t>(C);
+      // Operand order is judged in the ordered domain, for a model that does not declare a
+      // commutative operator.
+      if (m.header.op_class == OperatorClass::Associative) ro.domain = DomainKind::Ordered;
+      ro.root = collective_is_rooted(m.header.collective) && root >= 0 && root < P
+                    ? static_cast<std::uint32_t>(root)
+                    : 0;
+      Trace t = run_model(m, topo, ro);
+      if (t.failure.kind != RunFailure::Kind::None) {
+        exec_fails = true;
+        exec_note =
+            fmt::format("executor on {}:{} count {}: {}", fam, P, C, clipped(t.failure.message));
+        return;
+      }
+      for (const auto& cr : check_trace(t, CheckOptions{})) {
+        if (cr.verdict != Verdict::Fail) continue;
+        exec_fails = true;
+        exec_note =
+            fmt::format("executor on {}:{} count {}: {} fails: {}", fam, P, C, cr.name,
+                        clipped(cr.violations.empty() ? cr.note : cr.violations[0].message));
+        return;
+      }
+    };
     if (fam.empty() || p < 2 || p > 1024 || c < 0 || c > 4096) {
       exec_note = fmt::format(
           "the executor was not run at p = {}, count = {} (outside "
           "p <= 1024, count <= 4096 or no complete/ring topology)",
           p, c);
     } else {
+      long long last = std::min<long long>(p + 6, 1024);
       try {
-        Topology topo = Topology::parse(fmt::format("{}:{}", fam, p));
-        RunOptions ro;
-        ro.count = static_cast<std::uint32_t>(c);
-        // Operand order is judged in the ordered domain, for a model that does not declare a
-        // commutative operator.
-        if (m.header.op_class == OperatorClass::Associative) ro.domain = DomainKind::Ordered;
-        long long root = value_of(failed_r, "root");
-        ro.root = collective_is_rooted(m.header.collective) && root >= 0 && root < p
-                      ? static_cast<std::uint32_t>(root)
-                      : 0;
-        Trace t = run_model(m, topo, ro);
-        if (t.failure.kind != RunFailure::Kind::None) {
-          exec_fails = true;
-          exec_note =
-              fmt::format("executor on {}:{} count {}: {}", fam, p, c, clipped(t.failure.message));
-        } else {
-          for (const auto& cr : check_trace(t, CheckOptions{})) {
-            if (cr.verdict != Verdict::Fail) continue;
-            exec_fails = true;
-            exec_note =
-                fmt::format("executor on {}:{} count {}: {} fails: {}", fam, p, c, cr.name,
-                            clipped(cr.violations.empty() ? cr.note : cr.violations[0].message));
-            break;
-          }
-          if (!exec_fails)
-            exec_note = fmt::format("the executor passes on {}:{} count {}", fam, p, c);
-        }
+        for (long long P = p; P <= last && !exec_fails; ++P) run_at(P, c);
+        if (!exec_fails)
+          exec_note = fmt::format("the executor passes on {}:{}..{} count {}", fam, p, last, c);
       } catch (const std::exception& e) {
         exec_note = fmt::format("the executor did not run at p = {}: {}", p, e.what());
       }
@@ -169,7 +176,7 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
       res.exit = kExitViolation;
       res.answer = "disproved";
       res.note = fmt::format(
-          "{} is violated; smallest counterexample found: p = {}, count = {}; "
+          "{} is violated from p = {}, count = {} (the smallest found); "
           "{}",
           failed->name, p, c, exec_note);
     } else {
