@@ -1,4 +1,6 @@
-// libFuzzer harness: the schedule-file reader (trace_from_json) and every check on what it reads.
+// libFuzzer harness: the schedule-file reader as `collv verify FILE.json` reads it
+// (parse_json_input: duplicate keys, nesting depth; then trace_from_json) and every check on what
+// it reads.
 #include <cstdint>
 #include <string>
 
@@ -7,14 +9,16 @@
 #include "check/checks.hpp"
 #include "exec/trace.hpp"
 #include "util/error.hpp"
+#include "util/json_read.hpp"
 #include "util/memory.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > 256 * 1024) return 0;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(data, data + size);
-  } catch (const nlohmann::json::exception&) {
+    j = collv::parse_json_input(std::string_view(reinterpret_cast<const char*>(data), size),
+                                "fuzz.json");
+  } catch (const collv::UsageError&) {  // not JSON, a key twice, nested deeper than 64
     return 0;
   }
   try {

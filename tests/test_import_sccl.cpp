@@ -358,3 +358,58 @@ TEST_CASE("SCCL JSON through verify: -s and --collective may not contradict the 
   CHECK(out.find("declares gather, not the --collective scatter") != std::string::npos);
   std::filesystem::remove(f);
 }
+
+TEST_CASE("SCCL JSON: a name that reads as a collective msccl-tools defines is judged as it",
+          "[import][sccl][strict]") {
+  // Rank 2's chunk reaches nobody, and the file's own post set says so.
+  json shrunk = allgather3();
+  shrunk["collective"]["chunks"][2]["post"] = {2};
+  shrunk["output_map"]["0"] = {0, 1};
+  shrunk["output_map"]["1"] = {0, 1};
+  shrunk["steps"][0]["sends"] = {{0, 0, 1}, {1, 1, 2}};
+  shrunk["steps"][1]["sends"] = {{0, 1, 2}, {1, 2, 0}};
+  // Other case, '_' or blanks, no arguments: all read as Allgather(n=3), and fail as it does.
+  for (const char* name : {"Allgather(n=3)", "allgather(n=3)", "AllGather(n=3)",
+                           "all_gather(n = 3)", "allgather", "ALLGATHER"}) {
+    INFO(name);
+    json j = shrunk;
+    j["collective"]["name"] = name;
+    CHECK(failing(j).count("postcondition"));
+    CHECK(messages(j, "postcondition").find("rank 0 never gets chunk 2") != std::string::npos);
+  }
+  // A correct file under such a name passes, and the note says how the name was read.
+  json ok = allgather3();
+  ok["collective"]["name"] = "AllGather(n=3)";
+  CHECK(failing(ok).empty());
+  CHECK(results(import_msccl_json(ok.dump(), "t.json"))["postcondition"].note.find(
+            "\"AllGather(n=3)\" read as Allgather(n=3)") != std::string::npos);
+  // A name msccl-tools does not give, with runtime_name allgather: the runtime runs the file as
+  // an allgather, so it is judged as Allgather(n=3), not by its own sets.
+  json by_runtime = shrunk;
+  by_runtime["collective"]["name"] = "MyRing";
+  CHECK(failing(by_runtime).count("postcondition"));
+  CHECK(messages(by_runtime, "postcondition").find("rank 0 never gets chunk 2") !=
+        std::string::npos);
+  // With runtime_name custom it is a custom collective: its sets are the bar (it passes).
+  by_runtime["collective"]["runtime_name"] = "custom";
+  CHECK(failing(by_runtime).empty());
+  // A rooted collective's name without its root is refused with the rule.
+  json rootless = reduce4();
+  rootless["collective"]["name"] = "reduce";
+  CHECK_THROWS_WITH(import_msccl_json(rootless.dump(), "t.json"),
+                    Catch::Contains("collective.name: \"reduce\" names msccl-tools' Reduce but "
+                                    "not its arguments: msccl-tools writes Reduce(n=N,root=R)"));
+  rootless["collective"]["name"] = "reduce(n=4, root=0)";
+  CHECK(failing(rootless).empty());
+}
+
+TEST_CASE("SCCL JSON: whole numbers as every JSON reader reads them", "[import][sccl][strict]") {
+  // 1.0 is 1 (docs/formats.md, "JSON inputs"); 1.5 is refused.
+  json j = allgather3();
+  j["steps"][0]["sends"][0] = {0.0, 0, 1.0};
+  j["instance"]["chunks"] = 1.0;
+  CHECK(failing(j).empty());
+  j["steps"][0]["sends"][0][0] = 0.5;
+  CHECK_THROWS_WITH(import_msccl_json(j.dump(), "t.json"),
+                    Catch::Contains("steps[0].sends[0][0]: expected an integer"));
+}

@@ -701,3 +701,124 @@ TEST_CASE("export --msccl-proto: the file names the protocol and is replayed wit
                              out) == 2);
   std::filesystem::remove(xml);
 }
+
+TEST_CASE("runtime: every refusal of the runtime's loader is reported under runtime",
+          "[import][msccl-runtime][strict]") {
+  // An offset past the chunks the gpu declares: the loader refuses it (mscclCheckBufferBounds),
+  // so runtime fails beside bounds.
+  std::string zero = replace(allgather2(1), R"(<gpu id="1" i_chunks="1" o_chunks="2")",
+                             R"(<gpu id="1" i_chunks="1" o_chunks="0")");
+  for (auto r : {MscclRuntime::ExecutorNccl, MscclRuntime::Msccl}) {
+    ImportedSchedule s = import_msccl_xml(zero, "z.xml", rt(r));
+    CHECK(failing(s).count("runtime") == 1);
+    CHECK(runtime_msg(s).find("which gpu 1 declares with o_chunks=0: the loader refuses it") !=
+          std::string::npos);
+  }
+  CHECK(failing(import_msccl_xml(allgather2(1), "z.xml")).empty());
+  // -1 is allowed (msccl-tools writes it for an operand the instruction does not use), and an
+  // operand the loader does not check for the instruction (a send's destination) is not judged.
+  CHECK(failing(import_msccl_xml(replace(allgather2(1), step(0, "s", "o", 0, "o", 0),
+                                         step(0, "s", "o", 0, "i", 9)),
+                                 "z.xml"))
+            .empty());
+  // A step after nops that carry dependencies, without a depid of its own: the runtime ignores
+  // the XML ("the last reduction must be a part of the first immediate instruction"): runtime.
+  std::string chain =
+      replace(allgather2(1), step(0, "s", "o", 0, "o", 0),
+              step(0, "nop", "i", -1, "o", -1, 0, 1, 0, 0) + step(1, "s", "o", 0, "o", 0));
+  ImportedSchedule s = import_msccl_xml(chain, "c.xml");
+  CHECK(failing(s).count("runtime") == 1);
+  CHECK(runtime_msg(s).find("first immediate instruction") != std::string::npos);
+  for (const auto& v : results(s)["attributes"].violations)
+    CHECK(v.message.find("first immediate instruction") == std::string::npos);
+  // o_chunks that disagree with nchunksperloop: microsoft/msccl's loader refuses the file
+  // (runtime fails there); msccl-executor-nccl loads it (attributes only).
+  std::string sizes = replace(allgather2(1), R"(<gpu id="1" i_chunks="1" o_chunks="2")",
+                              R"(<gpu id="1" i_chunks="1" o_chunks="3")");
+  ImportedSchedule m = import_msccl_xml(sizes, "s.xml", rt(MscclRuntime::Msccl));
+  CHECK(failing(m) == std::set<std::string>{"attributes", "runtime"});
+  CHECK(runtime_msg(m).find("Inconsistency between i_chunks/o_chunks") != std::string::npos);
+  CHECK(failing(import_msccl_xml(sizes, "s.xml", rt(MscclRuntime::ExecutorNccl))) ==
+        std::set<std::string>{"attributes"});
+}
+
+TEST_CASE("msccl-tools' <op> form: a local copy or reduce reads its source",
+          "[import][msccl-runtime][strict]") {
+  // An out-of-place allgather on 2 gpus: each copies its input to its output chunk, sends its
+  // input and receives the other's chunk. `cpy` is the copy's <op>.
+  auto file = [](const std::string& cpy) {
+    std::string x =
+        R"(<algo name="op" proto="LL128" nchannels="1" ngpus="2" coll="allgather" inplace="0" outofplace="1" minBytes="0" maxBytes="0">)"
+        "\n";
+    for (int r = 0; r < 2; ++r) {
+      x += fmt::format(R"(  <gpu id="{}" i_chunks="1" o_chunks="2" s_chunks="0">)"
+                       "\n"
+                       R"(    <tb id="0" send="{}" recv="{}" chan="0">)"
+                       "\n",
+                       r, 1 - r, 1 - r);
+      x += fmt::format(fmt::runtime(cpy), fmt::arg("r", r), fmt::arg("q", 1 - r)) + "\n";
+      x += fmt::format(R"(      <op step="1" type="s" buf="i" off="0"/>)"
+                       "\n"
+                       R"(      <op step="2" type="r" buf="o" off="{}"/>)"
+                       "\n",
+                       1 - r);
+      x += "    </tb>\n  </gpu>\n";
+    }
+    return x + "</algo>\n";
+  };
+  // The source as attributes, as a <src> element, or beside msccl-tools' (buf, off): all pass.
+  for (const char* cpy :
+       {R"(      <op step="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="{r}"/>)",
+        R"(      <op step="0" type="cpy" buf="o" off="{r}" srcbuf="i" srcoff="0"/>)",
+        R"(      <op step="0" type="cpy" buf="o" off="{r}"><src buf="i" off="0"/></op>)",
+        R"(      <op step="0" type="cpy"><src buf="i" off="0"/><dst buf="o" off="{r}"/></op>)"}) {
+    INFO(cpy);
+    CHECK(failing(import_msccl_xml(file(cpy), "op.xml")).empty());
+  }
+  // The wrong source (the other gpu's chunk, not yet received) fails on the data.
+  CHECK(
+      failing(
+          import_msccl_xml(
+              file(
+                  R"(      <op step="0" type="cpy" srcbuf="o" srcoff="{q}" dstbuf="o" dstoff="{r}"/>)"),
+              "op.xml"))
+          .count("postcondition") == 1);
+  // msccl-tools' form alone drops a local copy's source: refused, not read as a copy onto itself.
+  CHECK_THROWS_WITH(
+      import_msccl_xml(file(R"(      <op step="0" type="cpy" buf="o" off="{r}"/>)"), "op.xml"),
+      Catch::Contains("<op type=\"cpy\"> without its source"));
+  CHECK_THROWS_WITH(
+      import_msccl_xml(file(R"(      <op step="0" type="re" buf="o" off="{r}"/>)"), "op.xml"),
+      Catch::Contains("<op type=\"re\"> without its source"));
+  // The source given twice, or an element <op> does not have, is an error.
+  CHECK_THROWS_WITH(
+      import_msccl_xml(
+          file(
+              R"(      <op step="0" type="cpy" buf="o" off="{r}" srcbuf="i" srcoff="0"><src buf="i" off="0"/></op>)"),
+          "op.xml"),
+      Catch::Contains("gives its source twice"));
+  CHECK_THROWS_WITH(
+      import_msccl_xml(
+          file(R"(      <op step="0" type="cpy" buf="o" off="{r}"><from buf="i" off="0"/></op>)"),
+          "op.xml"),
+      Catch::Contains("unexpected element <from> in <op>"));
+}
+
+TEST_CASE("MSCCL-XML: input quoted in an error is cut to 200 bytes",
+          "[import][msccl-runtime][strict]") {
+  std::string huge(100000, '7');
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{R"(cnt="1")", "cnt=\"x" + huge + "\""},
+        {R"(type="s")", "type=\"" + huge + "\""},
+        {R"(srcbuf="o")", "srcbuf=\"" + huge + "\""}}) {
+    INFO(from);
+    try {
+      import_msccl_xml(replace(allgather2(1), from, to), "q.xml");
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      std::string msg = e.what();
+      CHECK(msg.find("7777...") != std::string::npos);
+      CHECK(msg.size() < 600);
+    }
+  }
+}

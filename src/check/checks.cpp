@@ -14,6 +14,7 @@
 #include <numeric>
 #include <span>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -35,6 +36,14 @@ const char* verdict_name(Verdict v) {
 }
 
 namespace {
+
+// `v = {a, b}` for a counterexample's nodes or transfers, written item by item: GCC 12 warned
+// (-Wnonnull, from its own header) about the memmove of vector's initializer-list assignment.
+template <class T>
+void set_list(std::vector<T>& v, std::initializer_list<std::type_identity_t<T>> xs) {
+  v.clear();
+  for (T x : xs) v.push_back(x);
+}
 
 CheckResult make(const char* name) {
   CheckResult r;
@@ -106,6 +115,12 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
 }
 
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi) {
+  if (t.file_expected) {  // a schedule file's own definition (its runtime's layout)
+    std::vector<std::optional<Buffer>> out(hi - lo);
+    for (NodeId v = lo; v < hi && v < t.file_expected->size(); ++v)
+      out[v - lo] = (*t.file_expected)[v];
+    return out;
+  }
   Domain& d = *t.domain;
   auto p = static_cast<std::uint32_t>(t.topology.num_processors());
   std::uint32_t e = d.elems();
@@ -275,7 +290,7 @@ void single_port_step(const Trace& t, const CheckOptions& o, CheckResult& r, std
     for (auto& [v, xs] : *side) {
       Counterexample c;
       c.step = s;
-      c.nodes = {v};
+      set_list(c.nodes, {v});
       c.transfers = xs;
       std::string list;
       for (auto i : xs) list += (list.empty() ? "" : "; ") + xfer_text(t, t.transfers[i]);
@@ -404,8 +419,8 @@ void link_checks(const Trace& t, const CheckOptions& o, const StepIndex& steps, 
       if (route && self) {  // no link joins a node to itself (every reader refuses it too)
         Counterexample c;
         c.step = x.step;
-        c.nodes = {x.src};
-        c.transfers = {i};
+        set_list(c.nodes, {x.src});
+        set_list(c.transfers, {i});
         c.message = fmt::format("step {}: {} sends to itself", x.step, t.topology.label(x.src));
         add_violation(*route, o, std::move(c));
       }
@@ -421,8 +436,8 @@ void link_checks(const Trace& t, const CheckOptions& o, const StepIndex& steps, 
           if (t.topology.adjacent(path[h], path[h + 1])) continue;
           Counterexample c;
           c.step = x.step;
-          c.nodes = {x.src, x.dst};
-          c.transfers = {i};
+          set_list(c.nodes, {x.src, x.dst});
+          set_list(c.transfers, {i});
           c.message = fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}",
                                   x.step, t.topology.label(x.src), t.topology.label(x.dst),
                                   t.topology.label(path[h]), t.topology.label(path[h + 1]),
@@ -693,8 +708,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         if (auto c = dup_term(it)) {
           Counterexample ce;
           ce.step = s;
-          ce.nodes = {x.src, x.dst};
-          ce.transfers = {i};
+          set_list(ce.nodes, {x.src, x.dst});
+          set_list(ce.transfers, {i});
           ce.buffers.push_back({x.src, "sent", d.describe(it)});
           ce.message = fmt::format(
               "step {}: {} -> {} carries {}, which counts a contribution twice "
@@ -709,7 +724,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     for (Item it : t.final_output[v]) {
       if (dup_term(it)) {
         Counterexample ce;
-        ce.nodes = {v};
+        set_list(ce.nodes, {v});
         ce.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
         ce.message = fmt::format("node {} ends with {}, which counts a contribution twice",
                                  t.topology.label(v), d.describe(it));
@@ -1011,8 +1026,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     const Transfer& x = t.transfers[i];
     Counterexample ce;
     ce.step = h.step;
-    ce.nodes = {x.dst, x.src};
-    ce.transfers = {i};
+    set_list(ce.nodes, {x.dst, x.src});
+    set_list(ce.transfers, {i});
     ce.buffers.push_back({x.dst, "received", d.describe(h.item)});
     std::string term = d.elems() == 1
                            ? fmt::format("x{}", h.term)
@@ -1091,7 +1106,7 @@ CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
       if (!(know[v * words + u / 64] >> (u % 64) & 1)) missing.push_back(static_cast<NodeId>(u));
     if (missing.empty()) continue;
     Counterexample c;
-    c.nodes = {static_cast<NodeId>(v)};
+    set_list(c.nodes, {static_cast<NodeId>(v)});
     std::string list;
     for (std::size_t k = 0; k < missing.size() && k < 8; ++k)
       list += (k ? ", " : "") + t.topology.label(missing[k]);
@@ -1109,8 +1124,22 @@ CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
   return r;
 }
 
+static CheckResult check_outputs(const Trace& t, const CheckOptions& o);
+
+// The collective's postcondition; a schedule file that lists a node twice in `final` claims two
+// ends for it and fails too (Trace::final_twice).
 CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
-  if (t.collective == Collective::Barrier) return check_barrier(t, o);
+  CheckResult r = t.collective == Collective::Barrier ? check_barrier(t, o) : check_outputs(t, o);
+  for (const std::string& m : t.final_twice) {
+    Counterexample c;
+    c.message = m;
+    add_violation(r, o, std::move(c));
+  }
+  return r;
+}
+
+// Each node's output against what the collective requires of it.
+static CheckResult check_outputs(const Trace& t, const CheckOptions& o) {
   CheckResult r = make("postcondition");
   const Domain& d = *t.domain;
   // A slice of a partitioned run judges its own nodes (Trace::slice_base).
@@ -1130,7 +1159,7 @@ CheckResult check_postcondition(const Trace& t, const CheckOptions& o) {
                       term_multisets(d, got, free_order) == term_multisets(d, *want_v, free_order);
     all_order_only = all_order_only && order_only;
     Counterexample c;
-    c.nodes = {v};
+    set_list(c.nodes, {v});
     c.buffers.push_back({v, "output", buffer_to_string(t, got)});
     c.buffers.push_back({v, "expected", buffer_to_string(t, *want_v)});
     // In MPI's layout, name the first position that differs when every item is there.
@@ -1186,7 +1215,7 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
     all_order_only = all_order_only && d.kind() == DomainKind::Ordered &&
                      term_multisets(d, out, free_order) == ref_terms;
     Counterexample c;
-    c.nodes = {0, v};
+    set_list(c.nodes, {0, v});
     c.buffers.push_back({0, "output", buffer_to_string(t, first)});
     c.buffers.push_back({v, "output", buffer_to_string(t, out)});
     c.message =
@@ -1285,8 +1314,8 @@ void check_words(const Trace& t, const CheckOptions& o, CheckResult& r) {
     if (claim.empty()) continue;
     Counterexample c;
     c.step = x.step;
-    c.nodes = {x.src, x.dst};
-    c.transfers = {i};
+    set_list(c.nodes, {x.src, x.dst});
+    set_list(c.transfers, {i});
     c.buffers.push_back({x.src, "sent", payload_to_string(t, x)});
     c.message = fmt::format("step {}: transfer #{} ({} -> {}) carries {} word(s) {}, but {}",
                             x.step, i, t.topology.label(x.src), t.topology.label(x.dst),

@@ -721,6 +721,7 @@ class Machine : public SliceMachine {
         std::uint64_t items = 0;
         for (std::size_t i = 0; i < cnt; ++i) items += col.size_at(nodes[i]);
         charge_items(items);
+        ops_ += items;  // work: each item copied is an operation (--max-ops)
         for (std::size_t i = 0; i < cnt; ++i) col.get(nodes[i], out[i]);
         return;
       }
@@ -739,13 +740,13 @@ class Machine : public SliceMachine {
           std::uint64_t items = 0;
           for (std::size_t i = 0; i < cnt; ++i) {
             std::uint64_t n = std::uint64_t{out[i].size()} + rhs[i].size();
-            if (n > kMaxBufferItems)
-              throw LimitError(fmt::format(
-                  "{}: at node {} ({}) a buffer would hold {} items; a buffer may hold at most {}",
-                  e.loc.str(), nodes[i], topo_.label(nodes[i]), n, kMaxBufferItems));
+            check_buffer_size(e, nodes[i], n);
             items += rhs[i].size();
           }
           charge_items(items);
+          ops_ += items;
+        } else {
+          for (std::size_t i = 0; i < cnt; ++i) ops_ += out[i].size();  // items combined
         }
         for (std::size_t i = 0; i < cnt; ++i) {
           Buffer& x = out[i];
@@ -767,8 +768,11 @@ class Machine : public SliceMachine {
       }
       case ExprKind::Index:
       case ExprKind::Slice: {
+        // Positions of a variable are read in place: `x[a .. b]` costs b - a + 1 items, not a
+        // copy of all of x (a ring that sends one block of its result per step was quadratic).
+        const bool direct = e.args[0]->kind == ExprKind::Name;
         auto& base = dscratch(depth);
-        eval_data(*e.args[0], nodes, cnt, base.data(), depth + 1);
+        if (!direct) eval_data(*e.args[0], nodes, cnt, base.data(), depth + 1);
         auto& lo = iscratch(depth);
         eval_int(*e.args[1], nodes, cnt, lo.data(), depth + 1);
         std::vector<std::int64_t> hi_store;
@@ -779,21 +783,24 @@ class Machine : public SliceMachine {
         for (std::size_t i = 0; i < cnt; ++i) {
           std::int64_t a = lo[i];
           std::int64_t b = e.kind == ExprKind::Slice ? hi_store[i] : a;
-          const Buffer& src = base[i];
+          const std::uint32_t src_size =
+              direct ? data_[e.args[0]->slot].size_at(nodes[i]) : base[i].size();
           // An empty slice reads nothing, wherever it starts (a segment past the data's end).
           if (e.kind == ExprKind::Slice && a >= 0 && b == a - 1) {
             out[i].clear();
             continue;
           }
-          if (a < 0 || b < a || b >= static_cast<std::int64_t>(src.size()))
-            rt_error(e, nodes[i],
-                     e.kind == ExprKind::Index
-                         ? fmt::format("index {} is out of range for a buffer of {} items", a,
-                                       src.size())
-                         : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items",
-                                       a, b, src.size()));
+          if (a < 0 || b < a || b >= static_cast<std::int64_t>(src_size))
+            rt_error(
+                e, nodes[i],
+                e.kind == ExprKind::Index
+                    ? fmt::format("index {} is out of range for a buffer of {} items", a, src_size)
+                    : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items", a, b,
+                                  src_size));
           charge_items(static_cast<std::uint64_t>(b - a + 1));
-          out[i].assign(src.data() + a, static_cast<std::uint32_t>(b - a + 1));
+          ops_ += static_cast<std::uint64_t>(b - a + 1);
+          const Item* src = direct ? data_[e.args[0]->slot].items(nodes[i]) : base[i].data();
+          out[i].assign(src + a, static_cast<std::uint32_t>(b - a + 1));
         }
         return;
       }
@@ -826,8 +833,7 @@ class Machine : public SliceMachine {
     }
     for (std::size_t i = 0; i < cnt; ++i) {
       std::int64_t a = lo[i], b = hi[i];
-      if (a < 0 || b < a - 1 || b > (1 << 24))
-        rt_error(target, nodes[i], fmt::format("cannot assign to positions [{} .. {}]", a, b));
+      check_positions(target, nodes[i], a, b, "assign to");
       if (receive && val[i].size() > static_cast<std::uint64_t>(b - a + 1))
         rt_error(target, nodes[i],
                  fmt::format("a message of {} items is received into {} positions (MPI's "
@@ -840,14 +846,37 @@ class Machine : public SliceMachine {
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
       if (b == a - 1) continue;  // an empty slice writes nothing and does not extend the buffer
       Buffer& dst = col.edit(nodes[i]);
+      ops_ += static_cast<std::uint64_t>(b - a + 1);  // work: items written (--max-ops)
       if (static_cast<std::int64_t>(dst.size()) <= b) {
         charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
+        ops_ += static_cast<std::uint64_t>(b + 1 - dst.size());  // and the positions filled
         dst.resize(static_cast<std::uint32_t>(b + 1), 0);
       }
       for (std::int64_t k = a; k <= b; ++k)
         dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
       col.settle(nodes[i]);
     }
+  }
+
+  // A union that would make a buffer of n items: past 2^28 a limit of collv (exit 3).
+  void check_buffer_size(const Expr& e, NodeId v, std::uint64_t n) {
+    if (n > kMaxBufferItems)
+      throw LimitError(fmt::format(
+          "{}: at node {} ({}) a buffer would hold {} items; a buffer may hold at most {}",
+          e.loc.str(), v, topo_.label(v), n, kMaxBufferItems));
+  }
+
+  // Positions a .. b of a buffer that a statement writes: before the first position is the
+  // model's fault; past 2^28 items (kMaxBufferItems) a limit of collv (exit 3).
+  void check_positions(const Expr& target, NodeId v, std::int64_t a, std::int64_t b,
+                       const char* verb) {
+    if (a < 0 || b < a - 1)
+      rt_error(target, v, fmt::format("cannot {} positions [{} .. {}]", verb, a, b));
+    if (b >= static_cast<std::int64_t>(kMaxBufferItems))
+      throw LimitError(fmt::format(
+          "{}: at node {} ({}) positions [{} .. {}] lie past the {} items a buffer may hold (a "
+          "limit of collv, not a fault of the model)",
+          target.loc.str(), v, topo_.label(v), a, b, kMaxBufferItems));
   }
 
   NodeId peer_of(const Stmt& s, NodeId v, std::int64_t x) {
@@ -898,6 +927,29 @@ class Machine : public SliceMachine {
                                          tgt.args[0]->name, arr.size()));
             arr[static_cast<std::size_t>(at[i])] = v[i];
           }
+        } else if (slot >= 0 && s.value->kind == ExprKind::Binary && s.value->op == Op::Union &&
+                   s.value->args[0]->kind == ExprKind::Name && s.value->args[0]->slot == slot) {
+          // `x := x ∪ y` appends y in place: its work is y's items, not a copy of x (a result
+          // that grows by a block a step was quadratic in its length).
+          const Expr& y = *s.value->args[1];
+          auto& v = dscratch(0);
+          eval_data(y, nodes, cnt, v.data(), 1);
+          auto& col = data_[slot];
+          std::uint64_t items = 0;
+          for (std::size_t i = 0; i < cnt; ++i) {
+            std::uint64_t n = std::uint64_t{col.size_at(nodes[i])} + v[i].size();
+            check_buffer_size(*s.value, nodes[i], n);
+            items += v[i].size();
+          }
+          charge_items(items);
+          ops_ += items;
+          for (std::size_t i = 0; i < cnt; ++i) {
+            if (v[i].empty()) continue;
+            Buffer& dst = col.edit(nodes[i]);
+            for (Item it : v[i]) dst.push_back(it);
+            col.settle(nodes[i]);
+          }
+          track_assign(pc, tgt, nodes, cnt);
         } else {
           auto& v = dscratch(0);
           eval_data(*s.value, nodes, cnt, v.data(), 1);
@@ -1177,6 +1229,7 @@ class Machine : public SliceMachine {
           }
           const Transfer& t = tr_.transfers[tids[i]];
           val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+          ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
         }
         store(*s.target, got.data(), got.size(), val.data(), 1, true);
         track_receive(*s.target, got.data(), got.size(), tids.data());
@@ -1509,8 +1562,7 @@ class Machine : public SliceMachine {
     for (std::size_t i = 0; i < cnt; ++i) {
       const NodeId v = nodes[i];
       const NodeId src = peer_of(s, v, peer[i]);
-      if (!whole && (lo[i] < 0 || hi[i] < lo[i] - 1 || hi[i] > (1 << 24)))
-        rt_error(tgt, v, fmt::format("cannot receive into positions [{} .. {}]", lo[i], hi[i]));
+      if (!whole) check_positions(tgt, v, lo[i], hi[i], "receive into");
       const std::uint32_t h = new_handle(s, v);
       NbNode& n = nb_[v];
       const Part part{slot, whole ? 0 : lo[i], whole ? kWholeBuffer : hi[i]};

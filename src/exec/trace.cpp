@@ -200,7 +200,10 @@ void print_schedule(const Trace& t, std::ostream& out) {
     auto r = t.route(x);
     if (r.size() > 2) {
       via = " via";
-      for (std::size_t k = 1; k + 1 < r.size(); ++k) via += " " + t.topology.label(r[k]);
+      for (std::size_t k = 1; k + 1 < r.size(); ++k) {
+        via += ' ';  // appended in two parts: `" " + label` made GCC 12 warn (-Wrestrict)
+        via += t.topology.label(r[k]);
+      }
     }
     out << fmt::format("  {} -> {}{}  {}\n", t.topology.label(x.src), t.topology.label(x.dst), via,
                        payload_to_string(t, x));

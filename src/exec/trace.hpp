@@ -120,6 +120,14 @@ struct Trace {
   // the dataflow check decides fingerprint items by searching sums of held values (a run's own
   // values are made of what the node holds by construction).
   bool from_file = false;
+  // A schedule file's reading (src/import), which both engines judge by. file_expected: the
+  // output the file's runtime defines for each processor (its layout, in place, chunks per rank,
+  // the collective the file names; nullopt: not judged), which expected_outputs() returns in
+  // place of the collective's MPI definition; null for models and collv's own JSON.
+  // file_not_checked: the checks the format leaves not checked, each with the reason
+  // (not_checked_by_format in import.hpp), so that the SMT engine says so too.
+  std::shared_ptr<const std::vector<std::optional<Buffer>>> file_expected;
+  std::vector<std::pair<std::string, std::string>> file_not_checked;
   // Message size (docs/trace-format.md): the claim that no transfer carries more than this many
   // words (an item is one word: a reduction value, an element), and per transfer (indexed like
   // transfers; empty when no transfer claims one) the words it claims to carry, kNoWordsClaim
@@ -133,6 +141,9 @@ struct Trace {
   // Other statistics the file recorded (`transfer_count`, `per_step`) where they disagree with
   // its transfers, each with its JSON path: the steps check reports them.
   std::vector<std::string> recorded_disagree;
+  // `final` entries that name a node a second time, each with its JSON path: the postcondition
+  // check fails on them (the node's output is its first entry's).
+  std::vector<std::string> final_twice;
 
   // --port all runs (exec/timing.cpp): transfers the schedule placed after their ready step
   // because another sender's transfer held a link of their route in that step. Then the schedule

@@ -14,13 +14,16 @@
 #include "exec/executor.hpp"
 #include "exec/trace.hpp"
 #include "util/deadline.hpp"
-#include "util/json_in_time.hpp"
+#include "util/json_read.hpp"
 #include "util/memory.hpp"
 #include "util/text.hpp"
 
 namespace collv {
 
 namespace {
+
+// The largest `steps` a file may record or claim (the file's steps themselves are below 2^31).
+constexpr std::int64_t kMaxRecordedSteps = 9'000'000'000'000'000;
 
 class Reader {
  public:
@@ -60,12 +63,10 @@ class Reader {
   }
   std::uint64_t uint(const nlohmann::json& j, const char* key, const std::string& where,
                      std::uint64_t max = std::numeric_limits<std::uint32_t>::max()) const {
-    const auto& v = field(j, key, where);
-    // A whole number written as such (a writer may store small ones signed); not 3.0 or -1.
-    bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
-    if (!whole || v.get<std::uint64_t>() > max)
-      fail(where + "." + key, fmt::format("expected a whole number from 0 to {}", max));
-    return v.get<std::uint64_t>();
+    // The one rule for whole numbers (util/json_read.hpp): 3 or 3.0, not 3.5 or -1.
+    auto v = json_whole_unsigned(field(j, key, where), max);
+    if (!v) fail(where + "." + key, fmt::format("expected a whole number from 0 to {}", max));
+    return *v;
   }
 
   // One item as Domain::describe writes it: "0", "#0123...", or terms "x3", "x3.1", "2*x3",
@@ -240,9 +241,8 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     // file says so: elements = p * count).
     elems = p;
     if (j.contains("elements")) {
-      bool ok = j["elements"].is_number_unsigned();
-      std::uint64_t e = ok ? j["elements"].get<std::uint64_t>() : 0;
-      ok = ok && p > 0 && e >= p && e % p == 0 && e <= 65535;
+      std::uint64_t e = json_whole_unsigned(j["elements"], 65535).value_or(0);
+      bool ok = p > 0 && e >= p && e % p == 0;
       if (!ok)
         r.fail("elements", fmt::format("{} needs p blocks of elements: a multiple of {} on {}, "
                                        "at most 65535",
@@ -268,11 +268,9 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("source"))
     t.root = static_cast<std::uint32_t>(r.uint(j, "source", "top level", p - 1));
   if (j.contains("q")) {
-    if (!j["q"].is_number_integer()) r.fail("q", "expected an integer");
-    if (j["q"].is_number_unsigned() &&
-        j["q"].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-      r.fail("q", "expected an integer within 64 bits");
-    t.shift = j["q"].get<std::int64_t>();
+    auto q = json_whole(j["q"], INT64_MIN, INT64_MAX);
+    if (!q) r.fail("q", "expected an integer within 64 bits");
+    t.shift = *q;
   }
   if (j.contains("operator")) {
     std::string op = r.str(j, "operator", "top level");
@@ -290,10 +288,9 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
     t.nodup_claimed = j["nodup"].get<bool>();
   }
   if (j.contains("count")) {
-    if (!j["count"].is_number_unsigned() || j["count"].get<std::uint64_t>() < 1 ||
-        j["count"].get<std::uint64_t>() > 65535)
-      r.fail("count", "expected a whole number from 1 to 65535");
-    t.count = j["count"].get<std::uint32_t>();
+    auto c = json_whole_unsigned(j["count"], 65535);
+    if (!c || *c < 1) r.fail("count", "expected a whole number from 1 to 65535");
+    t.count = static_cast<std::uint32_t>(*c);
   }
   if (j.contains("layout")) {
     std::string layout = r.str(j, "layout", "top level");
@@ -310,14 +307,9 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       t.claims_single_port = true;
     }
     if (c.contains("steps")) {
-      const auto& s = c["steps"];
-      // A whole number; JSON writers may write it as 3.0. Checked before conversion: a double
-      // outside the 64-bit range does not convert.
-      double v = s.is_number() ? s.get<double>() : -1;
-      if (!s.is_number() || !(v >= 0 && v <= 9.0e15) || v != std::floor(v))
-        r.fail("claimed.steps", "expected a whole number from 0 to 9e15");
-      t.claimed_steps =
-          s.is_number_integer() ? s.get<std::int64_t>() : static_cast<std::int64_t>(v);
+      auto v = json_whole(c["steps"], 0, kMaxRecordedSteps);
+      if (!v) r.fail("claimed.steps", "expected a whole number from 0 to 9e15");
+      t.claimed_steps = *v;
     }
     if (c.contains("cost")) {
       const auto& k = c["cost"];
@@ -340,11 +332,9 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   // The statistics a writer recorded (`steps`, `cost`): claims about the transfers below, judged
   // by the steps and cost checks.
   if (j.contains("steps")) {
-    const auto& s = j["steps"];
-    double v = s.is_number() ? s.get<double>() : -1;
-    if (!s.is_number() || !(v >= 0 && v <= 9.0e15) || v != std::floor(v))
-      r.fail("steps", "expected a whole number from 0 to 9e15");
-    t.recorded_steps = static_cast<std::int64_t>(v);
+    auto v = json_whole(j["steps"], 0, kMaxRecordedSteps);
+    if (!v) r.fail("steps", "expected a whole number from 0 to 9e15");
+    t.recorded_steps = *v;
   }
   if (j.contains("cost")) {
     const auto& k = j["cost"];
@@ -367,9 +357,10 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   // allowed if that fits in the memory limit (and below 2^31).
   std::uint32_t max_step = 0;
   for (std::size_t k = 0; k < xs.size(); ++k)
-    if (xs[k].is_object() && xs[k].contains("step") && xs[k]["step"].is_number_unsigned())
-      max_step = static_cast<std::uint32_t>(std::min<std::uint64_t>(
-          std::max<std::uint64_t>(max_step, xs[k]["step"].get<std::uint64_t>()), 0xFFFFFFFFull));
+    if (xs[k].is_object() && xs[k].contains("step"))
+      if (auto s = json_whole_unsigned(xs[k]["step"], UINT64_MAX))
+        max_step = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(std::max<std::uint64_t>(max_step, *s), 0xFFFFFFFFull));
   if (max_step >= (1u << 31))
     r.fail("transfers", fmt::format("a transfer at step {}; steps must be below 2^31", max_step));
   require_memory(
@@ -402,13 +393,13 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       std::vector<NodeId> want = t.topology.route(tr.src, tr.dst);
       bool same = rt.is_array() && rt.size() == want.size();
       for (std::size_t h = 0; same && h < want.size(); ++h)
-        same = rt[h].is_number_unsigned() && rt[h].get<std::uint64_t>() == want[h];
+        same = json_whole_unsigned(rt[h], UINT64_MAX) == std::optional<std::uint64_t>(want[h]);
       if (!same)
-        r.fail(
-            where + ".route",
-            fmt::format("{} is not the route of {} -> {} on {}: {} (collv judges transfers on "
-                        "the topology's own routes)",
-                        rt.dump(), tr.src, tr.dst, t.topology.spec(), nlohmann::json(want).dump()));
+        r.fail(where + ".route",
+               fmt::format("{} is not the route of {} -> {} on {}: {} (collv judges transfers on "
+                           "the topology's own routes)",
+                           json_excerpt(rt), tr.src, tr.dst, t.topology.spec(),
+                           json_excerpt(nlohmann::json(want))));
     }
     Buffer b = r.buffer(r.field(x, "items", where), *t.domain, where + ".items");
     if (b.size() > 0xFFFF) r.fail(where, "more than 65535 items (the message size limit)");
@@ -436,16 +427,13 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   if (j.contains("final")) {
     const auto& fs = j["final"];
     if (!fs.is_array()) r.fail("final", "expected an array");
-    std::vector<std::uint8_t> seen_final(p, 0);
+    std::vector<std::size_t> first_final(p, SIZE_MAX);  // the entry that first names each node
     for (std::size_t k = 0; k < fs.size(); ++k) {
       std::string where = fmt::format("final[{}]", k);
       if (!fs[k].is_object()) r.fail(where, "expected an object");
       r.known_keys(fs[k], {"node", "label", "output"}, where);
       auto v = r.uint(fs[k], "node", where);
       if (v >= p) r.fail(where + ".node", "not a processor");
-      if (seen_final[v])
-        r.fail(where + ".node", fmt::format("node {} is listed twice in \"final\"", v));
-      seen_final[v] = 1;
       if (fs[k].contains("label")) {
         std::string label = r.str(fs[k], "label", where);
         if (label != t.topology.label(static_cast<NodeId>(v)))
@@ -453,7 +441,19 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
                  fmt::format("node {} of {} is '{}', not '{}'", v, t.topology.spec(),
                              t.topology.label(static_cast<NodeId>(v)), printable(label)));
       }
-      t.final_output[v] = r.buffer(r.field(fs[k], "output", where), *t.domain, where + ".output");
+      Buffer out = r.buffer(r.field(fs[k], "output", where), *t.domain, where + ".output");
+      if (first_final[v] != SIZE_MAX) {
+        // Two claims about one node's end: judged (the postcondition check fails), never one
+        // silently taken; the first stays the node's output.
+        t.final_twice.push_back(fmt::format(
+            "{}: node {} is listed again in \"final\" (first at final[{}]){}; a node ends with "
+            "one output",
+            where, v, first_final[v],
+            out == t.final_output[v] ? " with the same output" : " with another output"));
+        continue;
+      }
+      first_final[v] = k;
+      t.final_output[v] = std::move(out);
     }
   }
   t.initial_input = initial_inputs(t.collective, *t.domain, p, t.root);
@@ -489,11 +489,11 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       std::string where = std::string("failure.") + key;
       if (!f[key].is_array()) r.fail(where, "expected an array of node ids");
       for (std::size_t k = 0; k < f[key].size(); ++k) {
-        const auto& v = f[key][k];
-        if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= p)
+        auto v = json_whole_unsigned(f[key][k], p - 1);
+        if (!v)
           r.fail(fmt::format("{}[{}]", where, k),
                  fmt::format("expected a processor of {} (0 .. {})", t.topology.spec(), p - 1));
-        out.push_back(static_cast<NodeId>(v.get<std::uint64_t>()));
+        out.push_back(static_cast<NodeId>(*v));
       }
     };
     nodes("cycle", t.failure.waiting_cycle);
@@ -502,7 +502,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
   t.compute_stats();
   // `p` restates the topology's processor count (checked last: the limits above come first).
   if (j.contains("p") && r.uint(j, "p", "top level", UINT64_MAX) != p)
-    r.fail("p", fmt::format("the file says {} processors; {} has {}", j["p"].dump(),
+    r.fail("p", fmt::format("the file says {} processors; {} has {}", json_excerpt(j["p"]),
                             t.topology.spec(), p));
   // The statistics a writer listed per step and in all are claims about the transfers: each
   // disagreement is kept for the steps check (Trace::recorded_disagree).
@@ -510,7 +510,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
       r.uint(j, "transfer_count", "top level", UINT64_MAX) != t.transfers.size())
     t.recorded_disagree.push_back(
         fmt::format("transfer_count: the file says {} but lists {} transfers",
-                    j["transfer_count"].dump(), t.transfers.size()));
+                    json_excerpt(j["transfer_count"]), t.transfers.size()));
   if (j.contains("per_step")) {
     const auto& ps = j["per_step"];
     if (!ps.is_array()) r.fail("per_step", "expected an array");
@@ -536,7 +536,7 @@ Trace trace_from_json_impl(const nlohmann::json& j, const std::string& source,
           t.recorded_disagree.push_back(
               fmt::format("{}.{}: the file says {} but its transfers "
                           "give {}",
-                          where, key, ps[s][key].dump(), value));
+                          where, key, json_excerpt(ps[s][key]), value));
     }
   }
   return t;
@@ -564,18 +564,10 @@ Trace read_trace_file(const std::string& path, std::uint64_t max_memory) {
   in.seekg(0, std::ios::end);
   auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
   in.seekg(0);
-  // nlohmann's DOM takes up to ~20 times the text; checked before parsing.
-  require_memory(sat_mul(size, 20), fmt::format("reading {} ({} bytes)", path, size), max_memory);
-  nlohmann::json j;
-  try {
-    j = parse_json_in_time(in, "reading " + path);
-  } catch (const nlohmann::json::exception& e) {
-    // Read again to say where (the size was checked above): the first byte that is not UTF-8.
-    std::ifstream again(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
-    throw UsageError(path + ": " + json_parse_error(text, e.what()));
-  }
-  return trace_from_json(j, path, max_memory);
+  // nlohmann's DOM takes up to ~20 times the text (and the text itself); checked before parsing.
+  require_memory(sat_mul(size, 21), fmt::format("reading {} ({} bytes)", path, size), max_memory);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return trace_from_json(parse_json_input(text, path), path, max_memory);
 }
 
 }  // namespace collv

@@ -16,6 +16,7 @@
 #include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
+#include "util/text.hpp"
 
 namespace collv {
 
@@ -34,9 +35,11 @@ struct RuntimeLimits {
   int max_tbs;            // MSCCL_MAX_NUM_THREAD_BLOCKS: threadblock ids below it
   int max_nodes;          // MAX_NODES of the XML parser: nodes loaded for one rank
   bool needs_size_attrs;  // outofplace, minBytes, maxBytes required on <algo>
+  bool checks_sizes;      // i_chunks/o_chunks must agree with nchunksperloop (msccl's topo.cc)
 };
-constexpr RuntimeLimits kExecutorNccl{"msccl-executor-nccl", 64, 72, 32, 32 * 32, 4096, true};
-constexpr RuntimeLimits kMscclRuntime{"msccl", 256, 72, 32, 108 * 2, 1 << 12, false};
+constexpr RuntimeLimits kExecutorNccl{
+    "msccl-executor-nccl", 64, 72, 32, 32 * 32, 4096, true, false};
+constexpr RuntimeLimits kMscclRuntime{"msccl", 256, 72, 32, 108 * 2, 1 << 12, false, true};
 
 using import_detail::add_violation;
 using import_detail::make_check;
@@ -57,6 +60,26 @@ constexpr OpInfo kOps[] = {
 };
 
 enum Buf { In = 0, Out = 1, Scr = 2 };
+
+// The operands whose offset the runtimes' loader checks against the declared chunks, per
+// instruction (mscclGetAlgoFromXmlFile's checkSrc / checkDst): a send's source, a receive's
+// destination, both for rrcs, cpy and re, neither for rrc.
+bool loader_checks(Op op, bool src) {
+  switch (op) {
+    case Op::S:
+    case Op::RRS:
+      return src;
+    case Op::R:
+    case Op::RCS:
+      return !src;
+    case Op::RRCS:
+    case Op::CPY:
+    case Op::RE:
+      return true;
+    default:
+      return false;
+  }
+}
 const char* kBufName[] = {"i", "o", "s"};
 
 struct XStep {
@@ -108,6 +131,8 @@ class Reader {
     return fmt::format("{}:{}:{}", src_, l, c);
   }
   std::string where(int line, int col) const { return fmt::format("{}:{}:{}", src_, line, col); }
+  // Input quoted in a message: printable, cut to kMaxQuotedBytes (util/json_read.hpp).
+  static std::string shown(std::string_view s) { return printable(s, kMaxQuotedBytes); }
   [[noreturn]] void fail(const pugi::xml_node& n, const std::string& msg) const {
     throw UsageError(where(n) + ": error: " + msg);
   }
@@ -135,7 +160,8 @@ class Reader {
     }
     long long v = 0;
     if (!parse_int(a.value(), v))
-      fail(n, fmt::format("<{}> attribute {}=\"{}\" is not an integer", n.name(), name, a.value()));
+      fail(n, fmt::format("<{}> attribute {}=\"{}\" is not an integer", shown(n.name()), name,
+                          shown(a.value())));
     return static_cast<int>(v);
   }
   std::string get_str(const pugi::xml_node& n, const char* name) {
@@ -151,7 +177,53 @@ class Reader {
     if (b == "i") return In;
     if (b == "o") return Out;
     if (b == "s") return Scr;
-    fail(n, fmt::format("<{}> attribute {}=\"{}\": a buffer is i, o or s", n.name(), name, b));
+    fail(n, fmt::format("<{}> attribute {}=\"{}\": a buffer is i, o or s", shown(n.name()), name,
+                        shown(b)));
+  }
+  // The operands of an <op>. Each is written as an attribute pair (srcbuf/srcoff,
+  // dstbuf/dstoff) or a child element (<src buf off/>, <dst buf off/>); an operand written
+  // neither way is msccl-tools' one chunk (buf, off), which stands for both operands (the source
+  // of a send, the destination otherwise: its instructions keep both on that chunk). A local
+  // cpy or re reads another chunk than it writes, and msccl-tools' form drops that source, so
+  // one without an explicit source is refused rather than read as a copy onto itself.
+  void op_operands(const pugi::xml_node& sn, XStep& st) {
+    pugi::xml_node child[2];
+    for (pugi::xml_node c : sn.children()) {
+      if (c.type() != pugi::node_element) continue;
+      std::string cn = c.name();
+      int k = cn == "src" ? 0 : cn == "dst" ? 1 : -1;
+      if (k < 0)
+        fail(c, fmt::format("unexpected element <{}> in <op> (it has <src> and <dst>)", shown(cn)));
+      if (child[k]) fail(c, fmt::format("a second <{}> in one <op>", cn));
+      child[k] = c;
+    }
+    const char* attr_buf[2] = {"srcbuf", "dstbuf"};
+    const char* attr_off[2] = {"srcoff", "dstoff"};
+    int* buf[2] = {&st.srcbuf, &st.dstbuf};
+    int* off[2] = {&st.srcoff, &st.dstoff};
+    for (int k = 0; k < 2; ++k) {
+      bool attr = sn.attribute(attr_buf[k]) || sn.attribute(attr_off[k]);
+      if (attr && child[k])
+        fail(sn, fmt::format("<op> gives its {} twice ({}/{} and a <{}> element)",
+                             k ? "destination" : "source", attr_buf[k], attr_off[k],
+                             k ? "dst" : "src"));
+      if (attr) {
+        *buf[k] = get_buf(sn, attr_buf[k]);
+        *off[k] = get_int(sn, attr_off[k]);
+      } else if (child[k]) {
+        *buf[k] = get_buf(child[k], "buf");
+        *off[k] = get_int(child[k], "off");
+      } else if (k == 0 && (st.info->op == Op::CPY || st.info->op == Op::RE)) {
+        fail(sn, fmt::format("<op type=\"{}\"> without its source: msccl-tools' <op> form writes "
+                             "only the destination (buf, off) of a local {}, so the file does not "
+                             "say what it reads; give srcbuf and srcoff (or a <src buf off/> "
+                             "element), or write the <step> form (ir_to_xml old_format=True)",
+                             st.info->name, st.info->op == Op::CPY ? "copy" : "reduce"));
+      } else {
+        *buf[k] = get_buf(sn, "buf");
+        *off[k] = get_int(sn, "off");
+      }
+    }
   }
   void attr_violation(int line, int col, const std::string& msg, std::vector<NodeId> nodes = {}) {
     Counterexample c;
@@ -298,7 +370,7 @@ void Reader::parse(const pugi::xml_node& algo) {
   if (algo.attribute("proto")) {
     proto_ = algo.attribute("proto").value();
     if (proto_ != "Simple" && proto_ != "LL" && proto_ != "LL128")
-      fail(algo, "<algo> proto=\"" + proto_ + "\": the runtime knows Simple, LL and LL128");
+      fail(algo, "<algo> proto=\"" + shown(proto_) + "\": the runtime knows Simple, LL and LL128");
   }
   if (ngpus_ < 1 || ngpus_ > 4096)
     fail(algo, fmt::format("<algo> ngpus={} is out of range", ngpus_));
@@ -321,7 +393,7 @@ void Reader::parse(const pugi::xml_node& algo) {
     rt_violation(algo_line_, algo_col_,
                  fmt::format("coll=\"{}\" is no collective it knows ({}; 'unsupported "
                              "collective')",
-                             coll_, list));
+                             shown(coll_), list));
   }
   if (coll_ == "reducescatter") coll_ = "reduce_scatter";
   if (coll_ != "allgather" && coll_ != "allreduce" && coll_ != "reduce_scatter" &&
@@ -365,7 +437,7 @@ void Reader::parse(const pugi::xml_node& algo) {
   for (pugi::xml_node g : algo.children()) {
     if (g.type() != pugi::node_element) continue;
     if (std::string(g.name()) != "gpu")
-      fail(g, fmt::format("unexpected element <{}> in <algo>", g.name()));
+      fail(g, fmt::format("unexpected element <{}> in <algo>", shown(g.name())));
     int id = get_int(g, "id");
     if (id < 0 || id >= ngpus_) fail(g, fmt::format("<gpu id={}>: ngpus is {}", id, ngpus_));
     if (seen[id]) fail(g, fmt::format("<gpu id={}> appears twice", id));
@@ -382,7 +454,7 @@ void Reader::parse(const pugi::xml_node& algo) {
     for (pugi::xml_node tbn : g.children()) {
       if (tbn.type() != pugi::node_element) continue;
       if (std::string(tbn.name()) != "tb")
-        fail(tbn, fmt::format("unexpected element <{}> in <gpu>", tbn.name()));
+        fail(tbn, fmt::format("unexpected element <{}> in <gpu>", shown(tbn.name())));
       XTb tb;
       std::tie(tb.line, tb.col) = pos(tbn.offset_debug());
       tb.id = get_int(tbn, "id");
@@ -403,7 +475,7 @@ void Reader::parse(const pugi::xml_node& algo) {
         if (sn.type() != pugi::node_element) continue;
         std::string en = sn.name();
         if (en != "step" && en != "op")
-          fail(sn, fmt::format("unexpected element <{}> in <tb>", en));
+          fail(sn, fmt::format("unexpected element <{}> in <tb>", shown(en)));
         (en == "step" ? has_step : has_op) = true;
         if (has_step && has_op) fail(sn, "a <tb> mixes <step> and <op> elements");
         XStep st;
@@ -412,7 +484,7 @@ void Reader::parse(const pugi::xml_node& algo) {
         for (const auto& oi : kOps)
           if (type == oi.name) st.info = &oi;
         if (!st.info)
-          fail(sn, "<" + en + "> type=\"" + type +
+          fail(sn, "<" + en + "> type=\"" + shown(type) +
                        "\": the runtime knows s, r, rcs, rrs, rrc, rrcs, cpy, re and nop");
         if (en == "step") {
           st.s = get_int(sn, "s");
@@ -427,17 +499,7 @@ void Reader::parse(const pugi::xml_node& algo) {
         } else {
           op_form_ = true;
           st.s = get_int(sn, "step");
-          if (sn.attribute("srcbuf") || sn.attribute("dstbuf")) {
-            st.srcbuf = get_buf(sn, "srcbuf");
-            st.srcoff = get_int(sn, "srcoff");
-            st.dstbuf = get_buf(sn, "dstbuf");
-            st.dstoff = get_int(sn, "dstoff");
-          } else if (st.info->op != Op::NOP) {
-            // msccl-tools' <op> form names one chunk (buf, off): the source of a send, the
-            // destination otherwise; its instructions keep both operands on that chunk.
-            st.srcbuf = st.dstbuf = get_buf(sn, "buf");
-            st.srcoff = st.dstoff = get_int(sn, "off");
-          }
+          if (st.info->op != Op::NOP) op_operands(sn, st);
           st.cnt = get_int(sn, "cnt", 1);
           st.depid = get_int(sn, "depid", -1);
           st.deps = get_int(sn, "deps", -1);
@@ -568,13 +630,13 @@ void Reader::static_checks() {
           pending_nop_dep = pending_nop_dep || st.depid >= 0;
         } else {
           if (pending_nop_dep && st.depid < 0)
-            attr_violation(st.line, st.col,
-                           fmt::format("gpu {} tb {} step {}: it follows nop steps that carry "
-                                       "dependencies but has no depid itself: the runtime "
-                                       "ignores the XML (\"the last reduction must be a part of "
-                                       "the first immediate instruction\")",
-                                       gpu.id, tb.id, k),
-                           {static_cast<NodeId>(gpu.id)});
+            rt_violation(st.line, st.col,
+                         fmt::format("gpu {} tb {} step {}: it follows nop steps that carry "
+                                     "dependencies but has no depid itself: the runtime "
+                                     "ignores the XML (\"the last reduction must be a part of "
+                                     "the first immediate instruction\")",
+                                     gpu.id, tb.id, k),
+                         {static_cast<NodeId>(gpu.id)});
           pending_nop_dep = false;
         }
         if (st.depid < 0) continue;
@@ -664,6 +726,22 @@ void Reader::runtime_rules() {
                        fmt::format("gpu {} tb {} has {} steps; MSCCL_MAX_NUM_STEPS is {} in {} "
                                    "('too many steps are requested')",
                                    gpu.id, tb.id, tb.steps.size(), lim_.max_steps, lim_.name),
+                       {r});
+        }
+        // The loader's bounds: the operands it checks for this instruction start within the
+        // buffer the gpu declares (-1 allowed), whatever the replay makes of them (`bounds`).
+        for (int side = 0; side < 2 && st.info->op != Op::NOP; ++side) {
+          bool src = side == 0;
+          if (!loader_checks(st.info->op, src)) continue;
+          int buf = src ? st.srcbuf : st.dstbuf, off = src ? st.srcoff : st.dstoff;
+          if (off >= -1 && off < gpu.chunks[buf]) continue;
+          static const char* kWhich[] = {"input", "output", "scratch"};
+          rt_violation(st.line, st.col,
+                       fmt::format("gpu {} tb {} step {}: {}off={} in buffer {}, which gpu {} "
+                                   "declares with {}_chunks={}: the loader refuses it ('Incorrect "
+                                   "offset set for {} buffer', mscclCheckBufferBounds)",
+                                   gpu.id, tb.id, k, src ? "src" : "dst", off, kBufName[buf],
+                                   gpu.id, kBufName[buf], gpu.chunks[buf], kWhich[buf]),
                        {r});
         }
         if (st.info->op != Op::NOP && st.cnt >= lim_.max_count)
@@ -798,17 +876,23 @@ void Reader::replay(ImportedSchedule& out) {
                                       coll_, p, cpl));
   }
 
-  // The declared sizes must agree with nchunksperloop (the runtime checks it too).
+  // The declared sizes must agree with nchunksperloop; microsoft/msccl's loader refuses a file
+  // where they do not ('Inconsistency between i_chunks/o_chunks ... and nchunksperloop'), so
+  // under that runtime it is a `runtime` violation too.
   for (const XGpu& g : gpus_) {
     int want[2] = {in_size, out_size};
-    for (int b = 0; b < 2; ++b)
-      if (g.chunks[b] > 0 && g.chunks[b] != want[b])
-        attr_violation(g.line, g.col,
-                       fmt::format("gpu {}: {}_chunks={} but {} with nchunksperloop={} on {} gpus "
-                                   "has {} {} chunks",
-                                   g.id, kBufName[b], g.chunks[b], coll_, cpl, p, want[b],
-                                   b == 0 ? "input" : "output"),
-                       {static_cast<NodeId>(g.id)});
+    for (int b = 0; b < 2; ++b) {
+      if (g.chunks[b] <= 0 || g.chunks[b] == want[b]) continue;
+      std::string msg = fmt::format(
+          "gpu {}: {}_chunks={} but {} with nchunksperloop={} on {} gpus "
+          "has {} {} chunks",
+          g.id, kBufName[b], g.chunks[b], coll_, cpl, p, want[b], b == 0 ? "input" : "output");
+      attr_violation(g.line, g.col, msg, {static_cast<NodeId>(g.id)});
+      if (lim_.checks_sizes && !op_form_)
+        rt_violation(g.line, g.col,
+                     msg + " ('Inconsistency between i_chunks/o_chunks ... and nchunksperloop')",
+                     {static_cast<NodeId>(g.id)});
+    }
   }
 
   Trace& t = out.trace;
@@ -1226,6 +1310,8 @@ void Reader::replay(ImportedSchedule& out) {
   }
   t.compute_stats();
   out.postcondition = import_detail::positional_postcondition(t, expected, what);
+  t.file_expected = import_detail::file_expected(
+      expected, coll == Collective::Reduce ? std::optional<NodeId>(root) : std::nullopt);
   out.postcondition->note = fmt::format(
       "positional, as the runtime defines the {} output buffer ({} chunks per gpu{}); x{{r}}.{} "
       "stands for gpu r's uninitialized memory",
@@ -1280,8 +1366,8 @@ ImportedSchedule Reader::run() {
   }
   pugi::xml_node algo = doc.document_element();
   if (std::string(algo.name()) != "algo")
-    fail(algo,
-         fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>", algo.name()));
+    fail(algo, fmt::format("the root element is <{}>; an MSCCL algorithm is an <algo>",
+                           shown(algo.name())));
   parse(algo);
   static_checks();
   if (op_form_) {
@@ -1292,7 +1378,8 @@ ImportedSchedule Reader::run() {
                     "(msccl-executor-nccl and microsoft/msccl read only <step>); not applied: "
                     "the XML syntax of NCCL's reader, nchunksperloop, proto, outofplace, "
                     "minBytes, maxBytes, coll names, MSCCL_MAX_NUM_STEPS, MSCCL_MAX_COUNT, "
-                    "MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, MAX_NODES"));
+                    "MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, MAX_NODES, the loader's offset "
+                    "bounds, the chain of nop dependencies"));
   } else {
     raw_syntax();
     runtime_rules();

@@ -4,6 +4,7 @@
 // the one its name defines (Allgather(n=8), Reduce(n=4,root=0), ...), chunked up by
 // `instance.chunks`; and the schedule is judged against that definition, not the file's own sets.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,7 +16,7 @@
 #include "import/import.hpp"
 #include "util/deadline.hpp"
 #include "util/error.hpp"
-#include "util/json_in_time.hpp"
+#include "util/json_read.hpp"
 #include "util/memory.hpp"
 #include "util/text.hpp"
 
@@ -42,10 +43,10 @@ const json& need(const json& j, const char* key, const std::string& src, const s
 
 std::int64_t need_int(const json& j, const std::string& src, const std::string& path,
                       std::int64_t lo, std::int64_t hi) {
-  if (!j.is_number_integer()) bad(src, path, "expected an integer");
-  auto v = j.get<std::int64_t>();
-  if (v < lo || v > hi) bad(src, path, fmt::format("{} is outside {}..{}", v, lo, hi));
-  return v;
+  // The one rule for whole numbers of JSON inputs (util/json_read.hpp): 3 or 3.0.
+  if (auto v = json_whole(j, lo, hi)) return *v;
+  if (!json_whole(j, INT64_MIN, INT64_MAX)) bad(src, path, "expected an integer");
+  bad(src, path, fmt::format("{} is outside {}..{}", json_excerpt(j, 40), lo, hi));
 }
 
 // msccl-tools' loader turns an object into an Algorithm, Step, ... by its msccl_type and reads
@@ -95,62 +96,127 @@ std::optional<int> small_int(const std::string& s) {
   return std::stoi(s);
 }
 
-// "Allgather(n=8)", "Reduce(n=4,root=0)", "MultirootBroadcast(n=4,roots=(0,2))": the collective
-// and its arguments; nullopt for a name msccl-tools does not give (a custom collective).
-std::optional<Named> parse_name(const std::string& name) {
+// The collectives msccl-tools defines (msccl/collectives.py), by the name it gives them, with
+// the runtime_name it writes (ncclize copies it into the XML's `coll`, which the MSCCL runtime
+// matches exactly: allgather, allreduce, alltoall, reduce_scatter; the others run as custom).
+struct Kind {
+  const char* name;
+  Collective coll;
+  const char* runtime;
+};
+constexpr Kind kKinds[] = {
+    {"Broadcast", Collective::Broadcast, "custom"},
+    {"Reduce", Collective::Reduce, "custom"},
+    {"Scatter", Collective::Scatter, "custom"},
+    {"Gather", Collective::Gather, "custom"},
+    {"Allgather", Collective::Allgather, "allgather"},
+    {"Allreduce", Collective::Allreduce, "allreduce"},
+    {"Alltoall", Collective::Alltoall, "alltoall"},
+    {"ReduceScatter", Collective::ReduceScatter, "reduce_scatter"},
+    {"Scan", Collective::Scan, "custom"},
+    {"MultirootBroadcast", Collective::Broadcast, "custom"},
+    {"MultirootScatter", Collective::Scatter, "custom"},
+    {"MultirootGather", Collective::Gather, "custom"},
+};
+
+// A name compared as a reader would: lower case, without '_', '-' and blanks.
+std::string folded(const std::string& s) {
+  std::string o;
+  for (char c : s)
+    if (c != '_' && c != '-' && c != ' ' && c != '\t')
+      o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+// How the file's collective.name reads. msccl-tools' loader keeps the name as a plain string
+// and judges a file by its own pre/post sets; collv reads a name that names one of msccl-tools'
+// collectives as that collective, spelled as msccl-tools spells it ("Allgather(n=8)",
+// "Reduce(n=4,root=0)", "MultirootBroadcast(n=4,roots=(0,2))") or otherwise (other case, '_',
+// blanks: "allgather(n=8)", "all_gather(n = 8)"; without arguments, n is the file's node
+// count), and judges the file against that definition. A name that reads as a collective
+// whose arguments it does not give or gives otherwise is refused (`refusal`); any other name
+// is a custom collective (neither set).
+struct NameRead {
+  std::optional<Named> named;
+  std::string refusal;
+};
+
+NameRead read_name(const std::string& name, int p) {
+  NameRead out;
   auto open = name.find('(');
-  if (open == std::string::npos || name.back() != ')') return {};
+  bool has_args = open != std::string::npos;
+  std::string kind = folded(has_args ? name.substr(0, open) : name);
+  const Kind* k = nullptr;
+  for (const Kind& c : kKinds)
+    if (folded(c.name) == kind) k = &c;
+  if (!k) return out;
   Named c;
-  c.kind = name.substr(0, open);
-  std::string args = name.substr(open + 1, name.size() - open - 2);
-  static const std::map<std::string, std::pair<Collective, const char*>> kinds = {
-      {"Broadcast", {Collective::Broadcast, "custom"}},
-      {"Reduce", {Collective::Reduce, "custom"}},
-      {"Scatter", {Collective::Scatter, "custom"}},
-      {"Gather", {Collective::Gather, "custom"}},
-      {"Allgather", {Collective::Allgather, "allgather"}},
-      {"Allreduce", {Collective::Allreduce, "allreduce"}},
-      {"Alltoall", {Collective::Alltoall, "alltoall"}},
-      {"ReduceScatter", {Collective::ReduceScatter, "reduce_scatter"}},
-      {"Scan", {Collective::Scan, "custom"}},
-      {"MultirootBroadcast", {Collective::Broadcast, "custom"}},
-      {"MultirootScatter", {Collective::Scatter, "custom"}},
-      {"MultirootGather", {Collective::Gather, "custom"}},
-  };
-  auto k = kinds.find(c.kind);
-  if (k == kinds.end()) return {};
-  c.coll = k->second.first;
-  c.runtime_name = k->second.second;
+  c.kind = k->name;
+  c.coll = k->coll;
+  c.runtime_name = k->runtime;
   bool multi = c.kind.rfind("Multiroot", 0) == 0;
   c.rooted = !multi && collective_is_rooted(c.coll);
-  if (args.rfind("n=", 0) != 0) return {};
+  const std::string form = multi      ? c.kind + "(n=N,roots=(R1,R2,...))"
+                           : c.rooted ? c.kind + "(n=N,root=R)"
+                                      : c.kind + "(n=N)";
+  auto refuse = [&]() {
+    out.refusal = fmt::format(
+        "\"{}\" names msccl-tools' {} but not its arguments: msccl-tools writes {} (a name "
+        "that reads as a collective msccl-tools defines is judged as that collective)",
+        printable(name, 60), c.kind, form);
+    return out;
+  };
+  if (!has_args) {
+    if (c.rooted || multi) return refuse();
+    c.n = p;
+    out.named = c;
+    return out;
+  }
+  if (name.back() != ')') return refuse();
+  std::string args;
+  for (char ch : name.substr(open + 1, name.size() - open - 2))
+    if (ch != ' ' && ch != '\t')
+      args += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (args.rfind("n=", 0) != 0) return refuse();
   std::size_t comma = args.find(',');
   auto n = small_int(args.substr(2, comma == std::string::npos ? std::string::npos : comma - 2));
-  if (!n) return {};
+  if (!n) return refuse();
   c.n = *n;
   std::string rest = comma == std::string::npos ? "" : args.substr(comma + 1);
   if (c.rooted) {
-    if (rest.rfind("root=", 0) != 0) return {};
+    if (rest.rfind("root=", 0) != 0) return refuse();
     auto r = small_int(rest.substr(5));
-    if (!r) return {};
+    if (!r) return refuse();
     c.root = *r;
   } else if (multi) {
-    if (rest.rfind("roots=(", 0) != 0 || rest.back() != ')') return {};
+    if (rest.rfind("roots=(", 0) != 0 || rest.back() != ')') return refuse();
     std::string list = rest.substr(7, rest.size() - 8);
     std::size_t b = 0;
     while (b <= list.size()) {
       std::size_t e = list.find(',', b);
       if (e == std::string::npos) e = list.size();
       auto r = small_int(list.substr(b, e - b));
-      if (!r) return {};
+      if (!r) return refuse();
       c.roots.push_back(*r);
       b = e + 1;
     }
-    if (c.roots.empty()) return {};
+    if (c.roots.empty()) return refuse();
   } else if (!rest.empty()) {
-    return {};
+    return refuse();
   }
-  return c;
+  out.named = c;
+  return out;
+}
+
+// The name msccl-tools gives the collective.
+std::string canonical_name(const Named& c) {
+  if (c.rooted) return fmt::format("{}(n={},root={})", c.kind, c.n, c.root);
+  if (!c.roots.empty()) {
+    std::string list;
+    for (int r : c.roots) list += (list.empty() ? "" : ",") + std::to_string(r);
+    return fmt::format("{}(n={},roots=({}))", c.kind, c.n, list);
+  }
+  return fmt::format("{}(n={})", c.kind, c.n);
 }
 
 // How many chunks the named collective has (before chunk_up), without building it.
@@ -257,12 +323,7 @@ ImportedSchedule import_msccl_json(const std::string& text, const std::string& s
 namespace {
 
 ImportedSchedule read_msccl_json(const std::string& text, const std::string& src) {
-  json j;
-  try {
-    j = parse_json_in_time(text, "reading " + src);
-  } catch (const json::exception& e) {
-    throw UsageError(src + ": " + json_parse_error(text, e.what()));
-  }
+  json j = parse_json_input(text, src);
   if (!j.is_object()) throw UsageError(src + ": expected a JSON object");
   std::vector<std::string> ignored;  // keys msccl-tools' loader ignores
 
@@ -335,57 +396,80 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
   };
 
   // The collective that sets the bar: the one the name defines, when msccl-tools defines it.
-  std::optional<Named> named = parse_name(coll_name);
+  NameRead read = read_name(coll_name, p);
+  if (!read.refusal.empty()) bad(src, "collective.name", read.refusal);
+  std::optional<Named> named = read.named;
+  std::string how_read;  // how the name was read, when not as msccl-tools spells it
+  if (named && canonical_name(*named) != coll_name)
+    how_read = fmt::format(" (the file's name \"{}\" read as {})", printable(coll_name, 60),
+                           canonical_name(*named));
+  if (!named && runtime != "custom") {
+    // The MSCCL runtime runs the file as the collective its runtime_name names (ncclize writes
+    // it as the XML's coll): that collective's definition is the bar, not the file's sets.
+    for (const Kind& k : kKinds)
+      if (runtime == k.runtime) named = read_name(k.name, p).named;
+    if (!named && (runtime == "reduce" || runtime == "broadcast"))
+      bad(src, "collective.runtime_name",
+          fmt::format("\"{}\" makes the MSCCL runtime run the file as a {}, whose root the name "
+                      "must give ({}(n={},root=R))",
+                      runtime, runtime, runtime == "reduce" ? "Reduce" : "Broadcast", p));
+    if (named)
+      how_read = fmt::format(
+          " (the name \"{}\" is not one msccl-tools gives, but runtime_name \"{}\" makes the "
+          "MSCCL runtime run the file as {})",
+          printable(coll_name, 60), runtime, canonical_name(*named));
+  }
+  const std::string bar = named ? canonical_name(*named) : printable(coll_name, 60);
   std::vector<SChunk> defined = file_chunks;
   std::string judged_against;
   if (named) {
     if (named->n != p) {
-      violation(postc, fmt::format("the collective is named {} but has {} nodes", coll_name, p));
+      violation(postc, fmt::format("the collective is named {} but has {} nodes",
+                                   printable(coll_name, 60), p));
       named.reset();
     } else if (named->rooted && named->root >= p) {
-      violation(postc, fmt::format("{} names root {}, which is not a rank 0..{}", coll_name,
-                                   named->root, p - 1));
+      violation(postc, fmt::format("{} names root {}, which is not a rank 0..{}", bar, named->root,
+                                   p - 1));
       named.reset();
     } else if (std::any_of(named->roots.begin(), named->roots.end(),
                            [&](int r) { return r >= p; })) {
-      violation(postc, fmt::format("{} names a root that is not a rank 0..{}", coll_name, p - 1));
+      violation(postc, fmt::format("{} names a root that is not a rank 0..{}", bar, p - 1));
       named.reset();
     }
   }
   if (named) {
     std::uint64_t count = named_chunk_count(*named);
     if (count != file_chunks.size()) {
-      violation(postc, fmt::format("{} has {} chunks but collective.chunks lists {}", coll_name,
-                                   count, file_chunks.size()));
+      violation(postc, fmt::format("{} has {} chunks but collective.chunks lists {}", bar, count,
+                                   file_chunks.size()));
     }
     if (count * static_cast<std::uint64_t>(p) > kMaxCells)
-      bad(src, "collective.name", fmt::format("{} is larger than collv judges", coll_name));
+      bad(src, "collective.name", fmt::format("{} is larger than collv judges", bar));
     defined = build_named(*named);
     for (std::size_t c = 0; c < defined.size() && c < file_chunks.size(); ++c) {
       const SChunk& f = file_chunks[c];
       const SChunk& d = defined[c];
       if (f == d) continue;
       std::string what =
-          f.pre != d.pre ? fmt::format("pre {} where {} defines {}", rank_set(f.pre), coll_name,
-                                       rank_set(d.pre))
+          f.pre != d.pre
+              ? fmt::format("pre {} where {} defines {}", rank_set(f.pre), bar, rank_set(d.pre))
           : f.post != d.post
-              ? fmt::format("post {} where {} defines {}", rank_set(f.post), coll_name,
-                            rank_set(d.post))
-              : fmt::format("addr {} where {} defines {}", f.addr, coll_name, d.addr);
+              ? fmt::format("post {} where {} defines {}", rank_set(f.post), bar, rank_set(d.post))
+              : fmt::format("addr {} where {} defines {}", f.addr, bar, d.addr);
       violation(postc, fmt::format("collective.chunks[{}] has {}: the file's collective is not "
                                    "the one it names (judged against {})",
-                                   c, what, coll_name));
+                                   c, what, bar));
     }
     if (runtime != named->runtime_name)
       violation(attributes, fmt::format("collective.runtime_name is \"{}\" but msccl-tools names "
                                         "{} \"{}\" (ncclize writes it as the XML's coll)",
-                                        printable(runtime, 40), coll_name, named->runtime_name));
-    judged_against = coll_name + " as msccl-tools defines it";
+                                        printable(runtime, 40), bar, named->runtime_name));
+    judged_against = bar + " as msccl-tools defines it" + how_read;
   } else {
     judged_against = fmt::format(
         "the file's own pre/post sets: \"{}\" is not a collective msccl-tools defines (a custom "
         "collective is what its file says)",
-        printable(coll_name, 60));
+        bar);
   }
   if (!coll["triggers"].empty())
     ignored.push_back("collective.triggers (not judged: collv does not model triggers)");
@@ -615,7 +699,7 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
         violation(postc,
                   fmt::format("rank {} never gets chunk {} ({} at address {}), which {} requires",
                               r, c, d.describe(d.from_terms({term(c)})), chunks[c].addr,
-                              named ? coll_name : std::string("its post set")),
+                              named ? bar : std::string("its post set")),
                   {static_cast<NodeId>(r)});
   if (combining)
     for (int r = 0; r < p; ++r)
@@ -631,11 +715,23 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
                                             : "is not part of what the collective asks"),
                 {static_cast<NodeId>(r)});
         }
+  // What each output address must hold (Trace::file_expected, which both engines judge by):
+  // the chunks there whose post set holds the rank, each once.
+  std::vector<Buffer> expected(p);
   for (int r = 0; r < p; ++r) {
     Buffer fin;
-    for (std::int64_t a : want_out[r]) fin.push_back(value_at(r, a).value_or(Item{0}));
+    for (std::int64_t a : want_out[r]) {
+      fin.push_back(value_at(r, a).value_or(Item{0}));
+      std::vector<std::uint32_t> asked;
+      for (int c : at_addr[a])
+        if (std::binary_search(chunks[c].post.begin(), chunks[c].post.end(), r))
+          asked.push_back(term(c));
+      std::sort(asked.begin(), asked.end());
+      expected[r].push_back(d.from_terms(std::move(asked)));
+    }
     t.final_output.push_back(std::move(fin));
   }
+  t.file_expected = import_detail::file_expected(expected);
   postc.note =
       "judged against " + judged_against +
       (k_up > 1 ? fmt::format(", chunked up by instance.chunks = {}", k_up) : "") +

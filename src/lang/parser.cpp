@@ -413,9 +413,19 @@ class Parser {
     expect_word("model", "'model NAME' at the start of the file");
     h.name = ident("the model's name after 'model'");
     bool have_collective = false, have_input = false, have_output = false;
+    // A key that says one thing (all but note, def and library) says it once: a second line
+    // would silently replace the first (a `steps 0` then `steps at most 1000` checked the bound).
+    std::vector<std::pair<std::string, SourceLoc>> seen;
     while (peek().kind == Tok::Ident && peek().text != "procedure") {
       const Token& key = next();
       const std::string& k = key.text;
+      if (k != "note" && k != "def" && k != "library") {
+        for (const auto& [name, at] : seen)
+          if (name == k)
+            error(key, "a second '" + k + "' line (the first is at " + at.str() +
+                           "; a header key is given once)");
+        seen.emplace_back(k, loc(key));
+      }
       if (k == "source") {
         h.source = string_lit("a quoted citation after 'source'");
       } else if (k == "note") {

@@ -22,6 +22,8 @@
 
 #include "topology/topology.hpp"
 #include "topology/topology_impl.hpp"
+#include "util/error.hpp"
+#include "util/json_read.hpp"
 #include "util/text.hpp"
 
 namespace collv {
@@ -126,16 +128,11 @@ std::shared_ptr<Impl> build_listed(std::string spec, std::string family, std::si
 
 std::uint32_t json_count(const json& v, const std::string& where, std::uint64_t lo,
                          std::uint64_t hi) {
-  std::uint64_t x = 0;
-  if (v.is_number_unsigned()) {
-    x = v.get<std::uint64_t>();
-  } else if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
-    x = static_cast<std::uint64_t>(v.get<std::int64_t>());
-  } else {
-    fail(fmt::format("{}: expected a whole number from {} to {}", where, lo, hi));
-  }
-  if (x < lo || x > hi) fail(fmt::format("{}: {} is not from {} to {}", where, x, lo, hi));
-  return static_cast<std::uint32_t>(x);
+  // The one rule for whole numbers of JSON inputs (util/json_read.hpp): 3 or 3.0.
+  auto x = json_whole_unsigned(v, UINT64_MAX);
+  if (!x) fail(fmt::format("{}: expected a whole number from {} to {}", where, lo, hi));
+  if (*x < lo || *x > hi) fail(fmt::format("{}: {} is not from {} to {}", where, *x, lo, hi));
+  return static_cast<std::uint32_t>(*x);
 }
 
 // SCCL's matrix: links[dst][src] chunks per step from src to dst (msccl-tools' convention).
@@ -189,9 +186,12 @@ std::shared_ptr<Impl> listed_from_text(const std::string& text, const std::strin
                      text.size(), kMaxFileBytes));
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(fmt::format("{}: {}", shown(path), json_parse_error(text, e.what())));
+    // Duplicate keys and deep nesting refused, as in every JSON input (util/json_read.hpp).
+    j = parse_json_input(text, shown(path));
+  } catch (const LimitError&) {
+    throw;
+  } catch (const UsageError& e) {
+    fail(e.what());
   }
   // A value of another type than the reader checked for is an input error, never a crash.
   try {

@@ -55,6 +55,9 @@ inline std::string utf8_replaced(std::string_view s) {
   return o;
 }
 
+// Messages that quote input show at most this many bytes of it (printable(s, kMaxQuotedBytes)).
+inline constexpr std::size_t kMaxQuotedBytes = 200;
+
 // `s` with control bytes, NUL, DEL and bytes that are not well-formed UTF-8 written as \xNN and
 // cut to at most `max` bytes (then "...").
 inline std::string printable(std::string_view s, std::size_t max = 80) {
