@@ -5,7 +5,8 @@
  *
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
- *                 reduce_scatter_block scan exscan, or ring_allreduce (the harness's own ring
+ *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv barrier,
+ *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
  *     COUNTS      N or A..B: one collective per count, in one launch (MPI_Init is the slow part)
@@ -41,6 +42,11 @@
  *       collectives' internal messages too), null when the library exports no such variable
  *   {"k":"done","rank":R,"size":P}
  * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
+ * The v-collectives: rank j's block holds vcount(j) elements (count at even j, count / 2 at odd;
+ * alltoallv: vcount(i + j) from i to j), the blocks in rank order with one element between
+ * them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
+ * A barrier writes no result but, per call, {"k":"barrier","enter":NS,"leave":NS} (CLOCK_MONOTONIC,
+ * one clock for the ranks of one node), the last rank entering 30 ms late.
  *
  * OP b: some algorithms run for built-in operations only (MPICH's Rabenseifner all-reduce). The
  * library calls no user function then, so no combination is seen; each element is one uint64,
@@ -150,6 +156,8 @@ static void fill_own(elem* e, long n) {
 
 /* reduce_scatter's per-rank counts: uneven on purpose (odd ranks get count / 2). */
 static int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
+/* The v-collectives' counts: the same rule (alltoallv: of the sum of sender and receiver). */
+static int vcount(int j, int count) { return rs_count(j, count); }
 
 /* ---- The harness's own ring all-reduce over point-to-point, with injectable bugs. ----
  * Chunk c (count split as evenly as possible, the first count % p chunks one larger) is reduced
@@ -506,6 +514,80 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     ok = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void*)s, r, rc, etype, op, MPI_COMM_WORLD);
     result = r;
     n_out = rc[rank];
+  } else if (strcmp(coll, "allgatherv") == 0 || strcmp(coll, "gatherv") == 0) {
+    /* Rank j's block: vcount(j) elements at vdispl(j), one unwritten element after each block
+     * (a library that ignores the displacements writes there). */
+    int all = coll[1] == 'l';
+    int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
+    long total = 0;
+    for (int j = 0; j < size; ++j) {
+      rc[j] = vcount(j, count);
+      rd[j] = (int)total;
+      total += rc[j] + 1;
+    }
+    elem* s = alloc_elems(rc[rank]);
+    elem* r = alloc_elems(total);
+    fill_own(s, rc[rank]);
+    int ip = inplace && (all || rank == root);
+    if (ip) memcpy(r + rd[rank], s, sizeof(elem) * (size_t)rc[rank]);
+    void* sb = ip ? MPI_IN_PLACE : (void*)s;
+    snap(ip ? NULL : s, rc[rank], sizeof(elem));
+    if (all)
+      ok = MPI_Allgatherv(sb, rc[rank], etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    else
+      ok = MPI_Gatherv(sb, rc[rank], etype, r, rc, rd, etype, root, MPI_COMM_WORLD);
+    result = r;
+    n_out = all || rank == root ? total : -1;
+  } else if (strcmp(coll, "scatterv") == 0) {
+    int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
+    long total = 0;
+    for (int j = 0; j < size; ++j) {
+      sc[j] = vcount(j, count);
+      sd[j] = (int)total;
+      total += sc[j] + 1;
+    }
+    elem* s = alloc_elems(total);
+    elem* r = alloc_elems(sc[rank]);
+    if (rank == root) fill_own(s, total);
+    int ip = inplace && rank == root;
+    snap(rank == root ? s : NULL, total, sizeof(elem));
+    ok = MPI_Scatterv(s, sc, sd, etype, ip ? MPI_IN_PLACE : (void*)r, sc[rank], etype, root,
+                      MPI_COMM_WORLD);
+    if (ip) memcpy(r, s + sd[rank], sizeof(elem) * (size_t)sc[rank]);
+    result = r;
+    n_out = sc[rank];
+  } else if (strcmp(coll, "alltoallv") == 0) {
+    /* Rank i sends rank j vcount(i + j) elements; blocks in rank order, one element apart. */
+    int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
+    int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
+    long st = 0, rt = 0;
+    for (int j = 0; j < size; ++j) {
+      sc[j] = vcount(rank + j, count);
+      sd[j] = (int)st;
+      st += sc[j] + 1;
+      rc[j] = vcount(j + rank, count);
+      rd[j] = (int)rt;
+      rt += rc[j] + 1;
+    }
+    elem* s = alloc_elems(st);
+    elem* r = alloc_elems(rt);
+    fill_own(s, st);
+    snap(s, st, sizeof(elem));
+    ok = MPI_Alltoallv(s, sc, sd, etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    result = r;
+    n_out = rt;
+  } else if (strcmp(coll, "barrier") == 0) {
+    /* The last rank enters 30 ms late: no rank may leave before it entered. */
+    struct timespec t0, t1, late = {0, 30000000};
+    snap(NULL, 0, sizeof(elem));
+    if (rank == size - 1) nanosleep(&late, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ok = MPI_Barrier(MPI_COMM_WORLD);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(out, "{\"k\":\"barrier\",\"enter\":%lld,\"leave\":%lld}\n",
+            (long long)t0.tv_sec * 1000000000LL + t0.tv_nsec,
+            (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec);
+    n_out = -1;
   } else {
     if (rank == 0) fprintf(stderr, "harness: unknown collective '%s'\n", coll);
     return 2;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan, in build/fuzz) and runs each for a
 # bounded time; fails on any crash, sanitizer report, timeout or out-of-memory.
-#   bash scripts/fuzz.sh [seconds-per-harness] [harness ...]   (default 20 s; all eight harnesses)
+#   bash scripts/fuzz.sh [seconds-per-harness] [harness ...]   (default 20 s; all nine harnesses)
 # Seeds: tests/fuzz-corpus/<harness>/; what a run finds is kept in build/fuzz/corpus/<harness>/
 # (so runs accumulate) and crashing inputs in build/fuzz/artifacts/. See docs/fuzzing.md.
 set -euo pipefail

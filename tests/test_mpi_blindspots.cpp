@@ -164,7 +164,8 @@ TEST_CASE(
                   Bug{"EXTRA_MESSAGE", "allreduce",
                       "unmatched: rank 1: 2 messages on "
                       "MPI_COMM_WORLD that no receive matched"},
-                  Bug{"ROOT_ZERO", "reduce", "postcondition: rank 1 position 0: holds nothing"}}) {
+                  Bug{"ROOT_ZERO", "reduce", "postcondition: rank 1 position 0: holds nothing"},
+                  Bug{"BARRIER_EARLY", "barrier", "left the barrier"}}) {
       const std::string launcher = test::shim_launcher(impl, b.name);
       REQUIRE(!launcher.empty());
       std::string out;
@@ -360,4 +361,41 @@ TEST_CASE(
   CHECK(test::run_cli("mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
                       "--count 2 --root 0",
                       out, "", 120) == 0);
+}
+
+TEST_CASE(
+    "mpi judge: a barrier that lets a rank leave before another entered fails; a "
+    "v-collective's receive buffer keeps the elements between blocks unwritten",
+    "[mpi][mpi-blindspots]") {
+  MpiCase b{"barrier", 2, 1, 0, true, false};
+  auto barrier = [&](long long leave0) {
+    std::string r0, r1;
+    for (int k = 1; k <= 2; ++k) {
+      const long long base = k * 1000000;
+      r0 += call(k) + "{\"k\":\"barrier\",\"enter\":" + std::to_string(base) +
+            ",\"leave\":" + std::to_string(base + leave0) + "}\n";
+      r1 += call(k) + "{\"k\":\"barrier\",\"enter\":" + std::to_string(base + 500) +
+            ",\"leave\":" + std::to_string(base + 600) + "}\n";
+    }
+    return judge_mpi_run(
+        b, write_ranks({r0 + kNothingUnmatched + done(0, 2), r1 + kNothingUnmatched + done(1, 2)}));
+  };
+  CHECK(all_pass(barrier(700)));                                   // left after rank 1 entered
+  CHECK(verdict(barrier(100), "postcondition") == Verdict::Fail);  // left before it entered
+  // allgatherv at p = 2, count 2: rank 0's block of 2, a gap, rank 1's block of 1, a gap.
+  MpiCase v{"allgatherv", 2, 2, 0, true, false};
+  auto allgatherv = [&](const std::string& gap) {
+    std::string r0, r1;
+    for (int k = 1; k <= 2; ++k) {
+      const std::string t = std::to_string(k);
+      const std::string out = "{\"k\":\"out\",\"buf\":[[0,1," + t + "],[1,1," + t + "]," + gap +
+                              ",[0,2," + t + "],[-1,0,0]]}\n";
+      r0 += call(k) + out;
+      r1 += call(k) + out;
+    }
+    return judge_mpi_run(
+        v, write_ranks({r0 + kNothingUnmatched + done(0, 2), r1 + kNothingUnmatched + done(1, 2)}));
+  };
+  CHECK(all_pass(allgatherv("[-1,0,0]")));
+  CHECK(verdict(allgatherv("[0,2,1]"), "postcondition") == Verdict::Fail);  // written there
 }

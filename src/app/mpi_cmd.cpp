@@ -96,6 +96,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   if (o.timeout_s < 1 || o.timeout_s > 86400) throw UsageError("--timeout must be 1..86400");
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
+  if (o.in_place && (o.collective == "barrier" || o.collective == "alltoallv"))
+    throw UsageError(
+        "--in-place: not run for " + o.collective +
+        " (a barrier has no buffer; the harness's alltoallv sends from its own buffer)");
   if (o.in_place && ring) throw UsageError("--in-place does not apply to harness-ring");
   if (o.list) {
     for (const auto& a : mpi_algorithms(o.impl, o.collective)) out << a << "\n";
@@ -134,7 +138,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
     env.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
-    if (!ring) {
+    if (!ring && o.collective != "gatherv" && o.collective != "scatterv") {
       auto algs = mpi_algorithms(o.impl, o.collective);
       auto n = std::find(algs.begin(), algs.end(), alg) - algs.begin();
       env.emplace_back("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");

@@ -24,10 +24,13 @@ const std::vector<std::string> kCollectives = {
     "allreduce", "reduce",         "bcast",
     "allgather", "gather",         "scatter",
     "alltoall",  "reduce_scatter", "reduce_scatter_block",
-    "scan",      "exscan"};
+    "scan",      "exscan",         "allgatherv",
+    "gatherv",   "scatterv",       "alltoallv",
+    "barrier"};
 
 bool rooted(const std::string& c) {
-  return c == "reduce" || c == "bcast" || c == "gather" || c == "scatter";
+  return c == "reduce" || c == "bcast" || c == "gather" || c == "scatter" || c == "gatherv" ||
+         c == "scatterv";
 }
 
 std::string ranks_text(std::uint64_t m) {
@@ -85,6 +88,26 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
     std::int64_t off = 0;
     for (int j = 0; j < r; ++j) off += rs_count(j, n);
     for (int i = 0; i < rs_count(r, n); ++i) e.push_back({off + i, all});
+  } else if (k == "allgatherv" || k == "gatherv") {
+    if (k == "gatherv" && r != c.root) return std::nullopt;
+    for (int j = 0; j < p; ++j) {  // rank j's block, then one element no rank sends
+      for (int i = 0; i < rs_count(j, n); ++i) e.push_back({i, std::uint64_t{1} << j});
+      e.push_back({-1, 0});
+    }
+  } else if (k == "scatterv") {
+    std::int64_t off = 0;
+    for (int j = 0; j < r; ++j) off += rs_count(j, n) + 1;
+    for (int i = 0; i < rs_count(r, n); ++i) e.push_back({off + i, root});
+  } else if (k == "alltoallv") {
+    // From rank j: rs_count(j + r) elements, from j's send buffer at its block for r.
+    for (int j = 0; j < p; ++j) {
+      std::int64_t off = 0;
+      for (int q = 0; q < r; ++q) off += rs_count(j + q, n) + 1;
+      for (int i = 0; i < rs_count(j + r, n); ++i) e.push_back({off + i, std::uint64_t{1} << j});
+      e.push_back({-1, 0});
+    }
+  } else if (k == "barrier") {
+    return std::nullopt;  // no result: judged by the times of entry and exit
   } else if (k == "scan") {
     for (int i = 0; i < n; ++i) e.push_back({i, all_below(r + 1)});
   } else if (k == "exscan") {
@@ -202,6 +225,12 @@ struct Judges {
   std::size_t out_of_order = 0;  // combinations no rank order allows, reaching the result or not
   std::string first_out_of_order;
   std::size_t ranks_unmatched_checked = 0, ranks_without_queue = 0;
+  struct BarrierTimes {
+    std::int64_t call;
+    int rank;
+    std::int64_t enter, leave;
+  };
+  std::vector<BarrierTimes> barrier;  // a barrier's times of entry and exit, per call and rank
 };
 
 // One rank's file: every line is a claim, checked (format in mpi/harness.c).
@@ -363,7 +392,7 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                              elem_text(w), diff.empty() ? "" : " (" + diff.substr(1) + ")"));
           continue;
         }
-        if ((g.tag & ~kOutOfOrder) != call) {
+        if (w.mask != 0 && (g.tag & ~kOutOfOrder) != call) {
           J.post.fail(r, fmt::format("rank {}, call {}, position {}: holds {} of call {}: the "
                                      "result of another call",
                                      r, call, i, elem_text(g), g.tag & ~kOutOfOrder));
@@ -377,6 +406,12 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                                       J.first_out_of_order.empty() ? std::string("not logged")
                                                                    : J.first_out_of_order));
       }
+    } else if (k == "barrier") {
+      if (c.collective != "barrier")
+        bad_line(where, "a barrier line from a run of another collective");
+      const std::int64_t enter = int_field(j, "enter", where), leave = int_field(j, "leave", where);
+      J.barrier.push_back({call, r, enter, leave});
+      have_out = true;
     } else if (k == "sendbuf") {
       const std::int64_t pos = int_field(j, "pos", where), n = int_field(j, "changed", where);
       std::string what;
@@ -466,6 +501,27 @@ std::vector<CheckResult> judge_mpi_text(const MpiCase& c,
       judge_rank(c, r, *files[static_cast<std::size_t>(r)], file, J);
     } catch (const nlohmann::json::exception& e) {  // a value of another type than read
       throw UsageError(file + ": not the harness's output (" + e.what() + ")");
+    }
+  }
+  if (c.collective == "barrier") {
+    // MPI's barrier: no rank leaves before every rank has entered (one clock: one node).
+    for (std::int64_t k = 1; k <= kHarnessCalls; ++k) {
+      const Judges::BarrierTimes *last_in = nullptr, *first_out = nullptr;
+      std::size_t ranks = 0;
+      for (const auto& b : J.barrier) {
+        if (b.call != k) continue;
+        ++ranks;
+        if (!last_in || b.enter > last_in->enter) last_in = &b;
+        if (!first_out || b.leave < first_out->leave) first_out = &b;
+      }
+      if (ranks == static_cast<std::size_t>(c.p) && first_out->leave < last_in->enter)
+        J.post.fail(first_out->rank,
+                    fmt::format("call {}: rank {} left the barrier {} us before rank {} entered it",
+                                k, first_out->rank, (last_in->enter - first_out->leave) / 1000,
+                                last_in->rank));
+      else if (ranks != static_cast<std::size_t>(c.p) && J.runtime.res.verdict == Verdict::Pass)
+        J.post.fail(
+            0, fmt::format("call {}: {} of {} ranks wrote the barrier's times", k, ranks, c.p));
     }
   }
   if (c.commutative) {

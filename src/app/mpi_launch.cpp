@@ -45,6 +45,13 @@ std::vector<std::string> mpi_algorithms(const std::string& impl, const std::stri
       {"scatter", {"ignore", "basic_linear", "binomial", "linear_nb"}},
       {"exscan", {"ignore", "linear", "recursive_doubling"}},
       {"scan", {"ignore", "linear", "recursive_doubling"}},
+      {"allgatherv", {"ignore", "default", "bruck", "ring", "neighbor", "two_proc"}},
+      {"alltoallv", {"ignore", "basic_linear", "pairwise"}},
+      {"barrier",
+       {"ignore", "linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"}},
+      // The tuned component has no gatherv or scatterv algorithm: the library's own choice.
+      {"gatherv", {"ignore"}},
+      {"scatterv", {"ignore"}},
   };
   static const std::map<std::string, std::vector<std::string>> mpich = {
       {"bcast",
@@ -62,6 +69,11 @@ std::vector<std::string> mpi_algorithms(const std::string& impl, const std::stri
        {"auto", "noncommutative", "recursive_doubling", "pairwise", "recursive_halving", "nb"}},
       {"scan", {"auto", "nb", "smp", "recursive_doubling"}},
       {"exscan", {"auto", "nb", "recursive_doubling"}},
+      {"allgatherv", {"auto", "brucks", "nb", "recursive_doubling", "ring"}},
+      {"gatherv", {"auto", "linear", "nb"}},
+      {"scatterv", {"auto", "linear", "nb"}},
+      {"alltoallv", {"auto", "nb", "pairwise_sendrecv_replace", "scattered"}},
+      {"barrier", {"auto", "nb", "smp", "dissemination"}},
   };
   const auto& table = impl == "openmpi" ? ompi : mpich;
   auto it = table.find(coll);

@@ -426,7 +426,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       ->check(CLI::IsMember({"openmpi", "mpich"}));
   mpi->add_option("--collective", mpi_opts.collective,
                   "allreduce reduce bcast allgather gather scatter alltoall reduce_scatter "
-                  "reduce_scatter_block scan exscan");
+                  "reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv "
+                  "barrier");
   mpi->add_option("--conformance", mpi_opts.conformance,
                   "model files or directories: run every model whose `library` line names an "
                   "Open MPI or MPICH selector as that algorithm, with conformance to it");

@@ -5,6 +5,7 @@
  *   OVERWRITE_SEND   MPI_Allreduce: rank 0 overwrites its send buffer's first element
  *   ROOT_ZERO        MPI_Reduce: reduces to rank 0 whatever the root (right only at root 0)
  *   EXTRA_MESSAGE    MPI_Allreduce: rank 0 also sends rank 1 a message nobody receives
+ *   BARRIER_EARLY    MPI_Barrier: returns at once, no rank waits for the others
  * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
  * ranks (never into collv). */
 #include <mpi.h>
@@ -49,5 +50,12 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, M
                MPI_Comm comm) {
   (void)root;
   return PMPI_Reduce(sendbuf, recvbuf, count, dt, op, 0, comm);
+}
+#endif
+
+#if defined(BARRIER_EARLY)
+int MPI_Barrier(MPI_Comm comm) {
+  (void)comm;
+  return MPI_SUCCESS; /* no synchronization at all */
 }
 #endif
