@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "exec/executor.hpp"
 #include "lang/ast.hpp"
+#include "lang/check.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -172,4 +173,83 @@ TEST_CASE("a buffer holds up to 2^28 items; a position past that is a limit (exi
   // Before position 0 stays the model's fault.
   CHECK(run_body("  y := [];\n  y[0 - 1] := x;\n", "", out) == 1);
   CHECK(has(out, "cannot assign to positions [-1 .. -1]"));
+}
+
+TEST_CASE("displs, sdispls and rdispls equal the sums of the counts", "[limits]") {
+  // The closed forms against the sums they replace, over counts and ranks that wrap around
+  // count + 1 several times.
+  for (std::int64_t c : {0, 1, 2, 3, 5, 8, 13}) {
+    for (std::int64_t j = 0; j <= 40; ++j) {
+      std::int64_t d = 0;
+      for (std::int64_t k = 0; k < j; ++k) d += v_count(c, k);
+      REQUIRE(v_displs(c, j) == d);
+      for (std::int64_t i = 0; i <= 20; ++i) {
+        std::int64_t s = 0, r = 0;
+        for (std::int64_t k = 0; k < j; ++k) s += v_pair_count(c, i, k);
+        for (std::int64_t k = 0; k < i; ++k) r += v_pair_count(c, k, j);
+        REQUIRE(v_sdispls(c, i, j) == s);
+        REQUIRE(v_rdispls(c, i, j) == r);
+      }
+    }
+  }
+  // Large ranks and counts, where the sum is long: (count + k) mod (count + 1) over a whole
+  // period sums to count (count + 1) / 2.
+  CHECK(v_displs(1000, 1001 * 1000) == 1000LL * (1000LL * 1001 / 2));
+  // MPICH's ring allgatherv over 4,096 ranks reads displs about 2 * 4,096 times a rank: linear in
+  // p now (it took 189 s of CPU); a hang guard, not a speed goal.
+  std::string out;
+  CHECK(cli("run allgatherv_ring -t complete:4096 -c 1 -d fingerprint --quiet", out, 120) == 0);
+}
+
+TEST_CASE("a header formula is evaluated once per model and size, not once per run", "[limits]") {
+  Model m = parse_model(
+      "model g\n  collective gather\n  topology complete\n  input x\n  output result\n"
+      "  cost at most sum(i, 1, 1000000, i * p) * (ts + tw*m)\n"
+      "procedure P(my_id, x, result)\nbegin\n  result := [];\n"
+      "  if my_id <> root then send x to root; endif;\n"
+      "  if my_id = root then\n    for j := 0 to p - 1 do\n"
+      "      if j = my_id then result := result ∪ x; else receive y from j; "
+      "result := result ∪ y; endif;\n    endfor;\n  endif;\nend P\n",
+      "g.coll");
+  REQUIRE(m.header.memo);
+  Topology t = Topology::parse("complete:4");
+  RunOptions o;
+  Trace a = run_model(m, t, o);
+  const std::size_t after_one = m.header.memo->values.size();
+  CHECK(after_one == 2);                            // the cost's ts and tw parts
+  for (std::uint32_t root = 1; root < 4; ++root) {  // other sources and domains: no new values
+    o.root = root;
+    o.domain = root % 2 ? DomainKind::Ordered : DomainKind::Exact;
+    Trace b = run_model(m, t, o);
+    CHECK(b.claimed_ts == a.claimed_ts);
+    CHECK(b.claimed_tw == a.claimed_tw);
+  }
+  CHECK(m.header.memo->values.size() == after_one);
+  // Another size is another value.
+  Trace c = run_model(m, Topology::parse("complete:5"), RunOptions{});
+  CHECK(m.header.memo->values.size() == after_one + 2);
+  CHECK(c.claimed_ts == 5.0 * 500000.0 * 1000001.0);
+}
+
+TEST_CASE("waitall is linear in its outstanding requests", "[limits]") {
+  // 20,000 irecvs completed by one waitall took 255 s (each wake-up went through the whole
+  // request list); a hang guard with a generous bound, not a speed goal.
+  std::string path = write_temp(
+      "limits_waitall.coll",
+      "model w\n  collective allgather\n  topology complete\n  input x\n  output result\n"
+      "procedure P(my_id, x, result)\nbegin\n  result := x;\n  if my_id = 1 then\n    y := [];\n"
+      "    for k := 1 to 20000 do irecv y[k .. k] from 0 as r; endfor;\n    waitall;\n"
+      "  endif;\n  if my_id = 0 then\n    for k := 1 to 20000 do send x to 1; endfor;\n  endif;\n"
+      "end P\n");
+  std::string out;
+  CHECK(cli("run " + path + " -t complete:2 --quiet", out, 60) == 0);
+  // The requests a node may hold at once are bounded, with a clear limit (exit 3).
+  std::ofstream(path) << "model w\n  collective allgather\n  topology complete\n  input x\n"
+                         "  output result\nprocedure P(my_id, x, result)\nbegin\n  result := x;\n"
+                         "  if my_id = 1 then\n    y := [];\n"
+                         "    for k := 1 to 70000 do irecv y[k .. k] from 0 as r; endfor;\n"
+                         "    waitall;\n  endif;\nend P\n";
+  CHECK(cli("run " + path + " -t complete:2 --quiet", out, 60) == 3);
+  CHECK(has(out, "would have more than 65536 outstanding requests"));
+  fs::remove(path);
 }

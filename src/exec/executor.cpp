@@ -695,11 +695,11 @@ class Machine : public SliceMachine {
       if (e.name == "counts") {
         r = e.args.size() > 1 ? v_pair_count(c, x, y) : v_count(c, x);
       } else if (e.name == "displs") {
-        for (std::int64_t k = 0; k < x; ++k) r += v_count(c, k);
+        r = v_displs(c, x);
       } else if (e.name == "sdispls") {
-        for (std::int64_t k = 0; k < y; ++k) r += v_pair_count(c, x, k);
+        r = v_sdispls(c, x, y);
       } else {  // rdispls
-        for (std::int64_t k = 0; k < x; ++k) r += v_pair_count(c, k, y);
+        r = v_rdispls(c, x, y);
       }
       out[i] = r;
     }
@@ -1135,6 +1135,8 @@ class Machine : public SliceMachine {
               tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
             throw LimitError("the run records more than 2^32 transfers or items; it is too large");
           tid = static_cast<std::uint32_t>(tr_.transfers.size());
+          charge_growth(tr_.payload, val[i].size());
+          charge_growth(tr_.transfers, 1);
           tr_.transfers.push_back(
               Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
                        static_cast<std::uint16_t>(val[i].size()),
@@ -1517,6 +1519,9 @@ class Machine : public SliceMachine {
           "{}: node {} would have more than {} outstanding requests (or issue more than 2^32); "
           "collv keeps at most that many per node (a limit of collv, not a fault of the model)",
           s.loc.str(), topo_.label(v), kMaxRequests));
+    // A request and its entries (map nodes, port entry) are about 250 bytes: charged, so that
+    // many outstanding requests on many nodes meet --max-memory, as buffers do.
+    watch_.charge(256);
     return ++n.next;
   }
 
@@ -1789,6 +1794,26 @@ class Machine : public SliceMachine {
       NbNode& n = nb_[v];
       list.clear();
       if (s.requests.empty()) {
+        // `waitall`: every outstanding request. Each source's irecvs are matched in posting order
+        // as far as its messages go (amortized constant time per request: going through the
+        // whole list at every wake-up made 10,000 irecvs quadratic); the node waits for the
+        // source of the oldest request still unmatched, as the loop below would.
+        std::uint32_t oldest = kNone;
+        NodeId oldest_src = 0;
+        for (auto it = n.unmatched.begin(); it != n.unmatched.end();) {
+          const auto next = std::next(it);
+          const NodeId src = it->first;
+          if (!match_pending(v, src, kNone) && it->second.front() < oldest) {
+            oldest = it->second.front();
+            oldest_src = src;
+          }
+          it = next;  // match_pending erased `it` if it matched them all
+        }
+        if (oldest != kNone) {
+          waiting_on_[v] = oldest_src;
+          blocked_pc_[v] = pc;
+          continue;
+        }
         for (const auto& kv : n.reqs) list.push_back(kv.first);
       } else {
         for (std::size_t k = 0; k < s.requests.size(); ++k) {
@@ -1960,6 +1985,16 @@ class Machine : public SliceMachine {
     }
   }
 
+  // The trace's vector v is about to grow by n elements: when that reallocates, the new storage
+  // (twice the old: both are held while it is copied) is charged before it is made. Large
+  // messages filled the payload by doubling past --max-memory (768 MiB stopped at 1,186) while
+  // the watch was read every 65,536 transfers.
+  template <class V>
+  void charge_growth(const V& v, std::size_t n) {
+    if (v.size() + n > v.capacity())
+      watch_.charge(std::max(2 * v.capacity(), v.size() + n) * sizeof(typename V::value_type));
+  }
+
   // Buffers are about to grow by `items` items (beyond the two held inline).
   void charge_items(std::uint64_t items) {
     if (items > 2 * kChunk) watch_.charge(items * sizeof(Item));
@@ -2072,7 +2107,8 @@ std::uint32_t elems_per_node(const Model& m, const Topology& t,
     return static_cast<std::uint32_t>(most);
   }
   if (!m.header.elements) return count;
-  double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
+  double e =
+      header_value(m.header, *m.header.elements, env, "'elements' on " + t.spec(), &t).approx;
   if (!(e >= 1 && e <= 65535) || e != std::floor(e))
     throw ModelError(m.header.elements->loc,
                      fmt::format("'elements' must be a whole number from 1 to 65535; on {} it "
@@ -2308,7 +2344,8 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
   try {
-    return eval_header_expr(*m.header.requires_, header_env(t, o), "'requires'", &t) != 0;
+    return header_value(m.header, *m.header.requires_, header_env(t, o), "'requires'", &t).approx !=
+           0;
   } catch (const ModelError&) {
     return std::nullopt;  // run_model reports why
   }
@@ -2328,12 +2365,12 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     // A name the topology does not define, or arithmetic undefined here, is a ModelError at its
     // position; a false condition is refused naming the conjunct that fails.
     std::string what = "'requires' on " + t.spec();
-    if (eval_header_expr(*m.header.requires_, env, what, &t) == 0) {
+    if (header_value(m.header, *m.header.requires_, env, what, &t).approx == 0) {
       std::vector<const Expr*> parts;
       conjuncts(*m.header.requires_, parts);
       const Expr* failing = m.header.requires_.get();
       for (const Expr* c : parts)
-        if (eval_header_expr(*c, env, what, &t) == 0) {
+        if (header_value(m.header, *c, env, what, &t).approx == 0) {
           failing = c;
           break;
         }
@@ -2363,7 +2400,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   tr.claims_single_port = m.header.claims_single_port;
   if (m.header.steps) {
     // Evaluated exactly: `steps 2^70 mod 3` is 1 (double arithmetic gave 0).
-    HeaderNumber s = eval_header_exact(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    HeaderNumber s = header_value(m.header, *m.header.steps, env, "'steps' on " + t.spec(), &t);
     tr.steps_at_most = m.header.steps_at_most;
     std::optional<std::int64_t> whole =
         s.exact && s.value.is_integer() ? s.value.num.to_i64() : std::nullopt;
@@ -2383,8 +2420,8 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
     std::string what = "'cost' on " + t.spec();
     tr.cost_at_most = m.header.cost_at_most;
-    tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
-    tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);
+    tr.claimed_ts = header_value(m.header, *m.header.cost, e1, what, &t).approx;
+    tr.claimed_tw = header_value(m.header, *m.header.cost, e2, what, &t).approx;
   }
 
   // Up-front memory estimate: variable columns; the trace if the claimed step count holds
