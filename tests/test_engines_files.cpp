@@ -154,6 +154,14 @@ l1: send 8b to 2 tag 0
     CHECK(verdict(o, "flow") == "pass");
     CHECK(verdict(o, "route") == "pass");
   }
+  // The engines line credits neither engine with what was not checked.
+  std::string out;
+  CHECK(collv::test::run_cli("verify '" + goal + "' --collective reduce --engine both", out) == 0);
+  INFO(out);
+  auto line = out.substr(out.find("engines (which engine decided each check)"));
+  CHECK(line.find("exec+smt: route") != std::string::npos);
+  CHECK(line.find("not checked: ") != std::string::npos);
+  CHECK(line.find("postcondition", line.find("not checked: ")) != std::string::npos);
   // The flow rule still judges the file: rank 3 never reaches root 1.
   Outcome wrong = verify_json(goal, "--collective reduce -s 1 --engine both");
   CHECK(wrong.rc == 1);

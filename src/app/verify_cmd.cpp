@@ -774,7 +774,9 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       std::string dis;
       for (const auto& c : r.checks) {
         if (c.decided_by.empty()) continue;
-        by[c.decided_by] += (by[c.decided_by].empty() ? "" : ",") + c.name;
+        // A check left open was decided by neither engine.
+        std::string who = c.verdict == Verdict::NotChecked ? "not checked" : c.decided_by;
+        by[who] += (by[who].empty() ? "" : ",") + c.name;
         if (c.engines_disagree) dis += (dis.empty() ? "" : ",") + c.name;
       }
       std::string line;
