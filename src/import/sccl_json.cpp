@@ -213,7 +213,10 @@ std::string canonical_name(const Named& c) {
   if (c.rooted) return fmt::format("{}(n={},root={})", c.kind, c.n, c.root);
   if (!c.roots.empty()) {
     std::string list;
-    for (int r : c.roots) list += (list.empty() ? "" : ",") + std::to_string(r);
+    for (int r : c.roots) {
+      if (!list.empty()) list += ',';
+      list += std::to_string(r);
+    }
     return fmt::format("{}(n={},roots=({}))", c.kind, c.n, list);
   }
   return fmt::format("{}(n={})", c.kind, c.n);
