@@ -43,7 +43,8 @@ std::string ranks_text(std::uint64_t m) {
     }
     int e = r;
     while (e + 1 < 64 && (m >> (e + 1) & 1)) ++e;
-    s += (first ? "" : ",") + (e == r ? std::to_string(r) : fmt::format("{}..{}", r, e));
+    if (!first) s += ',';
+    s += e == r ? std::to_string(r) : fmt::format("{}..{}", r, e);
     first = false;
     r = e + 1;
   }
