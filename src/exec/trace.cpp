@@ -155,6 +155,12 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
       bytes = sat_add(bytes, kSet);
       break;
   }
+  // The ordered domain keeps operand order: the nodes of a reduction may end with p different
+  // sequences of p terms (rotations or a tree's order: a few runs each; the star's orders: a
+  // run a term, 8 bytes, and as much again for the sets made on the way). Elements share them.
+  if (k == DomainKind::Ordered && (c == Collective::Allreduce || c == Collective::Scan ||
+                                   c == Collective::Exscan || c == Collective::ReduceScatter))
+    bytes = sat_add(bytes, sat_mul(sat_mul(p, p), 16));
   return bytes;
 }
 
