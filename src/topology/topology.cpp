@@ -126,7 +126,7 @@ std::size_t closed_form_diameter(const Impl& t) {
 std::size_t Impl::diameter() const {
   std::call_once(diameter_once, [this] {
     if (n_nodes == 0) return;
-    if (implicit_star) {
+    if (implicit_star || implicit_complete) {
       diameter_value = closed_form_diameter(*this);
       return;
     }
@@ -377,6 +377,11 @@ std::optional<NodeId> Topology::neighbor(NodeId v, int k) const {
     check_node(t, v, "neighbor");
     if (k < 2 || k > static_cast<int>(t.a)) return std::nullopt;
     return star_neighbor_rank(v, static_cast<int>(t.a), k);
+  }
+  if (t.implicit_complete) {
+    check_node(t, v, "neighbor");
+    if (k < 0 || static_cast<std::uint64_t>(k) + 1 >= t.a) return std::nullopt;
+    return static_cast<NodeId>(static_cast<NodeId>(k) < v ? k : k + 1);
   }
   if (t.dense_first_number && v < t.n_nodes) {
     auto i = static_cast<std::int64_t>(k) - *t.dense_first_number;
@@ -663,6 +668,11 @@ bool star_adjacent_rank(NodeId a, NodeId b, int n) {
 }
 
 void Impl::refuse_links() const {
+  if (implicit_complete)
+    throw SpecError(fmt::format(
+        "{} has {} links; collv computes them as they are needed and does not list them "
+        "(commands that list links need a complete graph of at most {} processors)",
+        spec, n_links, 11585));  // 11585 * 11584 <= kMaxAdjacency
   throw SpecError(fmt::format(
       "{} has {} nodes; collv computes its links as they are needed and does not list them "
       "(commands that draw, synthesize or prove on it need a star of n <= {})",

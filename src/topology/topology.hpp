@@ -70,6 +70,10 @@ class Topology {
   };
   static Topology listed(std::string spec, std::size_t processors, std::size_t switches,
                          std::span<const ListedLink> links);
+  // complete:p for a schedule file's own network (GOAL): as parse("complete:p") while its link
+  // table fits parse's limit, past it with no table (adjacent, neighbor, route and bandwidth are
+  // computed; links() refuses, as on star:11). p <= 2^24; throws SpecError past it.
+  static Topology complete(std::size_t p);
 
   const std::string& spec() const;    // canonical spec, e.g. "mesh:4x4"
   const std::string& family() const;  // "ring", "line", "mesh", "torus", "hypercube", "tree",

@@ -81,9 +81,11 @@ struct Topology::Impl {
   // A star too large for a link table (n >= kImplicitStarN): its links are computed from the
   // permutations when asked (neighbor, adjacent, route); links_of refuses it.
   bool implicit_star = false;
+  // complete:p past the link-table limit (Topology::complete): neighbour k of v is k < v ? k : k+1.
+  bool implicit_complete = false;
 
   std::span<const Link> links_of(NodeId v) const {
-    if (implicit_star) refuse_links();
+    if (implicit_star || implicit_complete) refuse_links();
     if (uniform) return {adj.data() + std::size_t{v} * uniform_degree, uniform_degree};
     return {adj.data() + offsets[v], offsets[v + 1] - offsets[v]};
   }

@@ -225,6 +225,27 @@ void check_limits(const std::string& what, std::uint64_t nodes, std::uint64_t en
 
 }  // namespace
 
+Topology Topology::complete(std::size_t p) {
+  if (p < 1 || p > kMaxNodes)
+    fail(fmt::format("complete:{} is outside complete:1..complete:{}", p, kMaxNodes));
+  if (sat_mul(p, p - 1) <= kMaxAdjacency) return parse(fmt::format("complete:{}", p));
+  auto t = std::make_shared<Impl>();
+  t->fam = Family::Complete;
+  t->family = "complete";
+  t->spec = fmt::format("complete:{}", p);
+  t->a = p;
+  t->n_proc = t->n_nodes = p;
+  t->n_links = p * (p - 1) / 2;
+  t->number_space = static_cast<int>(p - 1);
+  t->transitive = true;
+  t->uniform = true;
+  t->uniform_degree = static_cast<std::uint32_t>(p - 1);
+  t->min_deg = t->max_deg = p - 1;
+  t->implicit_complete = true;
+  t->params["p"] = static_cast<std::int64_t>(p);
+  return Topology(t);
+}
+
 Topology Topology::parse(std::string_view spec) {
   if (spec.empty())
     fail("empty topology spec (expected e.g. ring:8, mesh:4x4, star:4, ring:4*line:3)");

@@ -1,0 +1,366 @@
+// GOAL's flow check (docs/formats.md, "GOAL"): for every event of the event graph, the ranks
+// with an op it depends on, as rank intervals (goal_reach.hpp); from them, which rank's ops some
+// op of which rank depends on, and the question of the collective the user names.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "import/goal_reach.hpp"
+#include "import/import.hpp"
+#include "util/deadline.hpp"
+#include "util/error.hpp"
+#include "util/memory.hpp"
+#include "util/text.hpp"
+
+namespace collv {
+
+namespace {
+
+using import_detail::add_violation;
+using import_detail::make_check;
+
+// A set of ranks as a message names it: how many, and the first 16 (the rest are counted, not
+// listed, so a question over 65,536 ranks costs what its answer prints).
+struct Ranks {
+  std::vector<std::uint32_t> first;
+  std::uint64_t count = 0;
+  void add(std::uint32_t r) {
+    if (first.size() < 16) first.push_back(r);
+    ++count;
+  }
+  void add_range(std::uint32_t lo, std::uint32_t hi) {
+    for (std::uint32_t r = lo; r < hi && first.size() < 16; ++r) first.push_back(r);
+    if (hi > lo) count += hi - lo;
+  }
+  bool empty() const { return count == 0; }
+  std::uint64_t size() const { return count; }
+  std::string list() const {
+    std::string o;
+    for (std::size_t k = 0; k < first.size(); ++k)
+      o += fmt::format("{}{}", k ? ", " : "", first[k]);
+    if (count > 16) o += fmt::format(", ... ({} in all)", count);
+    return o;
+  }
+};
+
+// Interval sets in one pool: set 0 is empty; set s is pool[at[s], at[s] + len[s]). Sets are
+// never freed: a union that equals one of its operands returns it, so chains of events that
+// hear no one new share one set.
+class SetPool {
+ public:
+  explicit SetPool(std::string what) : watch_(std::move(what)) {
+    at_.push_back(0);
+    len_.push_back(0);
+  }
+  std::uint32_t singleton(std::uint32_t r) { return add({RankInterval{r, r + 1}}); }
+  // The union of sets a and b: one of them when it holds the other, else a new set.
+  std::uint32_t unite(std::uint32_t a, std::uint32_t b) {
+    if (a == b || b == 0) return a;
+    if (a == 0) return b;
+    const RankInterval* x = &pool_[at_[a]];
+    const RankInterval* y = &pool_[at_[b]];
+    const std::uint32_t nx = len_[a], ny = len_[b];
+    scratch_.clear();
+    std::uint32_t i = 0, j = 0;
+    while (i < nx || j < ny) {
+      RankInterval n = (j == ny || (i < nx && x[i].lo <= y[j].lo)) ? x[i++] : y[j++];
+      if (!scratch_.empty() && n.lo <= scratch_.back().hi)
+        scratch_.back().hi = std::max(scratch_.back().hi, n.hi);
+      else
+        scratch_.push_back(n);
+    }
+    if (scratch_.size() == nx && std::equal(scratch_.begin(), scratch_.end(), x)) return a;
+    if (scratch_.size() == ny && std::equal(scratch_.begin(), scratch_.end(), y)) return b;
+    return add(scratch_);
+  }
+  const RankInterval* data(std::uint32_t s) const { return pool_.data() + at_[s]; }
+  std::uint32_t size(std::uint32_t s) const { return len_[s]; }
+
+ private:
+  std::uint32_t add(const std::vector<RankInterval>& v) {
+    if (at_.size() == std::numeric_limits<std::uint32_t>::max())
+      throw LimitError("more than 2^32 distinct rank sets");
+    // Charged before a vector doubles: the old and the new array live together.
+    if (pool_.size() + v.size() > pool_.capacity())
+      watch_.charge(std::max<std::size_t>(pool_.capacity() + v.size(), 1024) * 2 *
+                    sizeof(RankInterval));
+    if (at_.size() == at_.capacity())
+      watch_.charge(std::max<std::size_t>(at_.capacity(), 1024) * 2 * 12);
+    at_.push_back(pool_.size());
+    len_.push_back(static_cast<std::uint32_t>(v.size()));
+    pool_.insert(pool_.end(), v.begin(), v.end());
+    return static_cast<std::uint32_t>(at_.size() - 1);
+  }
+  MemoryWatch watch_;
+  std::vector<RankInterval> pool_, scratch_;
+  std::vector<std::uint64_t> at_;
+  std::vector<std::uint32_t> len_;
+};
+
+}  // namespace
+
+namespace goal_detail {
+
+std::shared_ptr<GoalReach> goal_reach(
+    const EventGraph& g, const std::vector<std::uint32_t>& order, const std::vector<bool>& never,
+    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& rank_ops, std::uint32_t p,
+    const std::string& source) {
+  auto reach = std::make_shared<GoalReach>();
+  reach->p = p;
+  const std::size_t ne = g.off.size() - 1;
+  try {
+    require_memory(ne * 4 + std::uint64_t{p} * 24,
+                   fmt::format("{}: the rank sets of {} events", source, ne));
+    SetPool pool(fmt::format("the rank sets of {}'s {} events", source, ne));
+    std::vector<std::uint32_t> set(ne, 0);
+    for (std::uint32_t r = 0; r < p; ++r) {
+      if (rank_ops[r].first == rank_ops[r].second) continue;
+      std::uint32_t own = pool.singleton(r);
+      for (std::uint32_t i = rank_ops[r].first; i < rank_ops[r].second; ++i) set[2 * i] = own;
+    }
+    DeadlineTick tick;
+    auto where = [&] { return fmt::format("judging the flow of {}", source); };
+    for (std::uint32_t u : order) {
+      tick(where);
+      if (never[u]) continue;
+      for (std::uint32_t k = g.off[u]; k < g.off[u + 1]; ++k) {
+        std::uint32_t to = g.edges[k] >> 1;
+        set[to] = pool.unite(set[to], set[u]);
+      }
+    }
+    // Per rank: the union of its events' sets and the rank itself (a rank with no op still
+    // "hears" itself), and whether one of its events hears every rank.
+    reach->off.assign(std::size_t{p} + 1, 0);
+    reach->hears_all.assign(p, p == 1);
+    MemoryWatch watch(fmt::format("the heard sets of {}'s {} ranks", source, p));
+    std::vector<RankInterval> all;
+    for (std::uint32_t r = 0; r < p; ++r) {
+      tick(where);
+      all.clear();
+      all.push_back({r, r + 1});
+      for (std::uint32_t i = rank_ops[r].first; i < rank_ops[r].second; ++i)
+        for (std::uint32_t v = 2 * i; v <= 2 * i + 1; ++v) {
+          if (never[v]) continue;
+          const RankInterval* d = pool.data(set[v]);
+          std::uint32_t n = pool.size(set[v]);
+          if (n == 1 && d[0].lo == 0 && d[0].hi == p) reach->hears_all[r] = true;
+          all.insert(all.end(), d, d + n);
+        }
+      std::sort(all.begin(), all.end(),
+                [](const RankInterval& a, const RankInterval& b) { return a.lo < b.lo; });
+      std::size_t kept = 0;
+      for (const RankInterval& iv : all) {
+        if (kept && iv.lo <= all[kept - 1].hi)
+          all[kept - 1].hi = std::max(all[kept - 1].hi, iv.hi);
+        else
+          all[kept++] = iv;
+      }
+      if (reach->heard.size() + kept > reach->heard.capacity())
+        watch.charge((reach->heard.capacity() + kept) * 2 * sizeof(RankInterval));
+      reach->heard.insert(reach->heard.end(), all.begin(), all.begin() + kept);
+      reach->off[r + 1] = reach->heard.size();
+    }
+    reach->computed = true;
+  } catch (const LimitError& e) {
+    // Over --max-memory: the sets are dropped and flow is undecided (exit 3), never guessed.
+    reach->computed = false;
+    reach->why_not = e.what();
+    reach->off.clear();
+    reach->heard.clear();
+    reach->hears_all.clear();
+  }
+  return reach;
+}
+
+}  // namespace goal_detail
+
+void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
+                     std::optional<std::uint32_t> root) {
+  auto it = std::find_if(s.checks.begin(), s.checks.end(),
+                         [](const CheckResult& r) { return r.name == "flow"; });
+  if (s.format != ScheduleFormat::Goal || it == s.checks.end())
+    throw UsageError("--collective names the collective of a GOAL file; other formats declare it");
+  enum class Q { Default, ToRoot, FromRoot, Everyone, AllPairs, Prefix };
+  Q q = Q::Default;
+  std::string what;
+  if (collective.empty()) {
+    q = Q::Default;
+  } else if (collective == "reduce" || collective == "gather" || collective == "incast") {
+    q = Q::ToRoot;
+  } else if (collective == "broadcast" || collective == "scatter" || collective == "outcast") {
+    q = Q::FromRoot;
+  } else if (collective == "allreduce" || collective == "barrier" || collective == "allgather") {
+    q = Q::Everyone;
+  } else if (collective == "alltoall" || collective == "reduce-scatter") {
+    q = Q::AllPairs;
+  } else if (collective == "scan") {
+    q = Q::Prefix;
+  } else {
+    throw UsageError(
+        "--collective: GOAL flow knows broadcast, scatter, outcast, reduce, gather, "
+        "incast, allreduce, allgather, barrier, alltoall, reduce-scatter and scan, "
+        "not '" +
+        printable(collective, 40) + "'");
+  }
+  CheckResult flow = make_check("flow");
+  if (!s.goal_reach) {  // a deadlock: nothing to ask
+    flow.verdict = Verdict::NotChecked;
+    flow.note = "the schedule deadlocks (see deadlock)";
+    *it = flow;
+    return;
+  }
+  const GoalReach& g = *s.goal_reach;
+  const std::uint32_t p = g.p;
+  if (root && *root >= p)
+    throw UsageError(
+        fmt::format("--source {} is not a rank of the GOAL file (0..{})", *root, p - 1));
+  const std::uint32_t R = root.value_or(0);
+  if (!g.computed) {
+    flow.verdict = Verdict::Unknown;
+    flow.note = "not decided: " + g.why_not;
+    *it = flow;
+    return;
+  }
+  // hears(r, src): some op of r depends on an op of src (or r == src).
+  auto hears = [&](std::uint32_t r, std::uint32_t src) {
+    auto b = g.heard.begin() + static_cast<std::ptrdiff_t>(g.off[r]);
+    auto e = g.heard.begin() + static_cast<std::ptrdiff_t>(g.off[r + 1]);
+    auto at = std::upper_bound(b, e, src,
+                               [](std::uint32_t x, const RankInterval& iv) { return x < iv.lo; });
+    return at != b && src < (at - 1)->hi;
+  };
+  auto deaf_to = [&](std::uint32_t src) {  // ranks that never depend on src
+    Ranks v;
+    for (std::uint32_t r = 0; r < p; ++r)
+      if (!hears(r, src)) v.add(r);
+    return v;
+  };
+  // Ranks below `below` that r never depends on: the gaps between r's intervals.
+  auto unheard_by = [&](std::uint32_t r, std::uint32_t below) {
+    Ranks v;
+    std::uint32_t at = 0;
+    for (std::uint64_t k = g.off[r]; k < g.off[r + 1] && at < below; ++k) {
+      v.add_range(at, std::min(g.heard[k].lo, below));
+      at = g.heard[k].hi;
+    }
+    if (at < below) v.add_range(at, below);
+    return v;
+  };
+  auto fail = [&](const std::vector<std::uint32_t>& nodes, std::string msg) {
+    Counterexample c;
+    c.nodes.assign(nodes.begin(), nodes.end());
+    c.message = std::move(msg);
+    add_violation(flow, std::move(c));
+  };
+  const std::string via = "(through requires, irequires and messages)";
+  switch (q) {
+    case Q::FromRoot: {
+      auto v = deaf_to(R);
+      if (!v.empty())
+        fail(v.first, fmt::format("{} of {} ranks never depend on root {} {}: rank(s) {}", v.size(),
+                                  p, R, via, v.list()));
+      what = fmt::format("{} from root {}: every rank depends on the root", collective, R);
+      break;
+    }
+    case Q::ToRoot: {
+      auto v = unheard_by(R, p);
+      if (!v.empty())
+        fail({R}, fmt::format("root {} never depends on {} of {} ranks {}: rank(s) {}", R, v.size(),
+                              p, via, v.list()));
+      what = fmt::format("{} to root {}: the root depends on every rank", collective, R);
+      break;
+    }
+    case Q::Everyone: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        if (g.hears_all[r]) continue;
+        auto v = unheard_by(r, p);
+        fail({r}, v.empty()
+                      ? fmt::format("rank {} has no op that depends on every rank's ops (each "
+                                    "rank reaches some op of it, none reaches one op)",
+                                    r)
+                      : fmt::format("rank {} never depends on rank(s) {} {}", r, v.list(), via));
+      }
+      what = collective + ": every rank has an op that depends on every rank's ops";
+      break;
+    }
+    case Q::AllPairs: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        auto v = unheard_by(r, p);
+        if (!v.empty())
+          fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, v.list(), via));
+      }
+      what = collective + ": every rank depends on every rank";
+      break;
+    }
+    case Q::Prefix: {
+      for (std::uint32_t r = 0; r < p; ++r) {
+        auto v = unheard_by(r, r);
+        if (!v.empty())
+          fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, v.list(), via));
+      }
+      what = "scan: every rank depends on every lower rank";
+      break;
+    }
+    case Q::Default: {
+      // Some rank reaches every rank (a broadcast shape) or every rank reaches some rank (a
+      // reduce shape); with -s, that rank is the root.
+      // heard_by[s]: how many ranks depend on s (a difference array over every rank's intervals).
+      std::vector<std::uint32_t> heard_by(std::size_t{p} + 1, 0);
+      for (std::uint32_t r = 0; r < p; ++r)
+        for (std::uint64_t k = g.off[r]; k < g.off[r + 1]; ++k) {
+          ++heard_by[g.heard[k].lo];
+          --heard_by[g.heard[k].hi];
+        }
+      for (std::uint32_t s = 1; s <= p; ++s) heard_by[s] += heard_by[s - 1];
+      auto hears_every = [&](std::uint32_t r) {
+        return g.off[r + 1] - g.off[r] == 1 && g.heard[g.off[r]].lo == 0 &&
+               g.heard[g.off[r]].hi == p;
+      };
+      std::optional<std::uint32_t> found;
+      bool out_shape = false;
+      for (std::uint32_t r = root.value_or(0); r < (root ? R + 1 : p) && !found; ++r) {
+        if (heard_by[r] == p)
+          found = r, out_shape = true;
+        else if (hears_every(r))
+          found = r;
+      }
+      if (!found) {
+        if (root) {
+          auto a = deaf_to(R), b = unheard_by(R, p);
+          fail({R},
+               fmt::format("root {} neither reaches every rank ({} never depend on it: {}) nor "
+                           "is reached by every rank (it never depends on {})",
+                           R, a.size(), a.list(), b.list()));
+        } else {
+          std::uint32_t best = 0;
+          std::size_t most = 0;
+          for (std::uint32_t r = 0; r < p; ++r)
+            if (heard_by[r] > most) most = heard_by[r], best = r;
+          auto a = deaf_to(best);
+          fail(a.first,
+               fmt::format("no rank reaches every rank and no rank is reached by every rank {}; "
+                           "rank {} reaches the most, {} of {} (never: {})",
+                           via, best, most, p, a.list()));
+        }
+      } else {
+        what = fmt::format("rank {} {}", *found,
+                           out_shape ? "reaches every rank" : "is reached by every rank");
+      }
+      std::string asked =
+          root ? fmt::format("root {} reaches every rank or every rank reaches it", R)
+               : "some rank reaches every rank, or every rank reaches some rank";
+      what = "GOAL names no collective (give --collective): " + asked +
+             (what.empty() ? std::string() : "; " + what);
+      break;
+    }
+  }
+  flow.note = "question asked: " + what;
+  *it = flow;
+}
+
+}  // namespace collv
