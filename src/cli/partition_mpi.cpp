@@ -89,15 +89,13 @@ class MpiPartition : public Partition {
       r_at += rcount[r];
     }
     in.at[size_] = r_at;
-    // One copy of the round's messages at a time: what arrives stays in one buffer (no copy per
-    // process), the one given back after the last round when it is large enough (its pages are
-    // mapped already: a fresh buffer each round cost a page fault per 4 KiB).
-    if (spare_.capacity() >= r_at) in.data.swap(spare_);
+    // One copy of the round's messages at a time: `send` is freed once MPI has sent it; what
+    // arrives stays in one buffer (no copy per process).
     in.data.assign(r_at, '\0');
     MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data.data(), rc.data(),
                    rd.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
     wait_idle(req);
-    send.clear();
+    std::string().swap(send);
     ++rounds;
     return in;
   }
@@ -132,10 +130,6 @@ class MpiPartition : public Partition {
     return out;
   }
 
-  void give_back(std::string&& data) override {
-    if (data.capacity() > spare_.capacity()) spare_ = std::move(data);
-  }
-
   void allreduce(std::vector<std::uint64_t>& v, bool max) override {
     if (v.empty()) return;
     if (v.size() > kMaxCount)
@@ -148,7 +142,6 @@ class MpiPartition : public Partition {
 
  private:
   int rank_ = 0, size_ = 1;
-  std::string spare_;  // a receive buffer given back (give_back), for the next round
 };
 
 }  // namespace

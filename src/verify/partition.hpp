@@ -37,11 +37,8 @@ class Partition {
   };
   // Collective operations: every process calls them together, in the same order.
   // `send` holds, in rank order, counts[r] bytes for process r (packed in place by the caller);
-  // it is emptied once sent (its capacity kept for the next round). Returns what each process
-  // sent to this one.
+  // it is emptied, its memory given back, once sent. Returns what each process sent to this one.
   virtual Received alltoall(std::string& send, const std::vector<std::size_t>& counts) = 0;
-  // What alltoall returned, once read: its buffer receives the next round (no fresh pages).
-  virtual void give_back(std::string&& data) { (void)data; }
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.

@@ -215,11 +215,6 @@ class PartitionDriver : public SliceDriver {
       }
       return here;
     };
-    // The send buffer, kept from round to round (as the partition keeps the receive buffer): a
-    // buffer mapped afresh each round cost the kernel a page fault per 4 KiB written (star:10 at
-    // K = 2: 5.5 s of system time a process for 2.1 GB sent), and the largest round's buffers
-    // are held at the peak anyway.
-    std::string out;
     StreamTiming* st = nullptr;
     together(part_, [&] {
       m.start();
@@ -316,6 +311,7 @@ class PartitionDriver : public SliceDriver {
     // small as one process's (a chain waiting a round per link made them grow with the run).
     auto settle = [&](bool at_end) {
       for (;;) {
+        std::string out;
         std::vector<std::size_t> counts;
         std::uint64_t sent = 0;
         together(part_, [&] {
@@ -330,7 +326,6 @@ class PartitionDriver : public SliceDriver {
         if (g[0] == 0) return;
         Partition::Received in = part_.alltoall(out, counts);
         together(part_, [&] { unpack(in); });
-        part_.give_back(std::move(in.data));
       }
     };
     // The run: each process runs its nodes until they finish, wait or reach the horizon (at
@@ -342,6 +337,7 @@ class PartitionDriver : public SliceDriver {
     std::uint32_t horizon = kPace;
     m.set_horizon(horizon);
     for (;;) {
+      std::string out;
       std::vector<std::size_t> counts;
       std::uint64_t sent = 0;
       together(part_, [&] {
@@ -354,7 +350,6 @@ class PartitionDriver : public SliceDriver {
                                    m.held()};
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
-      part_.give_back(std::move(in.data));
       if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
       // What just arrived is received in this round (its receivers run up to their next send and
       // are held there), so its step goes back to its sender in the timing rounds that follow:
