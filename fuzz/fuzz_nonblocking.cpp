@@ -28,8 +28,8 @@ std::string statement(std::uint8_t k, std::uint8_t a, std::uint8_t b) {
   switch (k % 14) {
     case 0:
       return "irecv y[" + pos + " .. " + pos2 + "] from " + from + " as " + req + ";";
-    case 1:
-      return "irecv z from " + from + " as " + req + ";";
+    case 1:  // a whole variable: one of four, so that they overlap now and then
+      return "irecv z" + std::to_string(a % 4) + " from " + from + " as " + req + ";";
     case 2:
       return "isend x to " + peer + " as " + req + ";";
     case 3:
@@ -44,8 +44,8 @@ std::string statement(std::uint8_t k, std::uint8_t a, std::uint8_t b) {
       return "send x to " + peer + ";";
     case 8:
       return "receive t from " + from + ";";
-    case 9:
-      return "y[" + pos + "] := x;";
+    case 9:  // x holds `count` items
+      return "y[" + pos + " .. " + pos + " + count - 1] := x;";
     case 10:
       return "t := y[" + pos + "];";
     case 11:  // many requests at once: a loop of irecvs from one source, then a waitall
@@ -71,7 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string text =
       "model nb\n  collective allgather\n  layout any\n  topology complete, ring, star\n"
       "  input x\n  output result\nprocedure P(my_id, x, result)\nbegin\n"
-      "  y := x ∪ x ∪ x ∪ x ∪ x ∪ x ∪ x ∪ x;\n  z := [];\n  w := [];\n  t := [];\n"
+      "  y := x ∪ x ∪ x ∪ x ∪ x ∪ x ∪ x ∪ x;\n  z0 := [];\n  z1 := [];\n  z2 := [];\n"
+      "  z3 := [];\n  w := [];\n  t := [];\n"
       "  r0 := 0;\n  r1 := 0;\n  r2 := 0;\n  r3 := 0;\n  h := 0;\n";
   for (std::size_t i = 1; i + 2 < size; i += 3)
     text += "  " + statement(data[i], data[i + 1], data[i + 2]) + "\n";

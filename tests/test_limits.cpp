@@ -253,3 +253,35 @@ TEST_CASE("waitall is linear in its outstanding requests", "[limits]") {
   CHECK(has(out, "would have more than 65536 outstanding requests"));
   fs::remove(path);
 }
+
+TEST_CASE("--max-memory holds when large messages fill the trace", "[limits]") {
+  // 15 nodes send 100 messages of 65,535 items each (393 MB of payload): the payload's doubling
+  // was charged nowhere, and --max-memory 768 stopped at 1,186 MiB. Now the growth is charged
+  // before it is made: the run stops with the process holding less than the limit.
+  std::string path = write_temp(
+      "limits_payload.coll",
+      "model mem\n  collective gather\n  topology ring\n  elements 65535\n  input inp\n"
+      "  output inp\nprocedure P(my_id, inp)\nbegin\n  for k := 1 to 100 do\n"
+      "    send inp to (my_id + 1) mod p;\n    receive t from (my_id - 1) mod p;\n  endfor;\n"
+      "end P\n");
+  std::string out;
+  CHECK(cli("run " + path + " -t ring:15 --max-memory 300 --max-ops 100000000 --quiet", out, 120) ==
+        3);
+  fs::remove(path);
+  auto at = out.find("stopped at the memory limit of 300.0 MiB: the process holds ");
+  REQUIRE(at != std::string::npos);
+  double held = std::stod(out.substr(at + std::string("stopped at the memory limit of 300.0 MiB: "
+                                                      "the process holds ")
+                                              .size()));
+  CHECK(held <= 300.0 * 1.1);
+}
+
+TEST_CASE("verify --engine smt returns near its --timeout, asserting included", "[limits]") {
+  // Z3 spent 140 s asserting one query of a 4,096-item trace past --timeout 5000 (ms): its own
+  // timeout covers the search only. A watchdog interrupts it; a hang guard, not a speed goal.
+  std::string out;
+  CHECK(cli("verify allgather_neighbor_exchange -t complete:2 -d fingerprint -c 4096 --engine smt "
+            "--timeout 2000",
+            out, 60) == 3);
+  CHECK(has(out, "time limit of --timeout 2000 ms"));
+}
