@@ -1,11 +1,12 @@
 /* The harness of `collv mpi` (docs/mpi.md): runs one MPI collective on tagged elements and writes
- * what it observes, one JSON line per event, into OUTDIR/c<N>/rank<R>.jsonl. It judges nothing: collv
- * reads the files and applies its checks. Compiled at run time by the MPI library's own compiler
- * (mpicc), never committed as a binary.
+ * what it observes, one JSON line per event, into OUTDIR/c<N>/rank<R>.jsonl. It judges nothing:
+ * collv reads the files and applies its checks. Compiled at run time by the MPI library's own
+ * compiler (mpicc), never committed as a binary.
  *
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
- *                 reduce_scatter_block scan exscan, or ring_allreduce (the harness's own ring
+ *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv barrier,
+ *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
  *     COUNTS      N or A..B: one collective per count, in one launch (MPI_Init is the slow part)
@@ -14,22 +15,51 @@
  *     INPLACE     1: MPI_IN_PLACE where the collective allows it
  *     INJECT      none | off-by-one | double-count | swap-operands (ring_allreduce only)
  *
- * An element is {mask, idx}: the set of ranks whose contributions it combines (bit r = rank r,
- * so p <= 64) and the position of the input it came from. Rank r's input element at position k
- * is {1 << r, k}. The user operation (MPI_Op_create) does what the real one would do - the union
- * of the sets - and writes every call, at the rank that makes it, with both operands in order:
- *   {"k":"op","n":N,"a":[[idx,mask],...],"b":[[idx,mask],...]}   a = invec, b = inoutvec
- * MPI computes inoutvec = invec (op) inoutvec, so `a` is the left operand. At the end:
- *   {"k":"out","buf":[[idx,mask],...]}   the result region the collective defines at this rank
+ * Every count runs the collective CALLS (2) times, each call with fresh tags: an element is
+ * {mask, idx, tag}: the set of ranks whose contributions it combines (bit r = rank r, so p <= 64),
+ * the position of the input it came from, and tag = the call's number (1, 2) plus 2^30 when a
+ * combination out of rank order (below) went into it. Rank r's input element at position k in
+ * call c is {1 << r, k, c}. The user operation (MPI_Op_create) does what the real one would do -
+ * the union of the sets - and writes every call, at the rank that makes it, with both operands
+ * in order:
+ *   {"k":"op","n":N,"a":[[idx,mask,tag],...],"b":[[idx,mask,tag],...]}   a = invec, b = inoutvec
+ * MPI computes inoutvec = invec (op) inoutvec, so `a` is the left operand. Its result keeps the
+ * smaller call number of the two (an operand of another call stays visible) and is marked 2^30
+ * when either operand is, or when a is not ranks i..j and b ranks j+1..k (a combination no rank
+ * order allows: under a non-commutative operation the value would be wrong if it reached the
+ * result; collv judges it so, only where it does). Per call:
+ *   {"k":"call","n":C}
+ *   ... the op lines of the call ...
+ *   {"k":"sendbuf","pos":I,"changed":N,"before":[idx,mask,tag],"after":[idx,mask,tag]}
+ *       only when the library changed the send buffer (input-only in MPI): N positions, the
+ *       first at I ("before"/"after" only for tagged elements)
+ *   {"k":"out","buf":[[idx,mask,tag],...]}   the result region the collective defines here
+ * Then, once per count, after both calls and a barrier on a communicator of the harness's own:
+ *   {"k":"unmatched","user":[[src,tag,bytes],...],"queue":[n0,n1,...] or null}
+ *       user: messages on MPI_COMM_WORLD that no receive matched (found with MPI_Iprobe and
+ *       received); queue: per sending rank, the library's own count of unexpected messages on
+ *       MPI_COMM_WORLD (Open MPI's MPI_T variable pml_ob1_unexpected_msgq_length; it sees the
+ *       collectives' internal messages too), null when the library exports no such variable
  *   {"k":"done","rank":R,"size":P}
- * Masks are written in decimal. An element the collective never wrote keeps {-1, 0}.
+ * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
+ * The v-collectives: rank j's block holds vcount(j) elements (count at even j, count / 2 at odd;
+ * alltoallv: vcount(i + j) from i to j), the blocks in rank order with one element between
+ * them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
+ * A barrier writes no result but, per call, {"k":"barrier","enter":NS,"leave":NS} (CLOCK_MONOTONIC,
+ * one clock for the ranks of one node), the last rank entering 30 ms late.
  *
  * OP b: some algorithms run for built-in operations only (MPICH's Rabenseifner all-reduce). The
  * library calls no user function then, so no combination is seen; each element is one uint64,
  * rank r's input at position k being (k + 1) << (5 r), and the result region is written as
  *   {"k":"outv","buf":[v,...]}
  * in which digit r (5 bits) is k + 1 times the number of times rank r's input at position k
- * was added. */
+ * was added.
+ *
+ * OP m: a real non-commutative operation: each element is a 2x2 matrix of uint32 (arithmetic
+ * modulo 2^32), the operation the matrix product inoutvec = invec x inoutvec. Rank r's input at
+ * position k in call c is the matrix of mix(r, k, c, 0..3) (below; collv computes the same); the
+ * result region is written as {"k":"outm","buf":[[a,b,c,d],...]}, to be the product in rank
+ * order. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,12 +67,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 typedef struct {
   uint64_t mask;
   int32_t idx;
-  int32_t pad;
+  int32_t tag; /* the call's number, plus kOutOfOrder */
 } elem;
+
+#define CALLS 2
+static const int32_t kOutOfOrder = 1 << 30;
+static int call_no = 1; /* the call being run */
 
 /* An MPI error code as the harness's JSON line {"k":"error","message":...}, quotes, backslashes
    and control characters left out. */
@@ -63,8 +98,17 @@ static int rank, size;
 static void write_elems(const elem* e, int n) {
   fputc('[', out);
   for (int i = 0; i < n; ++i)
-    fprintf(out, "%s[%d,%llu]", i ? "," : "", (int)e[i].idx, (unsigned long long)e[i].mask);
+    fprintf(out, "%s[%d,%llu,%d]", i ? "," : "", (int)e[i].idx, (unsigned long long)e[i].mask,
+            (int)e[i].tag);
   fputc(']', out);
+}
+
+/* Is a ranks i..j and b ranks j+1..k (the only combination a rank order allows)? */
+static int adjacent(uint64_t a, uint64_t b) {
+  if (a == 0 || b == 0) return 0;
+  uint64_t sa = a >> __builtin_ctzll(a), sb = b >> __builtin_ctzll(b);
+  if ((sa & (sa + 1)) != 0 || (sb & (sb + 1)) != 0) return 0; /* not intervals */
+  return 64 - __builtin_clzll(a) == __builtin_ctzll(b);
 }
 
 /* The user operation: records both operands, then inoutvec = invec (op) inoutvec as a union of
@@ -79,7 +123,11 @@ static void tag_op(void* invec, void* inoutvec, int* len, MPI_Datatype* dt) {
   write_elems(b, *len);
   fputs("}\n", out);
   for (int i = 0; i < *len; ++i) {
+    int32_t ca = a[i].tag & ~kOutOfOrder, cb = b[i].tag & ~kOutOfOrder;
+    int32_t bad = (a[i].tag | b[i].tag) & kOutOfOrder;
+    if (!adjacent(a[i].mask, b[i].mask)) bad = kOutOfOrder;
     b[i].mask |= a[i].mask;
+    b[i].tag = (ca < cb ? ca : cb) | bad;
     if (a[i].idx != b[i].idx) b[i].idx = -2; /* mixed positions stay visible in the output */
   }
 }
@@ -93,6 +141,7 @@ static elem* alloc_elems(long n) {
   for (long i = 0; i <= n; ++i) {
     e[i].mask = 0;
     e[i].idx = -1;
+    e[i].tag = 0;
   }
   return e;
 }
@@ -101,11 +150,14 @@ static void fill_own(elem* e, long n) {
   for (long k = 0; k < n; ++k) {
     e[k].mask = (uint64_t)1 << rank;
     e[k].idx = (int32_t)k;
+    e[k].tag = call_no;
   }
 }
 
 /* reduce_scatter's per-rank counts: uneven on purpose (odd ranks get count / 2). */
 static int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
+/* The v-collectives' counts: the same rule (alltoallv: of the sum of sender and receiver). */
+static int vcount(int j, int count) { return rs_count(j, count); }
 
 /* ---- The harness's own ring all-reduce over point-to-point, with injectable bugs. ----
  * Chunk c (count split as evenly as possible, the first count % p chunks one larger) is reduced
@@ -203,11 +255,44 @@ static void ring_allreduce(const elem* own, elem* res, int count, const char* in
   free(tmp);
 }
 
-/* A reduction under the built-in MPI_SUM on plain uint64 values (OP b). Returns 2 for a
- * collective that is no reduction. */
-static int run_builtin(const char* coll, int count, int root, int inplace) {
+static void snap(const void* buf, long n, size_t elem_bytes);
+static void check_sendbuf(int tagged);
+
+/* OP m's matrices: entry e of rank r's input at position k in call c (collv computes the same). */
+static uint32_t mix(uint32_t r, uint32_t k, uint32_t c, uint32_t e) {
+  uint32_t x = r * 0x9E3779B1u ^ (k + 1) * 0x85EBCA77u ^ c * 0xC2B2AE3Du ^ (e + 1) * 0x27D4EB2Fu;
+  x ^= x >> 16;
+  x *= 0x7FEB352Du;
+  x ^= x >> 15;
+  x *= 0x846CA68Bu;
+  x ^= x >> 16;
+  return x;
+}
+
+/* inoutvec = invec x inoutvec, 2x2 matrices [a b; c d] modulo 2^32. */
+static void matmul_op(void* invec, void* inoutvec, int* len, MPI_Datatype* dt) {
+  (void)dt;
+  const uint32_t* x = (const uint32_t*)invec;
+  uint32_t* y = (uint32_t*)inoutvec;
+  for (int i = 0; i < *len; ++i, x += 4, y += 4) {
+    uint32_t a = x[0] * y[0] + x[1] * y[2], b = x[0] * y[1] + x[1] * y[3];
+    uint32_t c = x[2] * y[0] + x[3] * y[2], d = x[2] * y[1] + x[3] * y[3];
+    y[0] = a;
+    y[1] = b;
+    y[2] = c;
+    y[3] = d;
+  }
+}
+
+/* A reduction on plain values (OP b: the built-in MPI_SUM on uint64; OP m: the matrix product,
+ * a user operation on 2x2 uint32 matrices). Returns 2 for a collective that is no reduction. */
+static int run_values(const char* coll, int count, int root, int inplace, int matrix,
+                      MPI_Datatype mtype, MPI_Op mop) {
   long p = size, total = count, n_out = count;
   int* rc = NULL;
+  const size_t w = matrix ? 16 : 8;
+  MPI_Datatype dt = matrix ? mtype : MPI_UINT64_T;
+  MPI_Op op = matrix ? mop : MPI_SUM;
   if (strcmp(coll, "reduce_scatter_block") == 0) {
     total = p * count;
   } else if (strcmp(coll, "reduce_scatter") == 0) {
@@ -216,42 +301,106 @@ static int run_builtin(const char* coll, int count, int root, int inplace) {
     for (int i = 0; i < size; ++i) total += rc[i] = rs_count(i, count);
     n_out = rc[rank];
   }
-  uint64_t* s = (uint64_t*)calloc((size_t)total + 1, sizeof(uint64_t));
-  uint64_t* r = (uint64_t*)calloc((size_t)total + 1, sizeof(uint64_t));
+  unsigned char* s = (unsigned char*)calloc((size_t)total + 1, w);
+  unsigned char* r = (unsigned char*)calloc((size_t)total + 1, w);
   if (!s || !r) MPI_Abort(MPI_COMM_WORLD, 3);
-  for (long k = 0; k < total; ++k) s[k] = (uint64_t)(k + 1) << (5 * rank);
+  for (long k = 0; k < total; ++k) {
+    if (matrix) {
+      for (int e = 0; e < 4; ++e)
+        ((uint32_t*)s)[4 * k + e] =
+            mix((uint32_t)rank, (uint32_t)k, (uint32_t)call_no, (uint32_t)e);
+    } else {
+      ((uint64_t*)s)[k] = (uint64_t)(k + 1) << (5 * rank);
+    }
+  }
   int ip = inplace && (strcmp(coll, "reduce") != 0 || rank == root);
-  if (ip) memcpy(r, s, sizeof(uint64_t) * (size_t)total);
+  if (ip) memcpy(r, s, w * (size_t)total);
   void* sb = ip ? MPI_IN_PLACE : (void*)s;
+  snap(ip ? NULL : s, total, w);
   int ok;
   if (strcmp(coll, "allreduce") == 0) {
-    ok = MPI_Allreduce(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    ok = MPI_Allreduce(sb, r, count, dt, op, MPI_COMM_WORLD);
   } else if (strcmp(coll, "reduce") == 0) {
-    ok = MPI_Reduce(sb, r, count, MPI_UINT64_T, MPI_SUM, root, MPI_COMM_WORLD);
+    ok = MPI_Reduce(sb, r, count, dt, op, root, MPI_COMM_WORLD);
     if (rank != root) n_out = -1;
   } else if (strcmp(coll, "scan") == 0) {
-    ok = MPI_Scan(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    ok = MPI_Scan(sb, r, count, dt, op, MPI_COMM_WORLD);
   } else if (strcmp(coll, "exscan") == 0) {
-    ok = MPI_Exscan(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    ok = MPI_Exscan(sb, r, count, dt, op, MPI_COMM_WORLD);
     if (rank == 0) n_out = -1;
   } else if (rc) {
-    ok = MPI_Reduce_scatter(sb, r, rc, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    ok = MPI_Reduce_scatter(sb, r, rc, dt, op, MPI_COMM_WORLD);
   } else if (strcmp(coll, "reduce_scatter_block") == 0) {
-    ok = MPI_Reduce_scatter_block(sb, r, count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    ok = MPI_Reduce_scatter_block(sb, r, count, dt, op, MPI_COMM_WORLD);
   } else {
-    if (rank == 0) fprintf(stderr, "harness: OP b: '%s' is no reduction\n", coll);
+    if (rank == 0) fprintf(stderr, "harness: OP b and m: '%s' is no reduction\n", coll);
+    free(s);
+    free(r);
     return 2;
   }
+  check_sendbuf(0);
   if (ok != MPI_SUCCESS) {
     write_mpi_error(out, ok);
+  } else if (n_out >= 0 && matrix) {
+    fputs("{\"k\":\"outm\",\"buf\":[", out);
+    for (long i = 0; i < n_out; ++i) {
+      const uint32_t* m = (const uint32_t*)r + 4 * i;
+      fprintf(out, "%s[%u,%u,%u,%u]", i ? "," : "", m[0], m[1], m[2], m[3]);
+    }
+    fputs("]}\n", out);
   } else if (n_out >= 0) {
     fputs("{\"k\":\"outv\",\"buf\":[", out);
     for (long i = 0; i < n_out; ++i)
-      fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)r[i]);
+      fprintf(out, "%s%llu", i ? "," : "", (unsigned long long)((uint64_t*)r)[i]);
     fputs("]}\n", out);
   }
-  fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
+  free(s);
+  free(r);
+  free(rc);
   return 0;
+}
+
+/* The send buffer (input-only in MPI) as it was before the call, compared after it. */
+static const void* snap_buf;
+static void* snap_copy;
+static size_t snap_bytes, snap_elem;
+
+static void snap(const void* buf, long n, size_t elem_bytes) {
+  free(snap_copy);
+  snap_copy = NULL;
+  snap_buf = buf;
+  snap_elem = elem_bytes;
+  snap_bytes = (size_t)(n > 0 ? n : 0) * elem_bytes;
+  if (!buf || snap_bytes == 0) return;
+  snap_copy = malloc(snap_bytes);
+  if (!snap_copy) MPI_Abort(MPI_COMM_WORLD, 3);
+  memcpy(snap_copy, buf, snap_bytes);
+}
+
+/* Writes a "sendbuf" line when the library changed the send buffer (tagged: with the first
+ * changed element before and after). */
+static void check_sendbuf(int tagged) {
+  if (!snap_copy) return;
+  const char* now = (const char*)snap_buf;
+  const char* was = (const char*)snap_copy;
+  long first = -1, changed = 0;
+  for (size_t i = 0; i < snap_bytes / snap_elem; ++i)
+    if (memcmp(now + i * snap_elem, was + i * snap_elem, snap_elem) != 0) {
+      if (first < 0) first = (long)i;
+      ++changed;
+    }
+  if (changed > 0) {
+    fprintf(out, "{\"k\":\"sendbuf\",\"pos\":%ld,\"changed\":%ld", first, changed);
+    if (tagged) {
+      fputs(",\"before\":", out);
+      write_elems((const elem*)was + first, 1);
+      fputs(",\"after\":", out);
+      write_elems((const elem*)now + first, 1);
+    }
+    fputs("}\n", out);
+  }
+  free(snap_copy);
+  snap_copy = NULL;
 }
 
 /* One collective at one count, its observations written to `out`. Returns 2 for an unknown
@@ -265,13 +414,15 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
 
   if (strcmp(coll, "none") == 0) {
     n_out = -1; /* the baseline launch of per-peer message counts: no collective */
+    snap(NULL, 0, sizeof(elem));
   } else if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "scan") == 0 ||
-      strcmp(coll, "exscan") == 0) {
+             strcmp(coll, "exscan") == 0) {
     elem* s = alloc_elems(count);
     elem* r = alloc_elems(count);
     fill_own(s, count);
     if (inplace) fill_own(r, count);
     void* sb = inplace ? MPI_IN_PLACE : (void*)s;
+    snap(inplace ? NULL : s, count, sizeof(elem));
     if (coll[0] == 'a')
       ok = MPI_Allreduce(sb, r, count, etype, op, MPI_COMM_WORLD);
     else if (coll[0] == 's')
@@ -284,6 +435,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     elem* s = alloc_elems(count);
     elem* r = alloc_elems(count);
     fill_own(s, count);
+    snap(s, count, sizeof(elem));
     ring_allreduce(s, r, count, inject);
     result = r;
     n_out = count;
@@ -293,6 +445,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     fill_own(s, count);
     int ip = inplace && rank == root;
     if (ip) fill_own(r, count);
+    snap(ip ? NULL : s, count, sizeof(elem));
     ok = MPI_Reduce(ip ? MPI_IN_PLACE : (void*)s, r, count, etype, op, root, MPI_COMM_WORLD);
     result = r;
     n_out = rank == root ? count : -1;
@@ -311,6 +464,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     if (ip)
       for (long i = 0; i < count; ++i) r[rank * (long)count + i] = s[i];
     void* sb = ip ? MPI_IN_PLACE : (void*)s;
+    snap(ip ? NULL : s, count, sizeof(elem));
     if (all)
       ok = MPI_Allgather(sb, count, etype, r, count, etype, MPI_COMM_WORLD);
     else
@@ -322,6 +476,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     elem* r = alloc_elems(count);
     if (rank == root) fill_own(s, p * count);
     int ip = inplace && rank == root;
+    snap(rank == root ? s : NULL, p * count, sizeof(elem));
     ok = MPI_Scatter(s, count, etype, ip ? MPI_IN_PLACE : (void*)r, count, etype, root,
                      MPI_COMM_WORLD);
     if (ip) memcpy(r, s + rank * (long)count, sizeof(elem) * (size_t)count);
@@ -332,6 +487,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     elem* r = alloc_elems(p * count);
     fill_own(s, p * count);
     if (inplace) memcpy(r, s, sizeof(elem) * (size_t)(p * count));
+    snap(inplace ? NULL : s, p * count, sizeof(elem));
     ok = MPI_Alltoall(inplace ? MPI_IN_PLACE : (void*)s, count, etype, r, count, etype,
                       MPI_COMM_WORLD);
     result = r;
@@ -341,6 +497,7 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     elem* r = alloc_elems(p * count);
     fill_own(s, p * count);
     if (inplace) fill_own(r, p * count);
+    snap(inplace ? NULL : s, p * count, sizeof(elem));
     ok = MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : (void*)s, r, count, etype, op,
                                   MPI_COMM_WORLD);
     result = r;
@@ -353,13 +510,89 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     elem* r = alloc_elems(total);
     fill_own(s, total);
     if (inplace) fill_own(r, total);
+    snap(inplace ? NULL : s, total, sizeof(elem));
     ok = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void*)s, r, rc, etype, op, MPI_COMM_WORLD);
     result = r;
     n_out = rc[rank];
+  } else if (strcmp(coll, "allgatherv") == 0 || strcmp(coll, "gatherv") == 0) {
+    /* Rank j's block: vcount(j) elements at vdispl(j), one unwritten element after each block
+     * (a library that ignores the displacements writes there). */
+    int all = coll[1] == 'l';
+    int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
+    long total = 0;
+    for (int j = 0; j < size; ++j) {
+      rc[j] = vcount(j, count);
+      rd[j] = (int)total;
+      total += rc[j] + 1;
+    }
+    elem* s = alloc_elems(rc[rank]);
+    elem* r = alloc_elems(total);
+    fill_own(s, rc[rank]);
+    int ip = inplace && (all || rank == root);
+    if (ip) memcpy(r + rd[rank], s, sizeof(elem) * (size_t)rc[rank]);
+    void* sb = ip ? MPI_IN_PLACE : (void*)s;
+    snap(ip ? NULL : s, rc[rank], sizeof(elem));
+    if (all)
+      ok = MPI_Allgatherv(sb, rc[rank], etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    else
+      ok = MPI_Gatherv(sb, rc[rank], etype, r, rc, rd, etype, root, MPI_COMM_WORLD);
+    result = r;
+    n_out = all || rank == root ? total : -1;
+  } else if (strcmp(coll, "scatterv") == 0) {
+    int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
+    long total = 0;
+    for (int j = 0; j < size; ++j) {
+      sc[j] = vcount(j, count);
+      sd[j] = (int)total;
+      total += sc[j] + 1;
+    }
+    elem* s = alloc_elems(total);
+    elem* r = alloc_elems(sc[rank]);
+    if (rank == root) fill_own(s, total);
+    int ip = inplace && rank == root;
+    snap(rank == root ? s : NULL, total, sizeof(elem));
+    ok = MPI_Scatterv(s, sc, sd, etype, ip ? MPI_IN_PLACE : (void*)r, sc[rank], etype, root,
+                      MPI_COMM_WORLD);
+    if (ip) memcpy(r, s + sd[rank], sizeof(elem) * (size_t)sc[rank]);
+    result = r;
+    n_out = sc[rank];
+  } else if (strcmp(coll, "alltoallv") == 0) {
+    /* Rank i sends rank j vcount(i + j) elements; blocks in rank order, one element apart. */
+    int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
+    int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
+    long st = 0, rt = 0;
+    for (int j = 0; j < size; ++j) {
+      sc[j] = vcount(rank + j, count);
+      sd[j] = (int)st;
+      st += sc[j] + 1;
+      rc[j] = vcount(j + rank, count);
+      rd[j] = (int)rt;
+      rt += rc[j] + 1;
+    }
+    elem* s = alloc_elems(st);
+    elem* r = alloc_elems(rt);
+    fill_own(s, st);
+    snap(s, st, sizeof(elem));
+    ok = MPI_Alltoallv(s, sc, sd, etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    result = r;
+    n_out = rt;
+  } else if (strcmp(coll, "barrier") == 0) {
+    /* The last rank enters 30 ms late: no rank may leave before it entered. */
+    struct timespec t0, t1, late = {0, 30000000};
+    snap(NULL, 0, sizeof(elem));
+    if (rank == size - 1) nanosleep(&late, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ok = MPI_Barrier(MPI_COMM_WORLD);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(out, "{\"k\":\"barrier\",\"enter\":%lld,\"leave\":%lld}\n",
+            (long long)t0.tv_sec * 1000000000LL + t0.tv_nsec,
+            (long long)t1.tv_sec * 1000000000LL + t1.tv_nsec);
+    n_out = -1;
   } else {
     if (rank == 0) fprintf(stderr, "harness: unknown collective '%s'\n", coll);
     return 2;
   }
+  check_sendbuf(1);
   if (ok != MPI_SUCCESS) {
     write_mpi_error(out, ok);
   } else if (n_out >= 0) {
@@ -367,8 +600,66 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     write_elems(result, (int)n_out);
     fputs("}\n", out);
   }
-  fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
   return 0;
+}
+
+/* Messages sent and never received: those on MPI_COMM_WORLD that a receive of any source and
+ * tag matches (received here, so that the next count starts clean), and the library's own count
+ * of unexpected messages per sender where it exports one (Open MPI). Run between two barriers on
+ * the harness's own communicator, so that no message of the next count is in flight. */
+static int uq_index = -2; /* -2: not looked up yet; -1: the library has no such variable */
+static int t_initialized;
+static MPI_T_pvar_session uq_session;
+static MPI_T_pvar_handle uq_handle;
+static int uq_count;
+
+static void check_unmatched(MPI_Comm sync) {
+  MPI_Barrier(sync);
+  if (uq_index == -2) {
+    uq_index = -1;
+    int idx = -1, n = 0, prov;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) == MPI_SUCCESS && (t_initialized = 1) &&
+        MPI_T_pvar_get_index("pml_ob1_unexpected_msgq_length", MPI_T_PVAR_CLASS_SIZE, &idx) ==
+            MPI_SUCCESS &&
+        MPI_T_pvar_session_create(&uq_session) == MPI_SUCCESS) {
+      MPI_Comm world = MPI_COMM_WORLD;
+      if (MPI_T_pvar_handle_alloc(uq_session, idx, &world, &uq_handle, &n) == MPI_SUCCESS &&
+          n == size)
+        uq_index = idx, uq_count = n;
+    }
+  }
+  fputs("{\"k\":\"unmatched\",\"user\":[", out);
+  int found = 0;
+  for (int round = 0; round < 5; ++round) { /* a message still in transit gets a few chances */
+    int flag = 1;
+    while (flag) {
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+      if (!flag) break;
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      char* buf = (char*)malloc((size_t)bytes + 1);
+      MPI_Recv(buf, bytes, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      free(buf);
+      if (found++ < 16)
+        fprintf(out, "%s[%d,%d,%d]", found > 1 ? "," : "", st.MPI_SOURCE, st.MPI_TAG, bytes);
+    }
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  fputs("],\"queue\":", out);
+  unsigned int* q =
+      uq_index >= 0 ? (unsigned int*)calloc((size_t)uq_count, sizeof(unsigned)) : NULL;
+  if (q && MPI_T_pvar_read(uq_session, uq_handle, q) == MPI_SUCCESS) {
+    fputc('[', out);
+    for (int i = 0; i < uq_count; ++i) fprintf(out, "%s%u", i ? "," : "", q[i]);
+    fputc(']', out);
+  } else {
+    fputs("null", out);
+  }
+  free(q);
+  fputs("}\n", out);
+  MPI_Barrier(sync);
 }
 
 int main(int argc, char** argv) {
@@ -390,6 +681,7 @@ int main(int argc, char** argv) {
   int root = atoi(argv[4]);
   int commute = strcmp(argv[5], "c") == 0;
   int builtin = strcmp(argv[5], "b") == 0;
+  int matrix = strcmp(argv[5], "m") == 0;
   int inplace = atoi(argv[6]) != 0;
   const char* inject = argv[7];
   if (builtin && (size > 12 || hi > 30)) {
@@ -407,13 +699,18 @@ int main(int argc, char** argv) {
   int blocks[2] = {1, 2};
   MPI_Aint disps[2] = {offsetof(elem, mask), offsetof(elem, idx)};
   MPI_Datatype types[2] = {MPI_UINT64_T, MPI_INT32_T};
-  MPI_Datatype raw;
+  MPI_Datatype raw, mtype;
   MPI_Type_create_struct(2, blocks, disps, types, &raw);
   MPI_Type_create_resized(raw, 0, sizeof(elem), &etype);
   MPI_Type_commit(&etype);
-  MPI_Op op;
+  MPI_Type_contiguous(4, MPI_UINT32_T, &mtype);
+  MPI_Type_commit(&mtype);
+  MPI_Op op, mop;
   MPI_Op_create(tag_op, commute, &op);
+  MPI_Op_create(matmul_op, 0, &mop);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm sync; /* the harness's own barriers: no message on the collective's communicator */
+  MPI_Comm_dup(MPI_COMM_WORLD, &sync);
 
   int rc = 0;
   for (int count = lo; count <= hi && rc == 0; ++count) {
@@ -426,11 +723,24 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harness: cannot write %s\n", path);
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    rc = builtin ? run_builtin(coll, count, root, inplace)
-                 : run_one(coll, count, root, inplace, inject, op);
+    for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
+      fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
+      rc = builtin || matrix ? run_values(coll, count, root, inplace, matrix, mtype, mop)
+                             : run_one(coll, count, root, inplace, inject, op);
+    }
+    if (rc == 0) check_unmatched(sync);
+    fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
     fclose(out);
   }
+  if (uq_index >= 0) {
+    MPI_T_pvar_handle_free(uq_session, &uq_handle);
+    MPI_T_pvar_session_free(&uq_session);
+  }
+  if (t_initialized) MPI_T_finalize();
+  MPI_Comm_free(&sync);
   MPI_Op_free(&op);
+  MPI_Op_free(&mop);
+  MPI_Type_free(&mtype);
   MPI_Type_free(&etype);
   MPI_Type_free(&raw);
   MPI_Finalize();

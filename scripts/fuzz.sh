@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan, in build/fuzz) and runs each for a
 # bounded time; fails on any crash, sanitizer report, timeout or out-of-memory.
-#   bash scripts/fuzz.sh [seconds-per-harness] [harness ...]   (default 20 s; all seven harnesses)
+#   bash scripts/fuzz.sh [seconds-per-harness] [harness ...]   (default 20 s; all ten harnesses)
 # Seeds: tests/fuzz-corpus/<harness>/; what a run finds is kept in build/fuzz/corpus/<harness>/
 # (so runs accumulate) and crashing inputs in build/fuzz/artifacts/. See docs/fuzzing.md.
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(model run schedule topology proof import symmetry)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(model run schedule topology proof import symmetry mpi agreement nonblocking)
 build=build/fuzz
 
 cc=clang cxx=clang++

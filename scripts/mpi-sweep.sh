@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The sweep of docs/mpi.md: every selectable algorithm of allreduce, reduce, reduce_scatter,
-# reduce_scatter_block, allgather, bcast, scan, exscan, alltoall, gather and scatter in Open MPI
+# reduce_scatter_block, allgather, bcast, scan, exscan, alltoall, gather, scatter, allgatherv,
+# gatherv, scatterv, alltoallv and barrier in Open MPI
 # and MPICH, judged by `collv mpi` at p = 1..12, under a commutative and (for the reductions) a
 # non-commutative user operation, root p-1 for the rooted collectives. Slow (about an hour on a
 # shared 2-core machine): run it in the background. Writes one JSON report per library,
@@ -16,7 +17,7 @@ COLLV=${COLLV:-./build/release/collv}
 SIZES=${SIZES:-1..12}
 COUNTS=${COUNTS:-0..2 13}
 IMPLS=${IMPLS:-openmpi mpich}
-COLLS=${COLLS:-allreduce reduce reduce_scatter reduce_scatter_block allgather bcast scan exscan alltoall gather scatter}
+COLLS=${COLLS:-allreduce reduce reduce_scatter reduce_scatter_block allgather bcast scan exscan alltoall gather scatter allgatherv gatherv scatterv alltoallv barrier}
 TIMEOUT=${TIMEOUT:-30}
 mkdir -p "$OUT"
 [ -x "$COLLV" ] || { echo "mpi-sweep: no $COLLV (build it first)"; exit 2; }

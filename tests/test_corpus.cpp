@@ -67,13 +67,13 @@ std::vector<Row> read_rows(const std::string& dir) {
 
 // Runs collv in the corpus folder; the JSON report on stdout, stderr apart. Returns the exit code
 // (-1: it did not exit, e.g. killed by the timeout).
-int run_row(const std::string& dir, const Row& r, bool name_collective, std::string& json_out,
-            std::string& err_out) {
+int run_row(const std::string& dir, const Row& r, bool name_collective, const std::string& extra,
+            std::string& json_out, std::string& err_out) {
   std::string args = "verify '" + r.path + "'";
   if (r.topology != "-") args += " -t '" + r.topology + "'";
   if (r.root != "-") args += " -s '" + r.root + "'";
   if (name_collective && r.collective != "-") args += " --collective '" + r.collective + "'";
-  args += " --json -";
+  args += extra + " --json -";
   std::string out = collv::test::unique_temp("collv_corpus_out");
   std::string err = collv::test::unique_temp("collv_corpus_err");
   std::string cmd = "cd '" + dir + "' && timeout 60 " + std::string(COLLV_BINARY) + " " + args +
@@ -91,6 +91,17 @@ int run_row(const std::string& dir, const Row& r, bool name_collective, std::str
 
 // What is wrong with a row's outcome ("" when it is right).
 std::string judge(const Row& r, int rc, const std::string& json_text, const std::string& err) {
+  // --engine both: the two engines must never disagree (verify's JSON lists the checks where
+  // they did under results[].engines_disagree).
+  if (json_text.find("\"engines_disagree\"") != std::string::npos) {
+    std::string which;
+    try {
+      for (const auto& res : nlohmann::json::parse(json_text).value("results", nlohmann::json()))
+        if (res.contains("engines_disagree")) which += res["engines_disagree"].dump();
+    } catch (const std::exception&) {
+    }
+    return "ENGINES DISAGREE on " + which;
+  }
   std::string got = "exit " + std::to_string(rc);
   auto first_line = [](const std::string& s) {
     std::string l = s.substr(0, s.find('\n'));
@@ -138,7 +149,9 @@ std::string judge(const Row& r, int rc, const std::string& json_text, const std:
 
 // name_collective: GOAL rows also get `--collective` with the row's collective (the flow rule
 // per collective and root), besides the default question of the plain command.
-void run_format(const std::string& format, bool name_collective = false) {
+// extra: more options for every row (e.g. " --engine both").
+void run_format(const std::string& format, bool name_collective = false,
+                const std::string& extra = "") {
   const std::string dir = corpus_dir();
   INFO("corpus folder: " << dir << " (set COLLV_CORPUS to move it)");
   REQUIRE(std::filesystem::is_directory(dir));
@@ -149,14 +162,14 @@ void run_format(const std::string& format, bool name_collective = false) {
     if (r.format != format) continue;
     ++ran;
     std::string json_text, err;
-    int rc = run_row(dir, r, name_collective, json_text, err);
+    int rc = run_row(dir, r, name_collective, extra, json_text, err);
     std::string w = judge(r, rc, json_text, err);
     if (!w.empty())
       wrong.push_back(
           r.path + (r.topology != "-" ? " -t " + r.topology : "") +
           (r.root != "-" ? " -s " + r.root : "") +
-          (name_collective && r.collective != "-" ? " --collective " + r.collective : "") + " [" +
-          r.cls + "]: " + w);
+          (name_collective && r.collective != "-" ? " --collective " + r.collective : "") + extra +
+          " [" + r.cls + "]: " + w);
   }
   INFO(format << ": " << ran << " rows");
   REQUIRE(ran > 0);
@@ -180,4 +193,15 @@ TEST_CASE("corpus: goal files get their verdicts", "[corpus]") { run_format("goa
 
 TEST_CASE("corpus: goal files get their verdicts with --collective", "[corpus]") {
   run_format("goal", true);
+}
+
+// The SMT engine judges every file as the executor does (the file's own output, the checks its
+// format leaves open): under --engine both, every row gets its verdict and the engines agree.
+TEST_CASE("corpus: every file gets its verdict under --engine both, the engines agreeing",
+          "[corpus][engines][slow]") {
+  for (const char* format : {"msccl-xml", "msccl-xml-op", "sccl-json", "goal"}) {
+    INFO(format);
+    run_format(format, false, " --engine both");
+  }
+  run_format("goal", true, " --engine both");
 }

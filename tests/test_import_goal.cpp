@@ -1,6 +1,7 @@
 // GOAL (LogGOPSim) schedules: the real files in ../shared/data/schedules/goal are read and judged,
 // mutants under tests/data/import/goal_*.goal are caught by the check their name says, and
 // malformed input is an error with file:line:col.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,7 +20,10 @@ using namespace collv;
 
 namespace {
 
-const std::string kGoal = COLLV_SOURCE_DIR + "/../shared/data/schedules/goal/";
+// COLLV_SHARED overrides ../shared (a worktree has none beside it).
+const std::string kGoal = (std::getenv("COLLV_SHARED") ? std::string(std::getenv("COLLV_SHARED"))
+                                                       : COLLV_SOURCE_DIR + "/../shared") +
+                          "/data/schedules/goal/";
 const std::string kMutants = COLLV_SOURCE_DIR + "/tests/data/import/";
 
 using test::failing;
@@ -263,9 +267,9 @@ TEST_CASE("GOAL: /* */ block comments where txt2bin reads them", "[goal]") {
       "rank 1 {\nl1: recv 8b from 0 tag 5\n}\n";
   // Schedgen writes them on lines of their own, inside and outside rank blocks, and they may
   // span lines or sit between items.
-  std::string ok = "num_ranks 2 /* two */\n/* a\n   b */\n" + body;
+  std::string ok = "num_ranks 2/* two */\n/* a\n   b */\n" + body;
   ok.insert(ok.find("l2: calc"), "/* Iallreduce begin */\n");
-  ok.insert(ok.find("rank 1"), "/* x */ /* y */\n");
+  ok.insert(ok.find("rank 1"), "/* x *//* y */  \n");
   ImportedSchedule s = import_goal(ok, "x.goal");
   CHECK(s.trace.transfers.size() == 1);
   CHECK(results(s)["flow"].verdict == Verdict::Pass);
@@ -282,6 +286,49 @@ TEST_CASE("GOAL: /* */ block comments where txt2bin reads them", "[goal]") {
                   "is not closed") == 0);
   // `#` is no GOAL comment.
   CHECK(error_of("num_ranks 2\n# hash\n" + body).find("x.goal:2:1: error: `#` is not GOAL") == 0);
+}
+
+TEST_CASE("GOAL: blanks where an item starts, as txt2bin reads them", "[goal]") {
+  // txt2bin takes blanks where an item starts only before the line's end (it drops the
+  // character after them): an indented item, a comment after `{ ` and an item after `*/ ` are
+  // refused, at the item; blank-only lines and blanks before the line's end are read.
+  auto file = [](const std::string& r0) {
+    return "num_ranks 2\n" + r0 + "rank 1 {\nl1: recv 8b from 0\n}\n";
+  };
+  CHECK(error_of(file("rank 0 {\n  l1: send 8b to 1\n}\n"))
+            .find("x.goal:3:3: error: blanks before `l1: send`") == 0);
+  CHECK(error_of(file("rank 0 {\n\tl1: send 8b to 1\n}\n")).find("x.goal:3:2: error: blanks") == 0);
+  CHECK(error_of(file("rank 0 { // r0\nl1: send 8b to 1\n}\n"))
+            .find("x.goal:2:10: error: blanks before `// r0`") == 0);
+  CHECK(error_of(file("rank 0 {\n/* c */ l1: send 8b to 1\n}\n"))
+            .find("x.goal:3:9: error: blanks before `l1: send`") == 0);
+  CHECK(error_of(file("rank 0 {\nl1: send 8b to 1\n  }\n")).find("x.goal:4:3: error: blanks") == 0);
+  CHECK(error_of(" " + file("rank 0 {\nl1: send 8b to 1\n}\n")).find("x.goal:1:2: error") == 0);
+  CHECK(error_of(file("rank 0 {\nl1: send 8b\rto 1\n}\n"))
+            .find("x.goal:3:12: error: a carriage return") == 0);
+  // What txt2bin accepts: blanks before the line's end (CR LF too), none before the comment.
+  ImportedSchedule s =
+      import_goal(file("rank 0 { \r\n  \n\t\nl1: send 8b to 1  \r\n} \n"), "x.goal");
+  CHECK(s.trace.transfers.size() == 1);
+  CHECK(import_goal(file("rank 0 {// r0\n/* c */l1: send 8b to 1\n}\n"), "x.goal")
+            .trace.transfers.size() == 1);
+}
+
+TEST_CASE("GOAL: messages quote input with control bytes escaped and cut", "[goal]") {
+  // A NUL after a peer rank (turn4-goal01): the message goes on past it, escaped.
+  std::string nul = "num_ranks 2\nrank 0 {\nl1: send 8b to 1";
+  nul += '\0';
+  nul += "\n}\nrank 1 {\nl1: recv 8b from 0\n}\n";
+  std::string e = error_of(nul);
+  CHECK(e.find("x.goal:3:16: error: peer rank `1\\x00` is not a non-negative integer") == 0);
+  CHECK(e.find('\0') == std::string::npos);
+  // A long token is cut to a readable length.
+  std::string big = "num_ranks 2\nrank 0 {\nl1: send 8b to " + std::string(5000, '7') + "x\n}\n";
+  e = error_of(big);
+  CHECK(e.find("x.goal:3:16: error: peer rank `7777") == 0);
+  CHECK(e.size() < 200);
+  CHECK(error_of("num_ranks 2\nrank 0 {\nl1: calc 1\nl1 requires l\x01\n}\n")
+            .find("label `l\\x01` is not defined") != std::string::npos);
 }
 
 TEST_CASE("GOAL: ops as txt2bin reads them", "[goal]") {

@@ -11,9 +11,42 @@
 namespace {
 
 bool have_mpi() {
-  if (!COLLV_MPI_BINARY.empty()) return true;
-  WARN("collv-mpi was not built (CMake found no MPI): the partitioned-verify tests are skipped");
-  return false;
+  if (COLLV_MPI_BINARY.empty()) {
+    WARN("collv-mpi was not built (CMake found no MPI): the partitioned-verify tests are skipped");
+    return false;
+  }
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("no mpirun on the PATH: the partitioned-verify tests are skipped");
+    return false;
+  }
+  return true;
+}
+
+// `mpirun APPS` from the source directory (APPS: `-np K collv-mpi ARGS`, or several such app
+// contexts joined by ':'), bounded by `timeout 60` (a hang exits 124); stdout and stderr together.
+struct Launch {
+  int rc = -1;
+  std::string out;
+};
+Launch mpirun(const std::string& apps) {
+  std::string f = collv::test::unique_temp("collv_part_launch");
+  std::string cmd = "cd '" + COLLV_SOURCE_DIR +
+                    "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "ASAN_OPTIONS=detect_leaks=0 timeout 60 mpirun --oversubscribe " +
+                    apps + " >'" + f + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  Launch l;
+  l.rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  l.out = collv::test::slurp(f);
+  std::error_code ec;
+  std::filesystem::remove(f, ec);
+  return l;
+}
+
+// `-np K [--wdir DIR] collv-mpi verify ARGS`: one app context of an mpirun command line.
+std::string app(int k, const std::string& args, const std::string& wdir = "") {
+  return "-np " + std::to_string(k) + (wdir.empty() ? "" : " --wdir '" + wdir + "'") + " " +
+         COLLV_MPI_BINARY + " verify " + args;
 }
 
 struct Outcome {
@@ -153,4 +186,119 @@ TEST_CASE("partitioned verify refuses what it does not follow", "[partitioned]")
   CHECK(collv::test::slurp(f).find("collv-mpi partitions `verify`") != std::string::npos);
   std::error_code ec;
   std::filesystem::remove(f, ec);
+}
+
+TEST_CASE("partitioned verify with more processes than nodes", "[partitioned]") {
+  if (!have_mpi()) return;
+  // ring:2 at K = 3 and 4: rank 0 (and others) hold no node, and node 0 is not rank 0's; the
+  // final-buffers check read node 0's output from rank 0, an empty buffer ("node 0 with []").
+  Outcome o = agree("allgather_ring -t ring:2 -d all --stream on", {3, 4});
+  CHECK(o.rc == 0);
+  CHECK(o.json.find("\"status\": \"fail\"") == std::string::npos);
+  // A mutant still fails at K > p, with the counterexamples of one process.
+  Outcome m =
+      agree("tests/mutants/final_allgather_ring_short.coll -t ring:3 -d all --stream on", {4});
+  CHECK(m.rc == 1);
+  CHECK(m.json.find("\"invariant\": \"final-buffers\"") != std::string::npos);
+}
+
+TEST_CASE("partitioned verify streams by itself under --stream auto", "[partitioned]") {
+  if (!have_mpi()) return;
+  // star:4's trace fits in a quarter of --max-memory: collv keeps it, collv-mpi streams (it
+  // stopped with "use --stream on"); the verdicts are one process's.
+  Outcome one = verify(0, "allreduce_star scan_hypercube --sizes 3..4 -d fingerprint");
+  Outcome two = verify(2, "allreduce_star scan_hypercube --sizes 3..4 -d fingerprint");
+  INFO(two.text);
+  CHECK(one.rc == 0);
+  CHECK(two.rc == 0);
+  CHECK(two.json.find("\"status\": \"pass\"") != std::string::npos);
+  CHECK(two.json.find("\"status\": \"error\"") == std::string::npos);
+  CHECK(two.text.find("passed, 0 failed") != std::string::npos);
+  // Where a streamed run does not apply, the refusal says why (the barrier replays the trace).
+  Outcome bar = verify(2, "models/mpich/barrier_dissemination.coll -t complete:4");
+  CHECK(bar.rc == 2);
+  CHECK(bar.json.find("partitioned verify follows streamed runs only, and the barrier") !=
+        std::string::npos);
+}
+
+TEST_CASE("partitioned processes given different arguments stop together", "[partitioned]") {
+  if (!have_mpi()) return;
+  // turn4-repro 4: rank 1 on star:6, rank 0 on star:5 (it was SIGSEGV in rank 1).
+  Launch l = mpirun(app(1, "allreduce_star -t star:5 -d fingerprint --stream on") + " : " +
+                    app(1, "allreduce_star -t star:6 -d fingerprint --stream on"));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("collv-mpi: error: rank 1 was started with other arguments than rank 0: its "
+                   "argument 4 is 'star:6' where rank 0's is 'star:5'") != std::string::npos);
+  // One more argument on rank 2 of 3.
+  l = mpirun(app(2, "allreduce_star -t star:4") + " : " + app(1, "allreduce_star -t star:4 -q"));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("rank 2 was started with other arguments than rank 0: it has 1 argument(s) "
+                   "more, from argument 5 ('-q')") != std::string::npos);
+  // A bad option on every process is the usage error of one.
+  l = mpirun(app(2, "allreduce_star -t star:4 --no-such-option"));
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("--no-such-option") != std::string::npos);
+}
+
+TEST_CASE("a partitioned process that fails at start-up stops the others", "[partitioned]") {
+  if (!have_mpi()) return;
+  // turn4-repro 3: a model file missing on rank 1's command line (the others waited for ever).
+  Launch l = mpirun(
+      app(1, "models/allreduce_star.coll -t star:5 -d fingerprint --stream on --timeout 5000") +
+      " : " + app(1, "/nonexistent/ar.coll -t star:5 -d fingerprint --stream on --timeout 5000"));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("its argument 2 is '/nonexistent/ar.coll'") != std::string::npos);
+  // The same command line, but the file is not there for one process (another working
+  // directory): it fails reading it, the others at the start of the run learn it, all end with
+  // its error. Rank 1 alone, then rank 0 alone.
+  const std::string args = "models/allreduce_star.coll -t star:4 -d fingerprint";
+  const std::string elsewhere = std::filesystem::temp_directory_path().string();
+  l = mpirun(app(1, args, COLLV_SOURCE_DIR) + " : " + app(1, args, elsewhere));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("collv-mpi: error: rank 1 of 2 stopped where the others did not: no model "
+                   "'models/allreduce_star.coll'") != std::string::npos);
+  l = mpirun(app(1, args, elsewhere) + " : " + app(2, args, COLLV_SOURCE_DIR));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("no model 'models/allreduce_star.coll'") != std::string::npos);
+  CHECK(l.out.find("runs:") == std::string::npos);  // no report: nothing ran
+}
+
+TEST_CASE("partitioned processes that find different runs stop together", "[partitioned]") {
+  if (!have_mpi()) return;
+  // A directory of models that differs between the processes' working directories: they would
+  // enter different runs (and wait in each other's exchanges), or one would leave while the
+  // others wait for it.
+  namespace fs = std::filesystem;
+  const fs::path a = collv::test::unique_temp("collv_part_dir_a");
+  const fs::path b = collv::test::unique_temp("collv_part_dir_b");
+  fs::create_directories(a / "m");
+  fs::create_directories(b / "m");
+  const fs::path models = fs::path(COLLV_SOURCE_DIR) / "models";
+  fs::copy_file(models / "allreduce_star.coll", a / "m" / "allreduce_star.coll");
+  fs::copy_file(models / "allreduce_star.coll", b / "m" / "allreduce_star.coll");
+  fs::copy_file(models / "allgather_star.coll", a / "m" / "allgather_star.coll");
+  const std::string args = "m -t star:3 -d fingerprint";
+  Launch l = mpirun(app(1, args, a.string()) + " : " + app(1, args, b.string()));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("is about to run allreduce_star (m/allreduce_star.coll) on star:3") !=
+        std::string::npos);
+  CHECK(l.out.find("where rank 0 runs allgather_star (m/allgather_star.coll) on star:3") !=
+        std::string::npos);
+  // b holds a model a lacks, after a's last: rank 0 finishes while rank 1 has a run left.
+  fs::copy_file(models / "allreduce_star.coll", b / "m" / "zz_allreduce_star.coll");
+  fs::remove(a / "m" / "allgather_star.coll");
+  l = mpirun(app(1, args, a.string()) + " : " + app(1, args, b.string()));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("rank 0 of 2 finished its command while rank 1 had runs left") !=
+        std::string::npos);
+  std::error_code ec;
+  fs::remove_all(a, ec);
+  fs::remove_all(b, ec);
 }

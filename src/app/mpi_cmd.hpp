@@ -24,8 +24,9 @@ struct MpiOptions {
   std::string algorithm = "auto";  // the library's own name or number; harness-ring
   std::pair<std::int64_t, std::int64_t> sizes{2, 4};   // processes
   std::pair<std::int64_t, std::int64_t> counts{1, 1};  // elements (per block)
-  std::string root = "0";                              // a rank, "last" (p-1) or "all"
-  std::string op = "commutative";                      // commutative | noncommutative
+  // A rank, "last" (p-1), "all", or "sample": the first, a middle (p/2) and the last rank.
+  std::string root = "sample";
+  std::string op = "commutative";  // commutative | noncommutative
   bool in_place = false;
   std::string inject = "none";  // harness-ring only: off-by-one | double-count | swap-operands
   std::string mpicc, mpirun;    // default: the library's Debian names
@@ -78,12 +79,23 @@ struct MpiCase {
   // The built-in MPI_SUM on uint64 values (harness OP b): no combination is visible; the result
   // is judged by value, digit r (5 bits) being (position + 1) times rank r's multiplicity.
   bool builtin = false;
+  // A real non-commutative operation (harness OP m): the product of 2x2 uint32 matrices, judged by
+  // value against the product in rank order.
+  bool matrix = false;
 };
 
+// How many times the harness runs the collective per count, each call with fresh tags.
+inline constexpr int kHarnessCalls = 2;
+
 // Judges the files rank0.jsonl .. rank<p-1>.jsonl the harness wrote into dir (format in
-// mpi/harness.c). Returns the checks nodup, operands, order, postcondition and runtime. Throws
-// UsageError for a file collv cannot read or that is not the harness's format.
+// mpi/harness.c). Returns the checks runtime, nodup, operands, order, postcondition, sendbuf and
+// unmatched. Throws UsageError naming the file and line for a line that is not the harness's
+// format, LimitError for a file larger than collv reads.
 std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir);
+// The same over the files' texts (nullopt: the rank wrote no file); dir names them in messages.
+std::vector<CheckResult> judge_mpi_text(const MpiCase& c,
+                                        const std::vector<std::optional<std::string>>& texts,
+                                        const std::string& dir);
 
 // The combinations of one run, per rank: (position, left ranks, right ranks) in the order the
 // rank made them.

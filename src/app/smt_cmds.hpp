@@ -42,8 +42,10 @@ struct ProveCommandOptions {
   std::string models_dir;       // for `kind model` ("" = default_models_dir())
   unsigned timeout_ms = 60000;  // per query
   std::uint64_t max_terms = 20'000'000;
-  std::string emit_dir;  // --emit-smt2: write every query as a .smt2 certificate
-  bool quiet = false;    // only the summary line
+  std::string emit_dir;       // --emit-smt2: write every query as a .smt2 certificate
+  bool quiet = false;         // only the summary line
+  bool every_p = false;       // --every-p: paths are MODEL.coll and/or a `kind every-p` proof
+  std::string every_p_model;  // --model: apply the proof to this model file instead
 };
 int run_prove_command(const ProveCommandOptions& o, std::ostream& out, std::ostream& err);
 

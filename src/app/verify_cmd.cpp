@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/every_p_cmd.hpp"
 #include "exec/executor.hpp"
 #include "import/import.hpp"
 #include "render/render.hpp"
@@ -122,6 +123,11 @@ void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
     if (engine == "smt") {
       *it = std::move(s);
       it->decided_by = "smt";
+    } else if (s.verdict == Verdict::Unknown && it->verdict == Verdict::Fail) {
+      // The executor's counterexample stands: a violation found is not undone by a proof that
+      // did not finish (e.g. no derivation for data the schedule never had).
+      it->note += (it->note.empty() ? "smt: " : "; smt: ") + s.note;
+      it->decided_by = "exec (smt inconclusive)";
     } else if (s.verdict == Verdict::Unknown) {
       it->verdict = Verdict::Unknown;
       it->note = "smt: " + s.note;
@@ -365,6 +371,20 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
+  // The proof for every p, where the model has one (informational: the exit code is the runs').
+  if (o.every_p) {
+    std::map<std::string, std::string> done_files;
+    for (auto& G : rep.groups) {
+      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
+      auto f = done_files.find(G.file);
+      if (f == done_files.end())
+        f = done_files
+                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
+                                                                             : o.models_dir))
+                .first;
+      G.every_p = f->second;
+    }
+  }
   set_exit_code(rep);
   return rep;
 }
@@ -684,6 +704,9 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
       if (o.strict) impose_strict(t);
       run.checks = check_imported(judged, CheckOptions{});
       if (o.engine != "exec") {  // the file's own terms (smt_verify_engine: no model to re-run)
+        // The same reading of the file: what it leaves open (t.file_expected, its required
+        // output, was set by the reader).
+        t.file_not_checked = not_checked_by_format(judged);
         RunOptions ro;
         ro.domain = t.domain->kind();
         try {
@@ -707,6 +730,20 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
+  // The proof for every p, where the model has one (informational: the exit code is the runs').
+  if (o.every_p) {
+    std::map<std::string, std::string> done_files;
+    for (auto& G : rep.groups) {
+      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
+      auto f = done_files.find(G.file);
+      if (f == done_files.end())
+        f = done_files
+                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
+                                                                             : o.models_dir))
+                .first;
+      G.every_p = f->second;
+    }
+  }
   set_exit_code(rep);
   return rep;
 }
@@ -737,7 +774,9 @@ int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostr
       std::string dis;
       for (const auto& c : r.checks) {
         if (c.decided_by.empty()) continue;
-        by[c.decided_by] += (by[c.decided_by].empty() ? "" : ",") + c.name;
+        // A check left open was decided by neither engine.
+        std::string who = c.verdict == Verdict::NotChecked ? "not checked" : c.decided_by;
+        by[who] += (by[who].empty() ? "" : ",") + c.name;
         if (c.engines_disagree) dis += (dis.empty() ? "" : ",") + c.name;
       }
       std::string line;

@@ -45,6 +45,7 @@ struct VerifyOptions {
   // --strict: the collective's own rules whatever a file or model declares (MPI's positional
   // layout; operands in rank order, as for a non-commutative operator).
   bool strict = false;
+  bool every_p = false;  // --every-p: also run the model's proof in proofs/every-p, if any
   // collv-mpi with more than one process: every run partitioned over them (verify/partition.hpp,
   // docs/partitioned.md). Every process calls verify() with the same options; rank 0 reports.
   Partition* partition = nullptr;

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <span>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -35,6 +36,14 @@ const char* verdict_name(Verdict v) {
 }
 
 namespace {
+
+// `v = {a, b}` for a counterexample's nodes or transfers, written item by item: GCC 12 warned
+// (-Wnonnull, from its own header) about the memmove of vector's initializer-list assignment.
+template <class T>
+void set_list(std::vector<T>& v, std::initializer_list<std::type_identity_t<T>> xs) {
+  v.clear();
+  for (T x : xs) v.push_back(x);
+}
 
 CheckResult make(const char* name) {
   CheckResult r;
@@ -106,6 +115,12 @@ std::vector<std::optional<Buffer>> expected_outputs(const Trace& t) {
 }
 
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi) {
+  if (t.file_expected) {  // a schedule file's own definition (its runtime's layout)
+    std::vector<std::optional<Buffer>> out(hi - lo);
+    for (NodeId v = lo; v < hi && v < t.file_expected->size(); ++v)
+      out[v - lo] = (*t.file_expected)[v];
+    return out;
+  }
   Domain& d = *t.domain;
   auto p = static_cast<std::uint32_t>(t.topology.num_processors());
   std::uint32_t e = d.elems();
@@ -275,7 +290,7 @@ void single_port_step(const Trace& t, const CheckOptions& o, CheckResult& r, std
     for (auto& [v, xs] : *side) {
       Counterexample c;
       c.step = s;
-      c.nodes = {v};
+      set_list(c.nodes, {v});
       c.transfers = xs;
       std::string list;
       for (auto i : xs) list += (list.empty() ? "" : "; ") + xfer_text(t, t.transfers[i]);
@@ -404,8 +419,8 @@ void link_checks(const Trace& t, const CheckOptions& o, const StepIndex& steps, 
       if (route && self) {  // no link joins a node to itself (every reader refuses it too)
         Counterexample c;
         c.step = x.step;
-        c.nodes = {x.src};
-        c.transfers = {i};
+        set_list(c.nodes, {x.src});
+        set_list(c.transfers, {i});
         c.message = fmt::format("step {}: {} sends to itself", x.step, t.topology.label(x.src));
         add_violation(*route, o, std::move(c));
       }
@@ -421,8 +436,8 @@ void link_checks(const Trace& t, const CheckOptions& o, const StepIndex& steps, 
           if (t.topology.adjacent(path[h], path[h + 1])) continue;
           Counterexample c;
           c.step = x.step;
-          c.nodes = {x.src, x.dst};
-          c.transfers = {i};
+          set_list(c.nodes, {x.src, x.dst});
+          set_list(c.transfers, {i});
           c.message = fmt::format("step {}: {} -> {} crosses {} -> {}, which is not a link of {}",
                                   x.step, t.topology.label(x.src), t.topology.label(x.dst),
                                   t.topology.label(path[h]), t.topology.label(path[h + 1]),
@@ -666,11 +681,11 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   const Domain& d = *t.domain;
   const bool sorted = d.kind() == DomainKind::Exact;  // exact terms come sorted; ordered do not
   // (1) No item anywhere may hold a contribution twice: a combine added overlapping operands.
-  // Items are interned, so each distinct item is examined once (0 unknown, 1 clean, 2 twice).
-  std::vector<std::uint8_t> seen(d.num_items(), 0);
+  // The domain knows which items do (Domain::counts_twice); only those are listed, for the term.
   std::vector<std::uint32_t> scratch;
+  auto clean_item = [&](Item it) { return !d.counts_twice(it); };
   auto dup_term = [&](Item it) -> std::optional<std::uint32_t> {
-    if (it < seen.size() && seen[it] == 1) return std::nullopt;
+    if (clean_item(it)) return std::nullopt;
     auto view = d.terms_view(it);
     std::optional<std::uint32_t> dup;
     if (sorted) {
@@ -682,7 +697,6 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       for (std::size_t k = 1; k < scratch.size() && !dup; ++k)
         if (scratch[k] == scratch[k - 1]) dup = scratch[k];
     }
-    if (it < seen.size()) seen[it] = dup ? 2 : 1;
     return dup;
   };
   for (std::uint32_t s = 1; s <= t.steps; ++s) {
@@ -693,8 +707,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         if (auto c = dup_term(it)) {
           Counterexample ce;
           ce.step = s;
-          ce.nodes = {x.src, x.dst};
-          ce.transfers = {i};
+          set_list(ce.nodes, {x.src, x.dst});
+          set_list(ce.transfers, {i});
           ce.buffers.push_back({x.src, "sent", d.describe(it)});
           ce.message = fmt::format(
               "step {}: {} -> {} carries {}, which counts a contribution twice "
@@ -709,7 +723,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     for (Item it : t.final_output[v]) {
       if (dup_term(it)) {
         Counterexample ce;
-        ce.nodes = {v};
+        set_list(ce.nodes, {v});
         ce.buffers.push_back({v, "output", buffer_to_string(t, t.final_output[v])});
         ce.message = fmt::format("node {} ends with {}, which counts a contribution twice",
                                  t.topology.label(v), d.describe(it));
@@ -718,6 +732,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       }
     }
   }
+  const std::uint64_t item_slots = item_table_slots(t);
   // (2) No node receives data it already holds: its input, or what it received in earlier steps.
   // Node by node (nodes are independent): one bit per contribution for the node at hand, so the
   // check holds p·elems bits per thread, not per node (p^2 bits were 16 GB at star:9).
@@ -748,7 +763,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     if (x.payload_len != 1 || (g + 1 < end && t.transfers[received[g + 1]].step == x.step))
       return kNoItem;
     const Item it = t.payload[x.payload_begin];
-    return it < seen.size() && seen[it] == 1 ? it : kNoItem;
+    return clean_item(it) ? it : kNoItem;
   };
   // When v came to hold contribution c before step s (0: its input), for a counterexample only.
   auto since = [&](NodeId v, std::uint32_t c, std::uint32_t s) -> std::string {
@@ -782,6 +797,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     // combines' operands read from the domain's table (Domain::operand_table), no call a visit.
     std::vector<std::uint32_t> mark;
     std::uint32_t stamp = 0;
+    // Items past the table (item_table_slots) are not stamped; their nodes go the other ways.
+    const std::size_t marks = item_slots;
     std::vector<Item> stack;
     const auto made_of = d.operand_table();
     auto history_clean = [&](NodeId v) {
@@ -792,8 +809,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         if (out != 0) return false;  // two output items: their terms may overlap each other
         out = it;
       }
-      if (out == 0 || out >= seen.size() || seen[out] != 1) return false;
-      if (mark.size() != d.num_items()) mark.assign(d.num_items(), 0);
+      if (out == 0 || !clean_item(out)) return false;
+      if (mark.size() != marks) mark.assign(marks, 0);
       if (++stamp >= UINT32_MAX / 2) {  // about to wrap: clear the stamps once
         std::fill(mark.begin(), mark.end(), 0);
         stamp = 1;
@@ -859,10 +876,10 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       for (std::uint32_t g = first[v]; g < first[v + 1]; ++g) {
         const Transfer& x = t.transfers[received[g]];
         for (std::uint32_t k = 0; k < x.payload_len; ++k)
-          visits += d.terms_view(t.payload[x.payload_begin + k]).size();
+          visits += d.weight(t.payload[x.payload_begin + k]);
       }
     const std::uint64_t limit = memory_limit(), in_use = resident_bytes();
-    HeldSets sets(d.num_items(),
+    HeldSets sets(item_slots,
                   std::min(o.nodup_shared_bytes, limit > in_use ? (limit - in_use) / 2 : 0),
                   visits / 4);
     std::vector<std::uint32_t> in;
@@ -1011,8 +1028,8 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
     const Transfer& x = t.transfers[i];
     Counterexample ce;
     ce.step = h.step;
-    ce.nodes = {x.dst, x.src};
-    ce.transfers = {i};
+    set_list(ce.nodes, {x.dst, x.src});
+    set_list(ce.transfers, {i});
     ce.buffers.push_back({x.dst, "received", d.describe(h.item)});
     std::string term = d.elems() == 1
                            ? fmt::format("x{}", h.term)
@@ -1091,7 +1108,7 @@ CheckResult check_barrier(const Trace& t, const CheckOptions& o) {
       if (!(know[v * words + u / 64] >> (u % 64) & 1)) missing.push_back(static_cast<NodeId>(u));
     if (missing.empty()) continue;
     Counterexample c;
-    c.nodes = {static_cast<NodeId>(v)};
+    set_list(c.nodes, {static_cast<NodeId>(v)});
     std::string list;
     for (std::size_t k = 0; k < missing.size() && k < 8; ++k)
       list += (k ? ", " : "") + t.topology.label(missing[k]);
@@ -1144,7 +1161,7 @@ static CheckResult check_outputs(const Trace& t, const CheckOptions& o) {
                       term_multisets(d, got, free_order) == term_multisets(d, *want_v, free_order);
     all_order_only = all_order_only && order_only;
     Counterexample c;
-    c.nodes = {v};
+    set_list(c.nodes, {v});
     c.buffers.push_back({v, "output", buffer_to_string(t, got)});
     c.buffers.push_back({v, "expected", buffer_to_string(t, *want_v)});
     // In MPI's layout, name the first position that differs when every item is there.
@@ -1192,15 +1209,16 @@ CheckResult check_final_buffers(const Trace& t, const CheckOptions& o) {
   auto ref = key(first);
   bool all_order_only = true;
   const Domain& d = *t.domain;
-  auto ref_terms = d.inspectable() ? term_multisets(d, first, free_order)
-                                   : std::vector<std::vector<std::uint32_t>>{};
+  std::optional<std::vector<std::vector<std::uint32_t>>> ref_terms;  // listed at a difference
   for (NodeId v = std::max<NodeId>(lo, 1); v < lo + t.final_output.size(); ++v) {
     const Buffer& out = t.final_output[v - lo];
     if (key(out) == ref) continue;
+    if (!ref_terms && d.kind() == DomainKind::Ordered)
+      ref_terms = term_multisets(d, first, free_order);
     all_order_only = all_order_only && d.kind() == DomainKind::Ordered &&
-                     term_multisets(d, out, free_order) == ref_terms;
+                     term_multisets(d, out, free_order) == *ref_terms;
     Counterexample c;
-    c.nodes = {0, v};
+    set_list(c.nodes, {0, v});
     c.buffers.push_back({0, "output", buffer_to_string(t, first)});
     c.buffers.push_back({v, "output", buffer_to_string(t, out)});
     c.message =
@@ -1299,8 +1317,8 @@ void check_words(const Trace& t, const CheckOptions& o, CheckResult& r) {
     if (claim.empty()) continue;
     Counterexample c;
     c.step = x.step;
-    c.nodes = {x.src, x.dst};
-    c.transfers = {i};
+    set_list(c.nodes, {x.src, x.dst});
+    set_list(c.transfers, {i});
     c.buffers.push_back({x.src, "sent", payload_to_string(t, x)});
     c.message = fmt::format("step {}: transfer #{} ({} -> {}) carries {} word(s) {}, but {}",
                             x.step, i, t.topology.label(x.src), t.topology.label(x.dst),

@@ -124,7 +124,8 @@ CheckResult check_runtime(const Trace& t, const CheckOptions& o);
 // The output the collective's definition asks of each processor, built with the trace's domain
 // (so Item ids compare directly). Entries for processors with no requirement are nullopt (e.g.
 // non-roots of a reduce), in MPI's layout: block j of an allgather or gather is rank j's input,
-// item i of node j's all-to-all output is x[i][j].
+// item i of node j's all-to-all output is x[i][j]. A schedule file's trace that defines its own
+// output (Trace::file_expected: its runtime's layout) gets that instead; both engines judge by it.
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t);
 // The same for nodes lo .. hi-1 only (entry v - lo for node v): a slice of a partitioned run.
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi);

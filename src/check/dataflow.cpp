@@ -55,10 +55,10 @@ class Analyzer {
       pos_.assign(universe, 0);
       pos_stamp_.assign(universe, 0);
     }
-    // Items of an exact or ordered domain are dense ids: a node's held and derived items are
-    // stamped in one slot per item (8 bytes an item, a seventh of what the domain keeps for
-    // it), not hashed; an item past the table (none in a run's trace) goes to the hash table.
-    dense_.assign(d_.num_items(), Dense{});
+    // Items of an exact or ordered domain are small ids: a node's held and derived items are
+    // stamped in one slot per id (8 bytes), not hashed, up to a few slots per item occurrence
+    // (item_table_slots); an item past the table goes to the hash table.
+    dense_.assign(item_table_slots(t_), Dense{});
     ops_ = d_.operand_table();
   }
 
@@ -299,7 +299,7 @@ class Analyzer {
       return r;
     }
     parts_.clear();
-    if (d_.kind() == DomainKind::Exact && made_of_held(it)) {
+    if (made_of_held(it)) {
       if (out) {
         out->parts.clear();
         for (auto i : parts_) out->parts.push_back(held_[i].ref);
@@ -321,8 +321,10 @@ class Analyzer {
 
   // The fast way, for items a run made: follow how the domain combined the item (operands())
   // down to items the node holds. Sound because an item that counts no contribution twice is the
-  // disjoint union of the leaves it was combined from; incomplete (the node may have combined it
-  // another way, and schedule files carry no combines), so the search below stays the judge.
+  // disjoint union of the leaves it was combined from (ordered: the walk meets the parts left to
+  // right, so the item is their concatenation, each held occurrence used once); incomplete (the
+  // node may have combined it another way, and schedule files carry no combines), so the search
+  // below stays the judge.
   bool made_of_held(Item target) {
     if (!dup_free(target)) return false;
     stack_.assign(1, target);
@@ -357,16 +359,7 @@ class Analyzer {
     parts_.clear();
     return false;
   }
-  bool dup_free(Item it) {
-    if (it >= dup_free_.size()) dup_free_.resize(d_.num_items(), 0);
-    if (it >= dup_free_.size()) return false;
-    if (dup_free_[it] == 0) {
-      const auto ts = d_.terms_view(it);
-      bool ok = std::adjacent_find(ts.begin(), ts.end()) == ts.end();  // exact terms are sorted
-      dup_free_[it] = ok ? 1 : 2;
-    }
-    return dup_free_[it] == 1;
-  }
+  bool dup_free(Item it) const { return !d_.counts_twice(it); }
   static constexpr std::size_t kMaxDagVisits = 4096;
 
   bool spend() {
@@ -793,7 +786,6 @@ class Analyzer {
   std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
   std::vector<Item> stack_, expanded_;
   std::size_t occupied_ = 0;            // slots of this node's generation: held and derived items
-  std::vector<std::uint8_t> dup_free_;  // per item: 0 not looked at, 1 no repeated term, 2 repeats
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;

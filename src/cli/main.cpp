@@ -14,6 +14,7 @@
 #include "util/deadline.hpp"
 #include "util/exit_codes.hpp"
 #include "util/memory.hpp"
+#include "util/read_file.hpp"
 #include "verify/partition.hpp"
 #ifdef COLLV_MPI
 #include "cli/partition_mpi.hpp"
@@ -26,6 +27,16 @@ std::uint64_t mib(std::uint64_t m) {
   if (m == 0 || m > (std::uint64_t{1} << 40))
     throw collv::UsageError("--max-memory must be 1 .. 2^40 MiB");
   return m << 20;
+}
+
+// The error the command stopped with ("" if none): collv-mpi's processes compare it as they leave
+// (MpiSession::finish), so that one that failed alone does not leave the others waiting.
+std::string last_error;
+
+int error_exit(int code, const char* prefix, const std::string& what) {
+  std::cerr << prefix << what << "\n";
+  last_error = what;
+  return code;
 }
 
 // collv, or collv-mpi with `part` its processes (docs/partitioned.md).
@@ -201,6 +212,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_flag("--strict", ver_opts.strict,
                 "judge by the collective's own rules whatever the file or model declares: MPI's "
                 "positional layout, operands in rank order (a non-commutative operator)");
+  ver->add_flag("--every-p", ver_opts.every_p,
+                "also run the model's proof for every p in proofs/every-p (collv prove --every-p), "
+                "if it has one, and report it under the model");
   ver->add_flag("--runs", ver_opts.runs_table,
                 "one line per run and every failing run in full, instead of one line per model "
                 "and family");
@@ -232,8 +246,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   ver->add_option("--stream", ver_stream,
                   "auto (default): a run whose trace would take over a quarter of --max-memory is "
                   "judged as it runs, keeping no trace (single-port, neighbour transfers; nodup "
-                  "and dataflow are then not checked) | on: every run streamed | off: every trace "
-                  "kept")
+                  "and dataflow are then not checked; collv-mpi on 2 or more processes streams "
+                  "every run that can be) | on: every run streamed | off: every trace kept")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   std::string ver_msccl_rt = "msccl-executor-nccl";
   ver->add_option("--msccl-runtime", ver_msccl_rt,
@@ -309,6 +323,11 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "size cap per query, checked before it is built");
   prv->add_option("--models", prv_opts.models_dir, "models directory for proofs about models");
   prv->add_flag("--quiet", prv_opts.quiet, "print only the summary line");
+  prv->add_flag("--every-p", prv_opts.every_p,
+                "prove MODEL.coll for every p and count from its program, with a `kind every-p` "
+                "proof file's loop invariants (docs/smt.md, 'Every p from the model')");
+  prv->add_option("--model", prv_opts.every_p_model,
+                  "with --every-p: apply the proof file to this model file instead of its own");
   prv->footer(
       "Exit codes: 0 every obligation has its expected answer, 1 one was contradicted, 2 bad "
       "input, 3 inconclusive.\n"
@@ -318,6 +337,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       "  kind induction\n  model allreduce_star\n  expect proved\n"
       "Example:\n  collv prove proofs/ --emit-smt2 certs/\n"
       "  collv prove proofs/mutants/   # broken variants of allreduce_star, each disproved\n"
+      "  collv prove --every-p proofs/every-p/allgather_ring.proof --emit-smt2 certs/\n"
       "  bash scripts/recheck-certificates.sh certs/   # z3 alone re-checks every certificate");
 
   SynthCommandOptions syn_opts;
@@ -406,7 +426,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       ->check(CLI::IsMember({"openmpi", "mpich"}));
   mpi->add_option("--collective", mpi_opts.collective,
                   "allreduce reduce bcast allgather gather scatter alltoall reduce_scatter "
-                  "reduce_scatter_block scan exscan");
+                  "reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv "
+                  "barrier");
   mpi->add_option("--conformance", mpi_opts.conformance,
                   "model files or directories: run every model whose `library` line names an "
                   "Open MPI or MPICH selector as that algorithm, with conformance to it");
@@ -416,11 +437,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--sizes", mpi_sizes, "P or A..B: process counts (default 2..4, at most 64)");
   mpi->add_option("-c,--count", mpi_counts, "N or A..B: elements (per block; default 1)");
   mpi->add_option("--root", mpi_opts.root,
-                  "root of a rooted collective: a rank, last (p-1) or all (0)");
+                  "root of a rooted collective: a rank, last (p-1), all, or sample (default: 0, "
+                  "p/2 and p-1)");
   mpi->add_option("--op", mpi_opts.op,
                   "commutative (default) | noncommutative user operation | builtin (MPI_SUM, final "
-                  "values only)")
-      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin"}));
+                  "values only) | matrix (a 2x2 matrix product, final values only)")
+      ->check(CLI::IsMember({"commutative", "noncommutative", "builtin", "matrix"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
@@ -449,9 +471,12 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->footer(
       "Checks (docs/mpi.md): nodup, operands (same position, never unwritten data), order\n"
       "(non-commutative: left operand ranks i..j, right j+1..k), postcondition (MPI layout: no\n"
-      "missing or extra contribution), runtime (every rank finished, no library error).\n"
-      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, or nothing\n"
-      "run, 3 a launch timed out.\n"
+      "missing or extra contribution, each result of its own call), runtime (every rank\n"
+      "finished, no library error), sendbuf (the send buffer unchanged), unmatched (no message\n"
+      "sent and never received).\n"
+      "Exit codes: 0 every check holds, 1 a violation, 2 bad usage, no MPI installed, the\n"
+      "launcher failed or the harness's output unreadable, 3 a launch timed out or the named\n"
+      "algorithm never ran (the library fell back, or count 0 only).\n"
       "Examples:\n  collv mpi --impl openmpi --collective allreduce --algorithm ring --sizes 2..12 "
       "--count 0..25\n"
       "  collv mpi --impl mpich --collective reduce --algorithm binomial --root all --op "
@@ -503,6 +528,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
       // With --algebra auto, smt_verify_engine asks the question of the run's domain: integer
       // sums for the exact domain, the model's operator for the ordered one (with operand order
       // compared for a commutative operator), so the two engines judge the same property.
+      // A directory that cannot be made is bad usage before any run (not an error per run).
+      if (!ver_smt.emit_dir.empty() && ver_opts.engine != "exec")
+        make_dir_checked(ver_smt.emit_dir, "--emit-smt2");
       ExtraEngine smt = [&](const Model& m, const Topology& t, const RunOptions& ro,
                             const Trace& tr) { return smt_verify_engine(m, t, ro, tr, ver_smt); };
       return run_verify_command(ver_opts, smt, std::cout, std::cerr);
@@ -543,27 +571,24 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
         };
       return run_run_command(run_opts, std::cout, std::cerr);
     }
+  } catch (const PartitionLeft& e) {  // collv-mpi: another process left (partition.hpp)
+    std::cerr << "collv-mpi: error: " << e.what() << "\n";
+    return e.code();
   } catch (const ModelError& e) {
-    std::cerr << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "", e.what());
   } catch (const SpecError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const LimitError& e) {  // a resource limit (memory, size, time): exit_codes.hpp
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitInconclusive;
+    return error_exit(kExitInconclusive, "collv: error: ", e.what());
   } catch (const UsageError& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   } catch (const InternalError& e) {
-    std::cerr << "collv: " << e.what() << " (please report this bug)\n";
-    return kExitInternal;
+    return error_exit(kExitInternal,
+                      "collv: ", std::string(e.what()) + " (please report this bug)");
   } catch (const std::bad_alloc&) {
-    std::cerr << "collv: error: out of memory\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", "out of memory");
   } catch (const std::exception& e) {
-    std::cerr << "collv: error: " << e.what() << "\n";
-    return kExitUsage;
+    return error_exit(kExitUsage, "collv: error: ", e.what());
   }
   return kExitUsage;
 }
@@ -573,7 +598,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
 int main(int argc, char** argv) {
 #ifdef COLLV_MPI
   collv::MpiSession mpi(&argc, &argv);
-  return mpi.finish(collv_main(argc, argv, &mpi.partition()));
+  if (int rc = mpi.agree_arguments(argc, argv); rc != 0) return mpi.finish(rc, "");
+  int code = collv_main(argc, argv, &mpi.partition());
+  return mpi.finish(code, last_error);
 #else
   return collv_main(argc, argv, nullptr);
 #endif

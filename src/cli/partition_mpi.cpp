@@ -7,9 +7,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,13 +23,22 @@ namespace collv {
 
 namespace {
 
-int to_int(std::size_t n) {
-  if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw LimitError(fmt::format(
-        "a partitioned run would exchange {} bytes with one process in one round; MPI counts "
-        "take at most 2^31-1 (use more processes)",
-        n));
-  return static_cast<int>(n);
+constexpr std::uint64_t kMaxCount = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+
+// Waits for a nonblocking operation without spinning: MPI's blocking calls poll (Open MPI's and
+// MPICH's defaults busy-wait), so a process that waits for a slower peer would burn a core the
+// peer needs on a shared machine. A few tests at once, then sleeps growing from 20 us to 200 us
+// between tests (each test drives MPI's progress): a round waits at most that much longer.
+void wait_idle(MPI_Request& req) {
+  int done = 0;
+  for (int i = 0; i < 64 && !done; ++i) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  long ns = 20'000;
+  while (!done) {
+    timespec ts{0, ns};
+    nanosleep(&ts, nullptr);
+    ns = std::min(ns * 2, 200'000L);
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  }
 }
 
 class MpiPartition : public Partition {
@@ -37,66 +50,105 @@ class MpiPartition : public Partition {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Received alltoall(std::vector<std::string>& out) override {
-    COLLV_ASSERT(out.size() == static_cast<std::size_t>(size_));
-    std::vector<int> scount(size_), rcount(size_), sdispl(size_), rdispl(size_);
-    std::size_t total = 0;
+  Received alltoall(std::string& send, const std::vector<std::size_t>& counts) override {
+    COLLV_ASSERT(counts.size() == static_cast<std::size_t>(size_));
+    std::vector<std::uint64_t> scount(size_), rcount(size_);
+    std::uint64_t total = 0;
     for (int r = 0; r < size_; ++r) {
-      scount[r] = to_int(out[r].size());
-      sdispl[r] = to_int(total);
-      total += out[r].size();
-      if (r != rank_) bytes_sent += out[r].size();
+      scount[r] = counts[r];
+      total += counts[r];
+      if (r != rank_) bytes_sent += counts[r];
     }
-    // One copy of the round's messages at a time: each part is freed once it is in `send`, and
-    // `send` once MPI has sent it; what arrives stays in one buffer (no copy per process).
-    std::string send;
-    send.reserve(total);
-    for (auto& s : out) {
-      send += s;
-      std::string().swap(s);
-    }
-    MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    COLLV_ASSERT(total == send.size());
+    MPI_Request req;
+    MPI_Ialltoall(scount.data(), 1, MPI_UINT64_T, rcount.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD,
+                  &req);
+    wait_idle(req);
+    std::uint64_t rtotal = 0;
+    for (int r = 0; r < size_; ++r) rtotal += rcount[r];
+    // MPI counts and displacements are ints: every process learns whether one of them would
+    // overflow, so they refuse the round together (none is left waiting in the exchange).
+    std::vector<std::uint64_t> most{std::max(total, rtotal)};
+    allreduce(most, true);
+    if (most[0] > kMaxCount)
+      throw LimitError(fmt::format(
+          "a partitioned run would exchange {} bytes with one process in one round; MPI counts "
+          "take at most 2^31-1 (use more processes)",
+          most[0]));
+    std::vector<int> sc(size_), rc(size_), sd(size_), rd(size_);
     Received in;
     in.at.assign(size_ + 1, 0);
-    std::size_t rtotal = 0;
+    std::uint64_t s_at = 0, r_at = 0;
     for (int r = 0; r < size_; ++r) {
-      rdispl[r] = to_int(rtotal);
-      in.at[r] = rtotal;
-      rtotal += static_cast<std::size_t>(rcount[r]);
+      sc[r] = static_cast<int>(scount[r]);
+      rc[r] = static_cast<int>(rcount[r]);
+      sd[r] = static_cast<int>(s_at);
+      rd[r] = static_cast<int>(r_at);
+      in.at[r] = r_at;
+      s_at += scount[r];
+      r_at += rcount[r];
     }
-    in.at[size_] = rtotal;
-    in.data.assign(rtotal, '\0');
-    MPI_Alltoallv(send.data(), scount.data(), sdispl.data(), MPI_BYTE, in.data.data(),
-                  rcount.data(), rdispl.data(), MPI_BYTE, MPI_COMM_WORLD);
+    in.at[size_] = r_at;
+    // One copy of the round's messages at a time: what arrives stays in one buffer (no copy per
+    // process), the one given back after the last round when it is large enough (its pages are
+    // mapped already: a fresh buffer each round cost a page fault per 4 KiB).
+    if (spare_.capacity() >= r_at) in.data.swap(spare_);
+    in.data.assign(r_at, '\0');
+    MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data.data(), rc.data(),
+                   rd.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
+    wait_idle(req);
+    send.clear();
     ++rounds;
     return in;
   }
 
   std::vector<std::string> allgather(const std::string& mine) override {
-    int n = to_int(mine.size());
-    std::vector<int> counts(size_), displ(size_);
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    std::size_t total = 0;
+    std::uint64_t n = mine.size();
+    std::vector<std::uint64_t> counts(size_);
+    MPI_Request req;
+    MPI_Iallgather(&n, 1, MPI_UINT64_T, counts.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
+    wait_idle(req);
+    std::uint64_t total = 0;
+    for (auto c : counts) total += c;
+    // Every process sees every count: they refuse together.
+    if (total > kMaxCount)
+      throw LimitError(fmt::format(
+          "a partitioned run would gather {} bytes in one exchange; MPI counts take at most "
+          "2^31-1",
+          total));
+    std::vector<int> c(size_), displ(size_);
+    std::uint64_t at = 0;
     for (int r = 0; r < size_; ++r) {
-      displ[r] = to_int(total);
-      total += static_cast<std::size_t>(counts[r]);
+      c[r] = static_cast<int>(counts[r]);
+      displ[r] = static_cast<int>(at);
+      at += counts[r];
     }
     std::string all(total, '\0');
-    MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displ.data(), MPI_BYTE,
-                   MPI_COMM_WORLD);
+    MPI_Iallgatherv(mine.data(), c[rank_], MPI_BYTE, all.data(), c.data(), displ.data(), MPI_BYTE,
+                    MPI_COMM_WORLD, &req);
+    wait_idle(req);
     std::vector<std::string> out(size_);
-    for (int r = 0; r < size_; ++r) out[r] = all.substr(displ[r], counts[r]);
+    for (int r = 0; r < size_; ++r) out[r] = all.substr(displ[r], c[r]);
     return out;
+  }
+
+  void give_back(std::string&& data) override {
+    if (data.capacity() > spare_.capacity()) spare_ = std::move(data);
   }
 
   void allreduce(std::vector<std::uint64_t>& v, bool max) override {
     if (v.empty()) return;
-    MPI_Allreduce(MPI_IN_PLACE, v.data(), to_int(v.size()), MPI_UINT64_T, max ? MPI_MAX : MPI_SUM,
-                  MPI_COMM_WORLD);
+    if (v.size() > kMaxCount)
+      throw InternalError("internal error: an allreduce of more than 2^31-1 numbers");
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T,
+                   max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &req);
+    wait_idle(req);
   }
 
  private:
   int rank_ = 0, size_ = 1;
+  std::string spare_;  // a receive buffer given back (give_back), for the next round
 };
 
 }  // namespace
@@ -128,15 +180,39 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
-int MpiSession::finish(int code) {
+int MpiSession::agree_arguments(int argc, char** argv) {
+  if (part_->size() < 2) return 0;
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  auto e = partition_agree_arguments(*part_, args);
+  if (!e) return 0;
+  if (part_->rank() == 0) std::fprintf(stderr, "collv-mpi: error: %s\n", e->c_str());
+  return 2;
+}
+
+int MpiSession::finish(int code, const std::string& error) {
+  if (part_->size() > 1 && !part_->settled) {
+    RankStatus mine;
+    mine.state = error.empty() ? RankStatus::State::Done : RankStatus::State::Failed;
+    mine.code = code;
+    mine.error = error;
+    if (auto d = partition_leave(*part_, mine)) {
+      // Rank 0 printed its own error already when it is the one that failed.
+      if (part_->rank() == 0 && mine.state != RankStatus::State::Failed)
+        std::fprintf(stderr, "collv-mpi: error: %s\n", d->message.c_str());
+      if (mine.state != RankStatus::State::Failed) code = d->code;
+    }
+  }
   if (const char* s = std::getenv("COLLV_PARTITION_STATS"); s && std::string(s) == "1") {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::string line = fmt::format(
-        "collv-mpi: rank {} of {}: peak memory {} MiB, {} bytes sent to other ranks in {} "
-        "rounds, timing window {} MiB, senders' sides spanning at most {} transfers\n",
-        part_->rank(), part_->size(), ru.ru_maxrss / 1024, part_->bytes_sent, part_->rounds,
-        part_->window_bytes >> 20, part_->remote_span);
+        "collv-mpi: rank {} of {}: peak memory {} MiB, CPU {:.2f} s user {:.2f} s system, {} "
+        "bytes sent to other ranks in {} rounds, timing window {} MiB, senders' sides spanning "
+        "at most {} transfers\n",
+        part_->rank(), part_->size(), ru.ru_maxrss / 1024,
+        static_cast<double>(ru.ru_utime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec),
+        static_cast<double>(ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_stime.tv_usec),
+        part_->bytes_sent, part_->rounds, part_->window_bytes >> 20, part_->remote_span);
     int fd = saved_err_ >= 0 ? saved_err_ : 2;
     if (write(fd, line.data(), line.size()) < 0) {
     }

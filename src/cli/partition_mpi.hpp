@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "verify/partition.hpp"
 
@@ -17,10 +18,16 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   Partition& partition() { return *part_; }
+  // The processes compare their command lines (without the program's name): 0 when they agree;
+  // else rank 0 prints the first difference and every process returns 2 (docs/partitioned.md).
+  int agree_arguments(int argc, char** argv);
   // The exit code this process returns: rank 0's own; 0 on the others (every rank reaches the
-  // same verdict, and mpirun reports the first non-zero code). With COLLV_PARTITION_STATS=1 each
-  // rank prints its peak memory and bytes exchanged on the error stream first.
-  int finish(int code);
+  // same verdict, and mpirun reports the first non-zero code). `error` is the error the command
+  // stopped with on this process ("" if none): the processes compare where they are first
+  // (partition_leave), and when they disagree (one failed alone) rank 0 prints why and every
+  // process ends with that error's code. With COLLV_PARTITION_STATS=1 each rank prints its peak
+  // memory and bytes exchanged on the error stream first.
+  int finish(int code, const std::string& error);
 
  private:
   std::unique_ptr<Partition> part_;

@@ -7,6 +7,8 @@
 // exact: an item is a multiset of contributions (node, element); identical multisets are interned
 //        and combines memoised, so regular algorithms cost little even at 40,320 nodes.
 // ordered: an item is a sequence of contributions (the free monoid): a + b keeps operand order.
+//        Both hold an item as its element and an interned set of rank runs shared by every
+//        element (domain_sets.cpp): a union of a few rank intervals costs a few runs, once.
 // fingerprint: an item is a sum of seeded random 64-bit weights; constant size, for very large p.
 // Item 0 is the identity (the empty multiset / sequence / weight 0) in every domain.
 #pragma once
@@ -49,7 +51,11 @@ class Domain {
   // The same without a copy (for the checkers' inner loops); empty for fingerprint. Valid until
   // the next combine or from_terms.
   virtual std::span<const std::uint32_t> terms_view(Item a) const = 0;
-  // Items interned so far (ids are 0 .. num_items()-1); 0 for fingerprint (items are hashes).
+  // Whether the item counts some contribution twice (exact and ordered; false for fingerprint),
+  // without listing its terms.
+  virtual bool counts_twice(Item a) const;
+  // A bound on the ids of the items made so far (ids are below num_items(); not every id below
+  // it is an item: ids are a set's number and an element); 0 for fingerprint (items are hashes).
   virtual std::size_t num_items() const = 0;
   // The operands of the combine that first made item a (exact and ordered), or nullopt for a
   // leaf, an item made by from_terms, or a fingerprint. a = combine(first, second) holds for

@@ -695,11 +695,11 @@ class Machine : public SliceMachine {
       if (e.name == "counts") {
         r = e.args.size() > 1 ? v_pair_count(c, x, y) : v_count(c, x);
       } else if (e.name == "displs") {
-        for (std::int64_t k = 0; k < x; ++k) r += v_count(c, k);
+        r = v_displs(c, x);
       } else if (e.name == "sdispls") {
-        for (std::int64_t k = 0; k < y; ++k) r += v_pair_count(c, x, k);
+        r = v_sdispls(c, x, y);
       } else {  // rdispls
-        for (std::int64_t k = 0; k < x; ++k) r += v_pair_count(c, k, y);
+        r = v_rdispls(c, x, y);
       }
       out[i] = r;
     }
@@ -721,6 +721,7 @@ class Machine : public SliceMachine {
         std::uint64_t items = 0;
         for (std::size_t i = 0; i < cnt; ++i) items += col.size_at(nodes[i]);
         charge_items(items);
+        ops_ += items;  // work: each item copied is an operation (--max-ops)
         for (std::size_t i = 0; i < cnt; ++i) col.get(nodes[i], out[i]);
         return;
       }
@@ -739,13 +740,13 @@ class Machine : public SliceMachine {
           std::uint64_t items = 0;
           for (std::size_t i = 0; i < cnt; ++i) {
             std::uint64_t n = std::uint64_t{out[i].size()} + rhs[i].size();
-            if (n > kMaxBufferItems)
-              throw LimitError(fmt::format(
-                  "{}: at node {} ({}) a buffer would hold {} items; a buffer may hold at most {}",
-                  e.loc.str(), nodes[i], topo_.label(nodes[i]), n, kMaxBufferItems));
+            check_buffer_size(e, nodes[i], n);
             items += rhs[i].size();
           }
           charge_items(items);
+          ops_ += items;
+        } else {
+          for (std::size_t i = 0; i < cnt; ++i) ops_ += out[i].size();  // items combined
         }
         for (std::size_t i = 0; i < cnt; ++i) {
           Buffer& x = out[i];
@@ -767,8 +768,11 @@ class Machine : public SliceMachine {
       }
       case ExprKind::Index:
       case ExprKind::Slice: {
+        // Positions of a variable are read in place: `x[a .. b]` costs b - a + 1 items, not a
+        // copy of all of x (a ring that sends one block of its result per step was quadratic).
+        const bool direct = e.args[0]->kind == ExprKind::Name;
         auto& base = dscratch(depth);
-        eval_data(*e.args[0], nodes, cnt, base.data(), depth + 1);
+        if (!direct) eval_data(*e.args[0], nodes, cnt, base.data(), depth + 1);
         auto& lo = iscratch(depth);
         eval_int(*e.args[1], nodes, cnt, lo.data(), depth + 1);
         std::vector<std::int64_t> hi_store;
@@ -779,21 +783,24 @@ class Machine : public SliceMachine {
         for (std::size_t i = 0; i < cnt; ++i) {
           std::int64_t a = lo[i];
           std::int64_t b = e.kind == ExprKind::Slice ? hi_store[i] : a;
-          const Buffer& src = base[i];
+          const std::uint32_t src_size =
+              direct ? data_[e.args[0]->slot].size_at(nodes[i]) : base[i].size();
           // An empty slice reads nothing, wherever it starts (a segment past the data's end).
           if (e.kind == ExprKind::Slice && a >= 0 && b == a - 1) {
             out[i].clear();
             continue;
           }
-          if (a < 0 || b < a || b >= static_cast<std::int64_t>(src.size()))
-            rt_error(e, nodes[i],
-                     e.kind == ExprKind::Index
-                         ? fmt::format("index {} is out of range for a buffer of {} items", a,
-                                       src.size())
-                         : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items",
-                                       a, b, src.size()));
+          if (a < 0 || b < a || b >= static_cast<std::int64_t>(src_size))
+            rt_error(
+                e, nodes[i],
+                e.kind == ExprKind::Index
+                    ? fmt::format("index {} is out of range for a buffer of {} items", a, src_size)
+                    : fmt::format("slice [{} .. {}] is out of range for a buffer of {} items", a, b,
+                                  src_size));
           charge_items(static_cast<std::uint64_t>(b - a + 1));
-          out[i].assign(src.data() + a, static_cast<std::uint32_t>(b - a + 1));
+          ops_ += static_cast<std::uint64_t>(b - a + 1);
+          const Item* src = direct ? data_[e.args[0]->slot].items(nodes[i]) : base[i].data();
+          out[i].assign(src + a, static_cast<std::uint32_t>(b - a + 1));
         }
         return;
       }
@@ -826,8 +833,7 @@ class Machine : public SliceMachine {
     }
     for (std::size_t i = 0; i < cnt; ++i) {
       std::int64_t a = lo[i], b = hi[i];
-      if (a < 0 || b < a - 1 || b > (1 << 24))
-        rt_error(target, nodes[i], fmt::format("cannot assign to positions [{} .. {}]", a, b));
+      check_positions(target, nodes[i], a, b, "assign to");
       if (receive && val[i].size() > static_cast<std::uint64_t>(b - a + 1))
         rt_error(target, nodes[i],
                  fmt::format("a message of {} items is received into {} positions (MPI's "
@@ -840,14 +846,37 @@ class Machine : public SliceMachine {
                  fmt::format("assigning {} items to {} positions", val[i].size(), b - a + 1));
       if (b == a - 1) continue;  // an empty slice writes nothing and does not extend the buffer
       Buffer& dst = col.edit(nodes[i]);
+      ops_ += static_cast<std::uint64_t>(b - a + 1);  // work: items written (--max-ops)
       if (static_cast<std::int64_t>(dst.size()) <= b) {
         charge_items(static_cast<std::uint64_t>(b + 1 - dst.size()));
+        ops_ += static_cast<std::uint64_t>(b + 1 - dst.size());  // and the positions filled
         dst.resize(static_cast<std::uint32_t>(b + 1), 0);
       }
       for (std::int64_t k = a; k <= b; ++k)
         dst[static_cast<std::uint32_t>(k)] = val[i][static_cast<std::uint32_t>(k - a)];
       col.settle(nodes[i]);
     }
+  }
+
+  // A union that would make a buffer of n items: past 2^28 a limit of collv (exit 3).
+  void check_buffer_size(const Expr& e, NodeId v, std::uint64_t n) {
+    if (n > kMaxBufferItems)
+      throw LimitError(fmt::format(
+          "{}: at node {} ({}) a buffer would hold {} items; a buffer may hold at most {}",
+          e.loc.str(), v, topo_.label(v), n, kMaxBufferItems));
+  }
+
+  // Positions a .. b of a buffer that a statement writes: before the first position is the
+  // model's fault; past 2^28 items (kMaxBufferItems) a limit of collv (exit 3).
+  void check_positions(const Expr& target, NodeId v, std::int64_t a, std::int64_t b,
+                       const char* verb) {
+    if (a < 0 || b < a - 1)
+      rt_error(target, v, fmt::format("cannot {} positions [{} .. {}]", verb, a, b));
+    if (b >= static_cast<std::int64_t>(kMaxBufferItems))
+      throw LimitError(fmt::format(
+          "{}: at node {} ({}) positions [{} .. {}] lie past the {} items a buffer may hold (a "
+          "limit of collv, not a fault of the model)",
+          target.loc.str(), v, topo_.label(v), a, b, kMaxBufferItems));
   }
 
   NodeId peer_of(const Stmt& s, NodeId v, std::int64_t x) {
@@ -898,6 +927,29 @@ class Machine : public SliceMachine {
                                          tgt.args[0]->name, arr.size()));
             arr[static_cast<std::size_t>(at[i])] = v[i];
           }
+        } else if (slot >= 0 && s.value->kind == ExprKind::Binary && s.value->op == Op::Union &&
+                   s.value->args[0]->kind == ExprKind::Name && s.value->args[0]->slot == slot) {
+          // `x := x ∪ y` appends y in place: its work is y's items, not a copy of x (a result
+          // that grows by a block a step was quadratic in its length).
+          const Expr& y = *s.value->args[1];
+          auto& v = dscratch(0);
+          eval_data(y, nodes, cnt, v.data(), 1);
+          auto& col = data_[slot];
+          std::uint64_t items = 0;
+          for (std::size_t i = 0; i < cnt; ++i) {
+            std::uint64_t n = std::uint64_t{col.size_at(nodes[i])} + v[i].size();
+            check_buffer_size(*s.value, nodes[i], n);
+            items += v[i].size();
+          }
+          charge_items(items);
+          ops_ += items;
+          for (std::size_t i = 0; i < cnt; ++i) {
+            if (v[i].empty()) continue;
+            Buffer& dst = col.edit(nodes[i]);
+            for (Item it : v[i]) dst.push_back(it);
+            col.settle(nodes[i]);
+          }
+          track_assign(pc, tgt, nodes, cnt);
         } else {
           auto& v = dscratch(0);
           eval_data(*s.value, nodes, cnt, v.data(), 1);
@@ -1083,6 +1135,8 @@ class Machine : public SliceMachine {
               tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
             throw LimitError("the run records more than 2^32 transfers or items; it is too large");
           tid = static_cast<std::uint32_t>(tr_.transfers.size());
+          charge_growth(tr_.payload, val[i].size());
+          charge_growth(tr_.transfers, 1);
           tr_.transfers.push_back(
               Transfer{step, v, dst, static_cast<std::uint32_t>(tr_.payload.size()),
                        static_cast<std::uint16_t>(val[i].size()),
@@ -1177,6 +1231,7 @@ class Machine : public SliceMachine {
           }
           const Transfer& t = tr_.transfers[tids[i]];
           val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+          ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
         }
         store(*s.target, got.data(), got.size(), val.data(), 1, true);
         track_receive(*s.target, got.data(), got.size(), tids.data());
@@ -1464,6 +1519,9 @@ class Machine : public SliceMachine {
           "{}: node {} would have more than {} outstanding requests (or issue more than 2^32); "
           "collv keeps at most that many per node (a limit of collv, not a fault of the model)",
           s.loc.str(), topo_.label(v), kMaxRequests));
+    // A request and its entries (map nodes, port entry) are about 250 bytes: charged, so that
+    // many outstanding requests on many nodes meet --max-memory, as buffers do.
+    watch_.charge(256);
     return ++n.next;
   }
 
@@ -1509,8 +1567,7 @@ class Machine : public SliceMachine {
     for (std::size_t i = 0; i < cnt; ++i) {
       const NodeId v = nodes[i];
       const NodeId src = peer_of(s, v, peer[i]);
-      if (!whole && (lo[i] < 0 || hi[i] < lo[i] - 1 || hi[i] > (1 << 24)))
-        rt_error(tgt, v, fmt::format("cannot receive into positions [{} .. {}]", lo[i], hi[i]));
+      if (!whole) check_positions(tgt, v, lo[i], hi[i], "receive into");
       const std::uint32_t h = new_handle(s, v);
       NbNode& n = nb_[v];
       const Part part{slot, whole ? 0 : lo[i], whole ? kWholeBuffer : hi[i]};
@@ -1737,6 +1794,26 @@ class Machine : public SliceMachine {
       NbNode& n = nb_[v];
       list.clear();
       if (s.requests.empty()) {
+        // `waitall`: every outstanding request. Each source's irecvs are matched in posting order
+        // as far as its messages go (amortized constant time per request: going through the
+        // whole list at every wake-up made 10,000 irecvs quadratic); the node waits for the
+        // source of the oldest request still unmatched, as the loop below would.
+        std::uint32_t oldest = kNone;
+        NodeId oldest_src = 0;
+        for (auto it = n.unmatched.begin(); it != n.unmatched.end();) {
+          const auto next = std::next(it);
+          const NodeId src = it->first;
+          if (!match_pending(v, src, kNone) && it->second.front() < oldest) {
+            oldest = it->second.front();
+            oldest_src = src;
+          }
+          it = next;  // match_pending erased `it` if it matched them all
+        }
+        if (oldest != kNone) {
+          waiting_on_[v] = oldest_src;
+          blocked_pc_[v] = pc;
+          continue;
+        }
         for (const auto& kv : n.reqs) list.push_back(kv.first);
       } else {
         for (std::size_t k = 0; k < s.requests.size(); ++k) {
@@ -1908,6 +1985,16 @@ class Machine : public SliceMachine {
     }
   }
 
+  // The trace's vector v is about to grow by n elements: when that reallocates, the new storage
+  // (twice the old: both are held while it is copied) is charged before it is made. Large
+  // messages filled the payload by doubling past --max-memory (768 MiB stopped at 1,186) while
+  // the watch was read every 65,536 transfers.
+  template <class V>
+  void charge_growth(const V& v, std::size_t n) {
+    if (v.size() + n > v.capacity())
+      watch_.charge(std::max(2 * v.capacity(), v.size() + n) * sizeof(typename V::value_type));
+  }
+
   // Buffers are about to grow by `items` items (beyond the two held inline).
   void charge_items(std::uint64_t items) {
     if (items > 2 * kChunk) watch_.charge(items * sizeof(Item));
@@ -2020,7 +2107,8 @@ std::uint32_t elems_per_node(const Model& m, const Topology& t,
     return static_cast<std::uint32_t>(most);
   }
   if (!m.header.elements) return count;
-  double e = eval_header_expr(*m.header.elements, env, "'elements' on " + t.spec(), &t);
+  double e =
+      header_value(m.header, *m.header.elements, env, "'elements' on " + t.spec(), &t).approx;
   if (!(e >= 1 && e <= 65535) || e != std::floor(e))
     throw ModelError(m.header.elements->loc,
                      fmt::format("'elements' must be a whole number from 1 to 65535; on {} it "
@@ -2256,7 +2344,8 @@ std::vector<Buffer> initial_inputs(Collective c, Domain& dom, std::uint32_t p, s
 std::optional<bool> model_applies(const Model& m, const Topology& t, const RunOptions& o) {
   if (!m.header.requires_) return true;
   try {
-    return eval_header_expr(*m.header.requires_, header_env(t, o), "'requires'", &t) != 0;
+    return header_value(m.header, *m.header.requires_, header_env(t, o), "'requires'", &t).approx !=
+           0;
   } catch (const ModelError&) {
     return std::nullopt;  // run_model reports why
   }
@@ -2276,12 +2365,12 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     // A name the topology does not define, or arithmetic undefined here, is a ModelError at its
     // position; a false condition is refused naming the conjunct that fails.
     std::string what = "'requires' on " + t.spec();
-    if (eval_header_expr(*m.header.requires_, env, what, &t) == 0) {
+    if (header_value(m.header, *m.header.requires_, env, what, &t).approx == 0) {
       std::vector<const Expr*> parts;
       conjuncts(*m.header.requires_, parts);
       const Expr* failing = m.header.requires_.get();
       for (const Expr* c : parts)
-        if (eval_header_expr(*c, env, what, &t) == 0) {
+        if (header_value(m.header, *c, env, what, &t).approx == 0) {
           failing = c;
           break;
         }
@@ -2311,7 +2400,7 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   tr.claims_single_port = m.header.claims_single_port;
   if (m.header.steps) {
     // Evaluated exactly: `steps 2^70 mod 3` is 1 (double arithmetic gave 0).
-    HeaderNumber s = eval_header_exact(*m.header.steps, env, "'steps' on " + t.spec(), &t);
+    HeaderNumber s = header_value(m.header, *m.header.steps, env, "'steps' on " + t.spec(), &t);
     tr.steps_at_most = m.header.steps_at_most;
     std::optional<std::int64_t> whole =
         s.exact && s.value.is_integer() ? s.value.num.to_i64() : std::nullopt;
@@ -2331,8 +2420,8 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
     e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
     std::string what = "'cost' on " + t.spec();
     tr.cost_at_most = m.header.cost_at_most;
-    tr.claimed_ts = eval_header_expr(*m.header.cost, e1, what, &t);
-    tr.claimed_tw = eval_header_expr(*m.header.cost, e2, what, &t);
+    tr.claimed_ts = header_value(m.header, *m.header.cost, e1, what, &t).approx;
+    tr.claimed_tw = header_value(m.header, *m.header.cost, e2, what, &t).approx;
   }
 
   // Up-front memory estimate: variable columns; the trace if the claimed step count holds
@@ -2410,8 +2499,6 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   // Streamed: the window of waiting transfers, about one per processor and a quarter of slack
   // (48 bytes each), and two timing references per node.
   est = sat_add(est, stream ? sat_mul(p, 60 + 16) : stored);
-  if (opts.domain != DomainKind::Fingerprint && elems > 1)
-    est = sat_add(est, sat_mul(sat_mul(p, elems), 64));
   est = sat_add(est, collective_bytes(coll, opts.domain, p, elems));
   if (est > opts.max_memory)
     throw LimitError(fmt::format(

@@ -72,6 +72,11 @@ class DataCol {
     const std::size_t i = u - base_;
     return len_[i] == kMany ? many_[one_[i]].size() : len_[i];
   }
+  // u's items in place (size_at(u) of them), valid until the column changes.
+  const Item* items(NodeId u) const {
+    const std::size_t i = u - base_;
+    return len_[i] == kMany ? many_[one_[i]].data() : &one_[i];
+  }
   // Copies u's buffer into out.
   void get(NodeId u, Buf& out) const {
     const std::size_t i = u - base_;

@@ -120,6 +120,14 @@ struct Trace {
   // the dataflow check decides fingerprint items by searching sums of held values (a run's own
   // values are made of what the node holds by construction).
   bool from_file = false;
+  // A schedule file's reading (src/import), which both engines judge by. file_expected: the
+  // output the file's runtime defines for each processor (its layout, in place, chunks per rank,
+  // the collective the file names; nullopt: not judged), which expected_outputs() returns in
+  // place of the collective's MPI definition; null for models and collv's own JSON.
+  // file_not_checked: the checks the format leaves not checked, each with the reason
+  // (not_checked_by_format in import.hpp), so that the SMT engine says so too.
+  std::shared_ptr<const std::vector<std::optional<Buffer>>> file_expected;
+  std::vector<std::pair<std::string, std::string>> file_not_checked;
   // Message size (docs/trace-format.md): the claim that no transfer carries more than this many
   // words (an item is one word: a reduction value, an element), and per transfer (indexed like
   // transfers; empty when no transfer claims one) the words it claims to carry, kNoWordsClaim
@@ -175,6 +183,10 @@ Trace read_trace_file(const std::string& path, std::uint64_t max_memory = memory
 // reductions in the ordered domain, one sequence of p terms per node). A conservative estimate
 // used before anything is allocated; UINT64_MAX if it overflows.
 std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std::uint64_t elems);
+// How many slots a checker's table indexed by item id gets: the domain's bound on ids
+// (Domain::num_items), at most a few per item occurrence in the trace (ids are a set's number
+// and an element, so most ids below the bound may be no item the trace holds).
+std::uint64_t item_table_slots(const Trace& t);
 // Bytes per step (up to the largest step) that the statistics and the checks hold.
 inline constexpr std::uint64_t kBytesPerStep = 64;
 

@@ -130,7 +130,7 @@ class Parser {
           auto it = labels.find(k.text);
           if (it == labels.end())
             err(k.col, fmt::format("label `{}` is not defined (before this line) in rank {}",
-                                   k.text, cur_rank));
+                                   printable(k.text, 40), cur_rank));
           return it->second;
         };
         std::uint32_t a = find(t[0]), b = find(t[2]);
@@ -153,8 +153,8 @@ class Parser {
           err(t[0].col, "expected `LABEL: send|recv|calc ...`, `lA requires lB`, or `}`");
         op.label = t[0].text.substr(0, t[0].text.size() - 1);
         if (!identifier(op.label))
-          err(t[0].col,
-              fmt::format("label `{}` is not an identifier ([a-zA-Z][a-zA-Z0-9_]*)", op.label));
+          err(t[0].col, fmt::format("label `{}` is not an identifier ([a-zA-Z][a-zA-Z0-9_]*)",
+                                    printable(op.label, 40)));
         if (labels.count(op.label))
           err(t[0].col, fmt::format("label `{}` is defined twice in rank {}", op.label, cur_rank));
         if (t.size() < 2) err(t[0].col, "the label has no op");
@@ -261,8 +261,23 @@ class Parser {
         continue;
       }
       char c = text_[i];
-      if (c == ' ' || c == '\t' || c == '\r') {
+      if (c == '\r') {  // txt2bin's line end is "\r"? "\n": a carriage return elsewhere is no blank
+        if (i + 1 != e) err(i, "a carriage return (\\r) that does not end the line");
         ++i;
+        continue;
+      }
+      if (c == ' ' || c == '\t') {
+        std::size_t j = i;
+        while (j < e && (text_[j] == ' ' || text_[j] == '\t')) ++j;
+        // Where an item starts, txt2bin takes blanks only before the line's end: after them it
+        // drops one character and reads on, so an indented item, a comment after `{ ` or a
+        // second comment or item after `*/ ` is refused there (or read without its first letter).
+        if (item_start() && j < e && !(text_[j] == '\r' && j + 1 == e))
+          err(j, fmt::format("blanks before `{}` where an item starts (LogGOPSim's txt2bin "
+                             "rejects an indented item, and any item or comment after `{{ `, `}} "
+                             "`, `*/ ` or `num_ranks N ` on the same line)",
+                             printable(text_.substr(j, std::min<std::size_t>(e - j, 8)), 20)));
+        i = j;
         continue;
       }
       if (c == '/' && i + 1 < e && (text_[i + 1] == '/' || text_[i + 1] == '*')) {
@@ -283,8 +298,10 @@ class Parser {
       if (c == '{' || c == '}') {
         ++j;
       } else {
+        // A word ends at a blank, a brace or a comment's opening (which the next round judges).
         while (j < e && text_[j] != ' ' && text_[j] != '\t' && text_[j] != '\r' &&
-               text_[j] != '{' && text_[j] != '}')
+               text_[j] != '{' && text_[j] != '}' &&
+               !(text_[j] == '/' && j + 1 < e && (text_[j + 1] == '/' || text_[j + 1] == '*')))
           ++j;
       }
       out.push_back({text_.substr(i, j - i), static_cast<std::uint32_t>(i - b + 1)});
@@ -297,7 +314,7 @@ class Parser {
     if (t.text.empty() || t.text.size() > 18 ||
         !std::all_of(t.text.begin(), t.text.end(), [](char c) { return c >= '0' && c <= '9'; }))
       throw UsageError(fmt::format("{}:{}:{}: error: {} `{}` is not a non-negative integer", src_,
-                                   line, t.col, what, t.text));
+                                   line, t.col, what, printable(t.text, 40)));
     return std::stoull(t.text);
   }
 

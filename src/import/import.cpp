@@ -106,29 +106,34 @@ ImportedSchedule import_schedule(const std::string& path, const MscclOptions& ms
   return s;
 }
 
+std::vector<std::pair<std::string, std::string>> not_checked_by_format(const ImportedSchedule& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!s.carries_data) {
+    if (!s.postcondition)
+      out.emplace_back("postcondition",
+                       "the format carries message sizes, not data: the postcondition was not "
+                       "checked");
+    for (const char* n : {"final-buffers", "nodup", "dataflow"})
+      out.emplace_back(n, "the format carries message sizes, not data");
+  }
+  if (!s.congestion_note.empty()) out.emplace_back("congestion", s.congestion_note);
+  if (s.postcondition && s.postcondition->verdict == Verdict::NotChecked)
+    out.emplace_back("postcondition", s.postcondition->note);
+  for (const auto& c : s.checks)
+    if (c.verdict == Verdict::NotChecked &&
+        std::find_if(std::begin(kCheckNames), std::end(kCheckNames),
+                     [&](const char* n) { return c.name == n; }) != std::end(kCheckNames))
+      out.emplace_back(c.name, c.note);
+  return out;
+}
+
 std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOptions& o) {
   std::vector<CheckResult> all = check_trace(s.trace, o);
-  for (auto& r : all) {
-    if (r.name == "postcondition") {
-      if (s.postcondition) {
-        r = *s.postcondition;
-      } else if (!s.carries_data) {
-        r = CheckResult{};
-        r.name = "postcondition";
-        r.verdict = Verdict::NotChecked;
-        r.note = "the format carries message sizes, not data: the postcondition was not checked";
-      }
-    }
-    if (!s.carries_data &&
-        (r.name == "final-buffers" || r.name == "nodup" || r.name == "dataflow")) {
-      r = CheckResult{
-          r.name, Verdict::NotChecked, {}, 0, "the format carries message sizes, not data", false,
-          {}};
-    }
-    if (r.name == "congestion" && !s.congestion_note.empty()) {
-      r = CheckResult{r.name, Verdict::NotChecked, {}, 0, s.congestion_note, false, {}};
-    }
-  }
+  for (auto& r : all)
+    if (r.name == "postcondition" && s.postcondition) r = *s.postcondition;
+  for (const auto& [name, why] : not_checked_by_format(s))
+    for (auto& r : all)
+      if (r.name == name) r = not_checked(name.c_str(), why);
   // A format's check named like one of check_trace's replaces it (GOAL's match and deadlock).
   for (const auto& c : s.checks) {
     auto it = std::find_if(all.begin(), all.end(),
@@ -201,6 +206,14 @@ CheckResult positional_postcondition(const Trace& t, const std::vector<Buffer>& 
   }
   r.note = "positional: every chunk of the output buffer as the runtime defines it";
   return r;
+}
+
+std::shared_ptr<const std::vector<std::optional<Buffer>>> file_expected(
+    const std::vector<Buffer>& expected, std::optional<NodeId> only) {
+  auto out = std::make_shared<std::vector<std::optional<Buffer>>>(expected.size());
+  for (NodeId v = 0; v < expected.size(); ++v)
+    if (!only || *only == v) (*out)[v] = expected[v];
+  return out;
 }
 
 }  // namespace import_detail

@@ -105,6 +105,12 @@ std::uint64_t level_synchronous_steps(const Trace& t);
 // check_trace, with the format's postcondition and checks folded in (kCheckNames order first,
 // then the format's own checks).
 std::vector<CheckResult> check_imported(const ImportedSchedule& s, const CheckOptions& o);
+// The checks of kCheckNames the format leaves not checked, each with the reason: the data checks
+// of a format without data (GOAL), congestion where the format's links are judged otherwise
+// (congestion_note), a format check that is not-checked (coll="custom"'s outputs).
+// check_imported applies them; `collv verify --engine smt|both` hands them to the SMT engine with
+// the trace (Trace::file_not_checked), so both engines leave the same checks open.
+std::vector<std::pair<std::string, std::string>> not_checked_by_format(const ImportedSchedule& s);
 
 // Shared by the readers (src/import/*.cpp).
 namespace import_detail {
@@ -114,6 +120,9 @@ void add_violation(CheckResult& r, Counterexample c, std::size_t max_kept = 20);
 // The positional postcondition: final_output[r] must equal expected[r] item by item.
 CheckResult positional_postcondition(const Trace& t, const std::vector<Buffer>& expected,
                                      const std::string& what);
+// Trace::file_expected from a reader's expected buffers (only `only`'s, when given: a reduce).
+std::shared_ptr<const std::vector<std::optional<Buffer>>> file_expected(
+    const std::vector<Buffer>& expected, std::optional<NodeId> only = std::nullopt);
 }  // namespace import_detail
 
 }  // namespace collv

@@ -1310,6 +1310,8 @@ void Reader::replay(ImportedSchedule& out) {
   }
   t.compute_stats();
   out.postcondition = import_detail::positional_postcondition(t, expected, what);
+  t.file_expected = import_detail::file_expected(
+      expected, coll == Collective::Reduce ? std::optional<NodeId>(root) : std::nullopt);
   out.postcondition->note = fmt::format(
       "positional, as the runtime defines the {} output buffer ({} chunks per gpu{}); x{{r}}.{} "
       "stands for gpu r's uninitialized memory",

@@ -213,7 +213,10 @@ std::string canonical_name(const Named& c) {
   if (c.rooted) return fmt::format("{}(n={},root={})", c.kind, c.n, c.root);
   if (!c.roots.empty()) {
     std::string list;
-    for (int r : c.roots) list += (list.empty() ? "" : ",") + std::to_string(r);
+    for (int r : c.roots) {
+      if (!list.empty()) list += ',';
+      list += std::to_string(r);
+    }
     return fmt::format("{}(n={},roots=({}))", c.kind, c.n, list);
   }
   return fmt::format("{}(n={})", c.kind, c.n);
@@ -715,11 +718,23 @@ ImportedSchedule read_msccl_json(const std::string& text, const std::string& src
                                             : "is not part of what the collective asks"),
                 {static_cast<NodeId>(r)});
         }
+  // What each output address must hold (Trace::file_expected, which both engines judge by):
+  // the chunks there whose post set holds the rank, each once.
+  std::vector<Buffer> expected(p);
   for (int r = 0; r < p; ++r) {
     Buffer fin;
-    for (std::int64_t a : want_out[r]) fin.push_back(value_at(r, a).value_or(Item{0}));
+    for (std::int64_t a : want_out[r]) {
+      fin.push_back(value_at(r, a).value_or(Item{0}));
+      std::vector<std::uint32_t> asked;
+      for (int c : at_addr[a])
+        if (std::binary_search(chunks[c].post.begin(), chunks[c].post.end(), r))
+          asked.push_back(term(c));
+      std::sort(asked.begin(), asked.end());
+      expected[r].push_back(d.from_terms(std::move(asked)));
+    }
     t.final_output.push_back(std::move(fin));
   }
+  t.file_expected = import_detail::file_expected(expected);
   postc.note =
       "judged against " + judged_against +
       (k_up > 1 ? fmt::format(", chunked up by instance.chunks = {}", k_up) : "") +

@@ -43,6 +43,12 @@ bool collective_is_v(Collective c);
 // to j (count + i + 2 j) mod (count + 1). Every rank knows them all, as MPI passes them.
 std::int64_t v_count(std::int64_t count, std::int64_t j);
 std::int64_t v_pair_count(std::int64_t count, std::int64_t i, std::int64_t j);
+// Their prefix sums, in O(log count) (a sum per call made `displs` linear in p, a ring over 4,096
+// ranks quadratic): displs(j) = counts(0) + ... + counts(j - 1); sdispls(i, j) = counts(i, 0) +
+// ... + counts(i, j - 1); rdispls(i, j) = counts(0, j) + ... + counts(i - 1, j).
+std::int64_t v_displs(std::int64_t count, std::int64_t j);
+std::int64_t v_sdispls(std::int64_t count, std::int64_t i, std::int64_t j);
+std::int64_t v_rdispls(std::int64_t count, std::int64_t i, std::int64_t j);
 const char* collective_name(Collective c);
 std::optional<Collective> collective_from_name(const std::string& s);
 bool collective_is_rooted(Collective c);
@@ -143,6 +149,8 @@ struct LibraryClaim {
   SourceLoc loc;
 };
 
+struct HeaderMemo;  // lang/check.hpp
+
 struct ModelHeader {
   std::string name;
   std::string source;
@@ -166,6 +174,9 @@ struct ModelHeader {
   std::vector<std::string> notes;
   std::vector<LibraryClaim> libraries;  // `library ...` lines, at most one per library
   SourceLoc loc;
+  // The header formulas' values already computed, per formula and environment (header_value in
+  // lang/check.hpp); set by check_model.
+  std::shared_ptr<HeaderMemo> memo;
 };
 
 struct Model {

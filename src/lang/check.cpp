@@ -521,6 +521,7 @@ class Checker {
 }  // namespace
 
 void check_model(Model& m) {
+  m.header.memo = std::make_shared<HeaderMemo>();
   ModelHeader& h = m.header;
   if (h.requires_) Checker::header_expr(*h.requires_, "requires");
   if (h.steps) Checker::header_expr(*h.steps, "steps");
@@ -1017,6 +1018,30 @@ std::string to_string_at(const Expr& e, int need) {
 }
 
 }  // namespace
+
+HeaderNumber header_value(const ModelHeader& h, const Expr& e,
+                          const std::map<std::string, double>& env, const std::string& what,
+                          const Topology* t) {
+  if (!h.memo) return eval_header(e, env, what, t);
+  // The key: the formula's node, `what` (its errors name it) and every name's value, exactly.
+  std::string key(reinterpret_cast<const char*>(&e), sizeof(&e));
+  key += what;
+  for (const auto& [name, value] : env) {
+    key += '\0';
+    key += name;
+    key += '=';
+    key.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  {
+    std::lock_guard<std::mutex> lock(h.memo->mu);
+    auto it = h.memo->values.find(key);
+    if (it != h.memo->values.end()) return it->second;
+  }
+  HeaderNumber v = eval_header(e, env, what, t);
+  std::lock_guard<std::mutex> lock(h.memo->mu);
+  h.memo->values.emplace(std::move(key), v);
+  return v;
+}
 
 double eval_header_expr(const Expr& e, const std::map<std::string, double>& env,
                         const std::string& what, const Topology* t) {

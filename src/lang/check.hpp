@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,20 @@ HeaderNumber eval_header_exact(const Expr& e, const std::map<std::string, double
 // The same, as the nearest double.
 double eval_header_expr(const Expr& e, const std::map<std::string, double>& env,
                         const std::string& what, const Topology* t = nullptr);
+
+// The values of a model's header formulas computed so far, by formula, environment and `what`: a
+// formula is evaluated once per model and size, not once per run (a `cost` summing 10^6 terms
+// took 1.6 s, and a verify sweep makes thousands of runs). Shared by the runs of one model.
+struct HeaderMemo {
+  std::mutex mu;
+  std::map<std::string, HeaderNumber> values;
+};
+
+// eval_header_exact through h's memo (h.memo null: evaluated each time). e is one of h's formulas
+// or a part of one. Errors are not kept: they are thrown again by each call.
+HeaderNumber header_value(const ModelHeader& h, const Expr& e,
+                          const std::map<std::string, double>& env, const std::string& what,
+                          const Topology* t = nullptr);
 
 // Where the expression's text starts (an operator node's own position is its operator's).
 const SourceLoc& expr_start(const Expr& e);

@@ -63,6 +63,49 @@ std::int64_t v_pair_count(std::int64_t count, std::int64_t i, std::int64_t j) {
   return (count + i + 2 * j) % (count + 1);
 }
 
+namespace {
+
+// The sum of floor((a k + b) / m) over k = 0 .. n - 1 (a, b >= 0, m > 0), in O(log m) steps: the
+// terms with a >= m or b >= m are split off, and the rest is the same sum with a and m exchanged
+// (the lattice points under the line, counted the other way).
+__int128 floor_sum(__int128 n, __int128 m, __int128 a, __int128 b) {
+  __int128 r = 0;
+  for (;;) {
+    if (a >= m) {
+      r += n * (n - 1) / 2 * (a / m);
+      a %= m;
+    }
+    if (b >= m) {
+      r += n * (b / m);
+      b %= m;
+    }
+    const __int128 top = a * n + b;
+    if (top < m) return r;
+    n = top / m;
+    b = top % m;
+    std::swap(m, a);
+  }
+}
+
+// The sum of (a + s k) mod m over k = 0 .. n - 1 (a, s >= 0, m > 0).
+std::int64_t mod_sum(std::int64_t a, std::int64_t s, std::int64_t n, std::int64_t m) {
+  if (n <= 0) return 0;
+  const __int128 plain = __int128{a} * n + __int128{s} * n * (n - 1) / 2;
+  return static_cast<std::int64_t>(plain - __int128{m} * floor_sum(n, m, s, a));
+}
+
+}  // namespace
+
+std::int64_t v_displs(std::int64_t count, std::int64_t j) {
+  return mod_sum(count, 1, j, count + 1);
+}
+std::int64_t v_sdispls(std::int64_t count, std::int64_t i, std::int64_t j) {
+  return mod_sum(count + i, 2, j, count + 1);
+}
+std::int64_t v_rdispls(std::int64_t count, std::int64_t i, std::int64_t j) {
+  return mod_sum(count + 2 * j, 1, i, count + 1);
+}
+
 std::optional<Collective> collective_from_name(const std::string& s) {
   for (int i = 0; i <= static_cast<int>(kLastCollective); ++i) {
     auto c = static_cast<Collective>(i);
@@ -413,9 +456,19 @@ class Parser {
     expect_word("model", "'model NAME' at the start of the file");
     h.name = ident("the model's name after 'model'");
     bool have_collective = false, have_input = false, have_output = false;
+    // A key that says one thing (all but note, def and library) says it once: a second line
+    // would silently replace the first (a `steps 0` then `steps at most 1000` checked the bound).
+    std::vector<std::pair<std::string, SourceLoc>> seen;
     while (peek().kind == Tok::Ident && peek().text != "procedure") {
       const Token& key = next();
       const std::string& k = key.text;
+      if (k != "note" && k != "def" && k != "library") {
+        for (const auto& [name, at] : seen)
+          if (name == k)
+            error(key, "a second '" + k + "' line (the first is at " + at.str() +
+                           "; a header key is given once)");
+        seen.emplace_back(k, loc(key));
+      }
       if (k == "source") {
         h.source = string_lit("a quoted citation after 'source'");
       } else if (k == "note") {

@@ -136,7 +136,7 @@ smt::Result solve_lemma(const LemmaQuery& q, const smt::Limits& limits, const st
   s.add(q.script);
   smt::Result r = s.check({"a"});
   if (!emit_dir.empty()) {
-    std::filesystem::create_directories(emit_dir);
+    make_dir_checked(emit_dir, "--emit-smt2");
     std::string path = (std::filesystem::path(emit_dir) / (q.name + ".smt2")).string();
     s.emit_smt2(path, r.answer, {"a"},
                 q.description + "\nunsat = the statement holds (proof by negation)");

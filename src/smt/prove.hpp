@@ -44,9 +44,18 @@ struct SmtOptions {
   bool report_order = false;
 };
 
-// Results for every name of kCheckNames, in that order: single-port, route, congestion, nodup,
-// postcondition, final-buffers are decided by Z3 (Pass = unsat, Fail = sat with counterexamples,
-// Unknown = timeout or size cap); steps, cost and deadlock are NotChecked (the executor's).
+// The checks Z3 decides: route, nodup, postcondition, final-buffers (queries on the schedule's
+// terms and the topology's links). The others are the executor's: single-port and congestion are
+// per-step counts of the transfer list (a query would only compare collv's counts), steps, cost,
+// deadlock, dataflow, match and runtime its own.
+bool smt_decides(const std::string& check);
+// Why the SMT engine leaves a check it does not decide to the executor.
+std::string smt_not_decided_note(const std::string& check);
+
+// Results for every name of kCheckNames, in that order: those smt_decides names are decided by Z3
+// (Pass = unsat, Fail = sat with counterexamples, Unknown = timeout or size cap), unless the
+// trace's file leaves them open (Trace::file_not_checked: NotChecked with its reason); the
+// others are NotChecked (the executor's).
 // The trace must come from the ordered domain (or the exact domain for a commutative algebra).
 // Throws UsageError for a fingerprint trace or an exact trace with an associative algebra.
 // The data terms (nodup, postcondition, final-buffers) are built from the schedule's derivations

@@ -18,6 +18,7 @@
 #include "util/deadline.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
+#include "util/read_file.hpp"
 #include "util/text.hpp"
 
 namespace collv {
@@ -1004,7 +1005,7 @@ Attempt attempt(const SynthOptions& o, const Topology& topo, const Graph& g, Kin
   a.info.seconds = r.seconds;
   a.info.reason = r.reason;
   if (!o.emit_dir.empty()) {
-    std::filesystem::create_directories(o.emit_dir);
+    make_dir_checked(o.emit_dir, "--emit-smt2");
     a.info.file = (std::filesystem::path(o.emit_dir) /
                    fmt::format("synth-{}-{}-{}{}-T{}.smt2", kind_name(k), topo.spec(),
                                o.port == PortModel::Single ? "single" : "all",

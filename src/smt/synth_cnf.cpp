@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "util/read_file.hpp"
+
 namespace collv::sat {
 
 namespace {
@@ -715,7 +717,7 @@ CnfResult solve_synth_cnf(const SynthProblem& p, const CnfOptions& o) {
   res.clauses = f.clauses();
   std::string proof;
   if (!o.proof_dir.empty()) {
-    std::filesystem::create_directories(o.proof_dir);
+    make_dir_checked(o.proof_dir, "--proof");
     res.cnf_file = (std::filesystem::path(o.proof_dir) / (p.name + ".cnf")).string();
     if (o.cube_depth == 0)
       proof = (std::filesystem::path(o.proof_dir) / (p.name + ".drat")).string();

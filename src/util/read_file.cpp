@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "util/deadline.hpp"
@@ -39,6 +40,14 @@ void write_file_checked(const std::string& path, const std::string& text) {
   if (!f)
     throw UsageError("cannot write '" + path + "'" +
                      (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+}
+
+void make_dir_checked(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw UsageError("cannot create the directory '" + dir + "' of " + option + ": " +
+                     (ec ? ec.message() : std::string("not a directory")));
 }
 
 }  // namespace collv

@@ -18,4 +18,8 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
 // REASON" if any part fails, including a full device (/dev/full) that only fails on close.
 void write_file_checked(const std::string& path, const std::string& text);
 
+// Creates the directory `dir` (and its parents) an option named; throws UsageError "cannot create
+// the directory 'DIR' of OPTION: REASON" when it cannot (a path under /dev/null, no permission).
+void make_dir_checked(const std::string& dir, const std::string& option);
+
 }  // namespace collv

@@ -10,12 +10,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "check/checks.hpp"
 #include "topology/topology.hpp"
+#include "verify/agreement.hpp"
 
 namespace collv {
 
@@ -33,9 +36,12 @@ class Partition {
     }
   };
   // Collective operations: every process calls them together, in the same order.
-  // out[r] is for process r, and is emptied (its memory given back as soon as it is copied to
-  // the send buffer); returns what each process sent to this one.
-  virtual Received alltoall(std::vector<std::string>& out) = 0;
+  // `send` holds, in rank order, counts[r] bytes for process r (packed in place by the caller);
+  // it is emptied once sent (its capacity kept for the next round). Returns what each process
+  // sent to this one.
+  virtual Received alltoall(std::string& send, const std::vector<std::size_t>& counts) = 0;
+  // What alltoall returned, once read: its buffer receives the next round (no fresh pages).
+  virtual void give_back(std::string&& data) { (void)data; }
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.
@@ -57,7 +63,35 @@ class Partition {
   std::uint64_t bytes_sent = 0, rounds = 0;
   std::uint64_t window_bytes = 0;  // the largest timing window (StreamTiming::bytes) of a run
   std::uint64_t remote_span = 0;   // the most senders' sides waiting at once (StreamTiming)
+  // The processes compared their last status (partition_leave, or a disagreement found by
+  // partition_checkpoint or partition_agree_arguments): no collective operation may follow.
+  bool settled = false;
 };
+
+// Thrown on the processes still at the start of a run when another has left (its command
+// finished, or it failed alone: a file it could not read): every process ends with `what()` and
+// code(). Not a UsageError: a verify sweep must not take it for one run's error and go on.
+class PartitionLeft : public std::runtime_error {
+ public:
+  PartitionLeft(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// Every process calls these together (verify/agreement.hpp says what they compare).
+// The command lines (without the program's name): the error every process reports when two
+// differ (then `settled`), nullopt when they agree.
+std::optional<std::string> partition_agree_arguments(Partition& part,
+                                                     const std::vector<std::string>& args);
+// At the start of each run (`run` names it): throws PartitionLeft (and sets `settled`) when a
+// process is not there because it left, or is about to start another run.
+void partition_checkpoint(Partition& part, const std::string& run);
+// When a process leaves (its command returned `mine.code`, or failed with `mine.error`): what the
+// processes disagree on, nullopt when they all reached the same end. Sets `settled`; a no-op
+// returning nullopt when it was set already.
+std::optional<Disagreement> partition_leave(Partition& part, const RankStatus& mine);
 
 // The checks of a partitioned run (every process calls it together with its slice Trace from
 // run_model_partitioned): each process judges the per-node checks (postcondition, final-buffers)

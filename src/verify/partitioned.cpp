@@ -36,6 +36,22 @@ class Writer {
   std::string s_;
 };
 
+// The same records written in place, into a buffer sized beforehand (a round's exchange is
+// packed straight into the one send buffer, every process's part at its offset).
+class Cursor {
+ public:
+  explicit Cursor(char* p) : p_(p) {}
+  template <class T>
+  void put(T x) {
+    std::memcpy(p_, &x, sizeof(T));
+    p_ += sizeof(T);
+  }
+  const char* at() const { return p_; }
+
+ private:
+  char* p_;
+};
+
 class Reader {
  public:
   explicit Reader(std::string_view s) : s_(s) {}
@@ -63,16 +79,17 @@ class Reader {
 
 // Items travel by value: a fingerprint is its 64-bit sum; an exact or ordered item (an id into
 // this process's table) as its contributions, interned again where it arrives.
-void put_buffer(Writer& w, const Domain& d, const Buffer& b) {
-  w.put<std::uint32_t>(b.size());
+template <class W>
+void put_buffer(W& w, const Domain& d, const Buffer& b) {
+  w.template put<std::uint32_t>(b.size());
   for (Item it : b) {
     if (!d.inspectable()) {
-      w.put<std::uint64_t>(it);
+      w.template put<std::uint64_t>(it);
       continue;
     }
-    auto terms = d.terms_view(it);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
-    for (std::uint32_t x : terms) w.put<std::uint32_t>(x);
+    const auto terms = d.terms(it);  // a copy: a view is kept by the domain until it ends
+    w.template put<std::uint32_t>(static_cast<std::uint32_t>(terms.size()));
+    for (std::uint32_t x : terms) w.template put<std::uint32_t>(x);
   }
 }
 
@@ -198,29 +215,42 @@ class PartitionDriver : public SliceDriver {
       }
       return here;
     };
+    // The send buffer, kept from round to round (as the partition keeps the receive buffer): a
+    // buffer mapped afresh each round cost the kernel a page fault per 4 KiB written (star:10 at
+    // K = 2: 5.5 s of system time a process for 2.1 GB sent), and the largest round's buffers
+    // are held at the peak anyway.
+    std::string out;
     StreamTiming* st = nullptr;
     together(part_, [&] {
       m.start();
       st = &m.timing();
     });
-    // Packs what goes to the other processes: messages, the senders' bounds, the receivers'
-    // steps; returns how many records.
-    auto pack = [&](std::vector<std::string>& out) {
-      std::vector<Writer> w(k);
-      std::uint64_t n = 0;
-      {  // each process's string sized at once (no slack from growing by doubling)
-        std::vector<std::size_t> size(k, 0);
-        for (const auto& x : m.outbox()) {
-          std::size_t b = 17 + 4;  // the record's fields and the buffer's length
-          for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.terms_view(it).size() : 8;
-          size[part_.owner(x.dst, p)] += b;
-        }
-        for (const auto& b : st->bounds_out()) size[part_.owner(b.node, p)] += 9;
-        for (const auto& x : st->steps_out()) size[part_.owner(x.node, p)] += 9;
-        for (int r = 0; r < k; ++r) w[r].str().reserve(size[r]);
+    // Packs what goes to the other processes (messages, the senders' bounds, the receivers'
+    // steps) into one send buffer, process r's part counts[r] bytes at its offset (each part's
+    // size is counted first, so the records are written once, in place); returns how many
+    // records.
+    auto pack = [&](std::string& send, std::vector<std::size_t>& counts) {
+      counts.assign(k, 0);
+      for (const auto& x : m.outbox()) {
+        std::size_t b = 17 + 4;  // the record's fields and the buffer's length
+        for (Item it : x.payload) b += dom.inspectable() ? 4 + 4 * dom.weight(it) : 8;
+        counts[part_.owner(x.dst, p)] += b;
       }
+      for (const auto& b : st->bounds_out()) counts[part_.owner(b.node, p)] += 9;
+      for (const auto& x : st->steps_out()) counts[part_.owner(x.node, p)] += 9;
+      std::size_t total = 0;
+      std::vector<Cursor> w;
+      w.reserve(k);
+      for (int r = 0; r < k; ++r) total += counts[r];
+      send.assign(total, '\0');
+      total = 0;
+      for (int r = 0; r < k; ++r) {
+        w.emplace_back(send.data() + total);
+        total += counts[r];
+      }
+      std::uint64_t n = 0;
       for (auto& x : m.outbox()) {
-        Writer& o = w[part_.owner(x.dst, p)];
+        Cursor& o = w[part_.owner(x.dst, p)];
         o.put<std::uint8_t>(kMessage);
         o.put<std::uint32_t>(x.tid);
         o.put<std::uint32_t>(x.src);
@@ -232,23 +262,26 @@ class PartitionDriver : public SliceDriver {
       }
       std::vector<RemoteSend>().swap(m.outbox());  // its memory back before the exchange
       for (const auto& b : st->bounds_out()) {
-        Writer& o = w[part_.owner(b.node, p)];
+        Cursor& o = w[part_.owner(b.node, p)];
         o.put<std::uint8_t>(kBound);
         o.put<std::uint32_t>(b.tid);
         o.put<std::uint32_t>(b.value);
         ++n;
       }
       st->bounds_out().clear();
-      for (const auto& s : st->steps_out()) {
-        Writer& o = w[part_.owner(s.node, p)];
+      for (const auto& x : st->steps_out()) {
+        Cursor& o = w[part_.owner(x.node, p)];
         o.put<std::uint8_t>(kStep);
-        o.put<std::uint32_t>(s.tid);
-        o.put<std::uint32_t>(s.value);
+        o.put<std::uint32_t>(x.tid);
+        o.put<std::uint32_t>(x.value);
         ++n;
       }
       st->steps_out().clear();
-      out.resize(k);
-      for (int r = 0; r < k; ++r) out[r] = std::move(w[r].str());
+      total = 0;
+      for (int r = 0; r < k; ++r) {  // every part filled exactly
+        total += counts[r];
+        COLLV_ASSERT(w[r].at() == send.data() + total);
+      }
       return n;
     };
     // Messages first, then timing, as each process packed them (a bound may follow its message
@@ -283,20 +316,21 @@ class PartitionDriver : public SliceDriver {
     // small as one process's (a chain waiting a round per link made them grow with the run).
     auto settle = [&](bool at_end) {
       for (;;) {
-        std::vector<std::string> out;
+        std::vector<std::size_t> counts;
         std::uint64_t sent = 0;
         together(part_, [&] {
           if (at_end)
             st->finish();
           else
             st->resolve(true);
-          sent = pack(out);
+          sent = pack(out, counts);
         });
         std::vector<std::uint64_t> g{sent};
         part_.allreduce(g, false);
         if (g[0] == 0) return;
-        Partition::Received in = part_.alltoall(out);
+        Partition::Received in = part_.alltoall(out, counts);
         together(part_, [&] { unpack(in); });
+        part_.give_back(std::move(in.data));
       }
     };
     // The run: each process runs its nodes until they finish, wait or reach the horizon (at
@@ -308,18 +342,19 @@ class PartitionDriver : public SliceDriver {
     std::uint32_t horizon = kPace;
     m.set_horizon(horizon);
     for (;;) {
-      std::vector<std::string> out;
+      std::vector<std::size_t> counts;
       std::uint64_t sent = 0;
       together(part_, [&] {
         m.run_local();
         st->resolve(true);
-        sent = pack(out);
+        sent = pack(out, counts);
       });
-      Partition::Received in = part_.alltoall(out);
+      Partition::Received in = part_.alltoall(out, counts);
       std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u,
                                    m.held()};
       part_.allreduce(g, false);
       together(part_, [&] { unpack(in); });
+      part_.give_back(std::move(in.data));
       if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
       // What just arrived is received in this round (its receivers run up to their next send and
       // are held there), so its step goes back to its sender in the timing rounds that follow:
@@ -366,14 +401,17 @@ class PartitionDriver : public SliceDriver {
     return tot;
   }
 
-  // Node 0's final output, for every process (final-buffers), once the outputs are taken.
+  // Node 0's final output, for every process (final-buffers), once the outputs are taken. Node 0
+  // is the first of its owner's slice; with more processes than nodes that owner need not be
+  // rank 0 (at K = 3 on two nodes, rank 0 holds none).
   void share_first_output(Trace& tr) {
+    const int first = part_.owner(0, topo_.num_processors());
     Writer w;
-    if (part_.rank() == 0 && !tr.final_output.empty())
+    if (part_.rank() == first && !tr.final_output.empty())
       put_buffer(w, *tr.domain, tr.final_output[0]);
     auto all = part_.allgather(w.str());
-    Reader r(all[0]);
-    if (!all[0].empty()) tr.slice_first_output = get_buffer(r, *tr.domain);
+    Reader r(all[first]);
+    if (!all[first].empty()) tr.slice_first_output = get_buffer(r, *tr.domain);
   }
 
  private:
@@ -553,12 +591,52 @@ std::vector<CheckResult> combine_at_root(std::vector<CheckResult> mine,
 
 }  // namespace
 
+std::optional<std::string> partition_agree_arguments(Partition& part,
+                                                     const std::vector<std::string>& args) {
+  auto e = argument_disagreement(part.allgather(encode_arguments(args)));
+  if (e) part.settled = true;
+  return e;
+}
+
+void partition_checkpoint(Partition& part, const std::string& run) {
+  COLLV_ASSERT(!part.settled);
+  RankStatus mine;
+  mine.run = run;
+  auto d = status_disagreement(part.allgather(encode_status(mine)));
+  if (!d) return;
+  part.settled = true;
+  throw PartitionLeft(d->message, d->code);
+}
+
+std::optional<Disagreement> partition_leave(Partition& part, const RankStatus& mine) {
+  if (part.settled) return std::nullopt;
+  part.settled = true;
+  return status_disagreement(part.allgather(encode_status(mine)));
+}
+
 Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions& opts,
                             Partition& part) {
+  // Every process is here, at the start of this run, or one has left (a file only it could not
+  // read): then all of them stop now, rather than wait in the rounds for the one that left.
+  partition_checkpoint(part, fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {})",
+                                         m.header.name, m.file, t.spec(), domain_name(opts.domain),
+                                         opts.count, opts.root, opts.shift));
   PartitionDriver d(part, t);
+  // A partitioned run streams by itself (--stream auto): the trace it would keep is spread over
+  // the processes, which is what they are for. Where a streamed run does not apply, the refusal
+  // says why.
+  RunOptions ro = opts;
+  if (ro.stream == RunOptions::Stream::Auto) ro.stream = RunOptions::Stream::On;
   // The setup (requires, claims, estimates, refusals) is the same on every process, so its
   // errors are too; the rounds make an error of one process everyone's.
-  Trace tr = run_model_sliced(m, t, opts, d);
+  Trace tr;
+  try {
+    tr = run_model_sliced(m, t, ro, d);
+  } catch (const StreamRefused& e) {
+    if (opts.stream != RunOptions::Stream::Auto) throw;
+    throw StreamRefused(
+        fmt::format("partitioned verify follows streamed runs only, and {}", e.what()));
+  }
   d.share_first_output(tr);
   // --stream auto runs a streamed run again with its trace kept when the transfer checks cannot
   // be judged without it (run_model); a partitioned run cannot, and says so rather than differ.

@@ -197,6 +197,7 @@ std::string report_to_json(const VerifyReport& rep) {
     counts(rep.tally(g), x);
     x["skipped_runs"] = G.skipped_runs;
     if (!G.no_run.empty()) x["no_run"] = G.no_run;
+    if (!G.every_p.empty()) x["every_p"] = G.every_p;
     models.push_back(std::move(x));
   }
   nlohmann::json summary;
@@ -430,6 +431,7 @@ std::string model_table(const VerifyReport& rep) {
         row(G.model, G.family, sizes[g], n(t.runs), n(t.passed), n(t.commutative_only), n(t.failed),
             n(t.inconclusive), n(t.errors), n(G.skipped_runs), seconds_text(G.seconds));
     if (!G.no_run.empty()) o += fmt::format("  ^ nothing checked: {}\n", G.no_run);
+    if (!G.every_p.empty()) o += fmt::format("  ^ every p: {}\n", G.every_p);
   }
   o += "COMM-ONLY: fails on operand order only, under the ordered domain, in a model that "
        "declares\na commutative operator (expected). SKIPPED: size, source and domain combinations "

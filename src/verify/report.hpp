@@ -42,6 +42,9 @@ struct VerifyGroup {
   double seconds = 0;              // wall time of its runs (text report only, never JSON)
   bool named = false;              // the model was named on the command line (not --all or a dir)
   std::string no_run;              // why no run was made ("" when one was)
+  // `verify --every-p`: what `collv prove --every-p` says of the model with its proof in
+  // proofs/every-p ("" when not asked or there is none).
+  std::string every_p;
 };
 
 // The counts of a set of runs, defined once for every report (text, JSON): each run counts in

@@ -132,7 +132,9 @@ class Engine {
       std::map<std::string, double> env{{"d", n_}, {"p", static_cast<double>(N_)}, {"count", 1}};
       double holds = 0;
       try {
-        holds = eval_header_expr(*m_.header.requires_, env, "'requires' on " + topology_spec());
+        holds =
+            header_value(m_.header, *m_.header.requires_, env, "'requires' on " + topology_spec())
+                .approx;
       } catch (const ModelError& e) {
         throw Refused{std::string("its `requires` cannot be evaluated here: ") + e.what(),
                       m_.header.requires_->loc};
@@ -663,7 +665,8 @@ class Engine {
     CheckResult steps = result("steps", Verdict::NotChecked, "the model claims no step count");
     if (m_.header.steps && !stopped) {
       // Exact: `steps 2^70 mod 3` is 1.
-      HeaderNumber s = eval_header_exact(*m_.header.steps, env, "'steps' on " + topology_spec());
+      HeaderNumber s =
+          header_value(m_.header, *m_.header.steps, env, "'steps' on " + topology_spec());
       steps = result("steps", Verdict::Pass);
       Rational ran(BigInt::from_u64(static_cast<std::uint64_t>(steps_)));
       int c = s.exact ? Rational::cmp(ran, s.value) : (steps_ < s.approx ? -1 : 1);
@@ -681,8 +684,8 @@ class Engine {
       e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
       e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
       std::string what = "'cost' on " + topology_spec();
-      double cts = eval_header_expr(*m_.header.cost, e1, what);
-      double ctw = eval_header_expr(*m_.header.cost, e2, what);
+      double cts = header_value(m_.header, *m_.header.cost, e1, what).approx;
+      double ctw = header_value(m_.header, *m_.header.cost, e2, what).approx;
       auto near = [](double a, double b) {
         return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
       };

@@ -1,0 +1,243 @@
+// `collv mpi --conformance`: every model whose `library` line names an Open MPI or MPICH
+// selector, run as that library's algorithm against the model (docs/mpi.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <ostream>
+
+#include "app/commands.hpp"
+#include "app/mpi_internal.hpp"
+#include "lang/ast.hpp"
+#include "util/error.hpp"
+#include "util/exit_codes.hpp"
+
+namespace fs = std::filesystem;
+
+namespace collv {
+
+namespace mpi_detail {
+
+namespace {
+
+// Model files under the paths (directories recursively), sorted.
+std::vector<std::string> model_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> here;
+      for (const auto& e : fs::recursive_directory_iterator(p, ec))
+        if (e.is_regular_file() && e.path().extension() == ".coll")
+          here.push_back(e.path().string());
+      std::sort(here.begin(), here.end());
+      files.insert(files.end(), here.begin(), here.end());
+    } else if (fs::is_regular_file(p, ec)) {
+      files.push_back(p);
+    } else {
+      throw UsageError("--conformance: '" + p + "' is no model file or directory");
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.impl.empty() || !o.collective.empty() || o.algorithm != "auto" || !o.model.empty())
+    throw UsageError(
+        "--conformance takes the library, collective and algorithm from each model's `library` "
+        "line: no --impl, --collective, --algorithm or --model with it");
+  if (o.inject != "none") throw UsageError("--inject does not apply to --conformance");
+  auto files = model_files(o.conformance);
+  std::vector<ConformanceRun> runs;
+  std::vector<std::string> skipped;
+  for (const auto& f : files)
+    for (auto& r : conformance_runs(f, o)) {
+      if (r.why_not.empty())
+        runs.push_back(std::move(r));
+      else
+        skipped.push_back(fmt::format("{}: {}", f, r.why_not));
+    }
+  if (runs.size() > 1 && (!o.json_file.empty() || !o.junit_file.empty()))
+    throw UsageError("--json and --junit take one model; --conformance found " +
+                     std::to_string(runs.size()));
+  // The worst outcome decides: a violation, then an error, then an inconclusive run.
+  auto rank = [](int rc) {
+    return rc == kExitViolation ? 3 : rc == kExitUsage ? 2 : rc == kExitInconclusive ? 1 : 0;
+  };
+  int worst = kExitOk;
+  std::vector<std::string> lines;
+  for (const auto& r : runs) {
+    out << fmt::format("== {}: {} {} {} ({})\n", r.options.model, r.options.impl,
+                       r.options.collective, r.options.algorithm, r.selector);
+    int rc = kExitUsage;
+    // The library refused the algorithm for every run (MPICH says so and runs its own choice):
+    // nothing of the model was judged, which is said, not counted as an error.
+    bool fell_back = false;
+    std::size_t compared = 0;
+    MpiOptions one = r.options;
+    one.all_fell_back = &fell_back;
+    one.compared_runs = &compared;
+    try {
+      rc = run_mpi_command(one, out, err);
+    } catch (const UsageError& e) {
+      err << "collv: error: " << r.options.model << ": " << e.what() << "\n";
+    }
+    fell_back = fell_back && rc == kExitInconclusive;
+    // Runs that pass where nothing was compared with the model (a broadcast under MPICH: no
+    // combination, no message counts) say the library's results are right, not that it follows
+    // the model: inconclusive (exit 3), never a pass.
+    const bool uncompared = rc == kExitInconclusive && compared == 0 && !fell_back;
+    lines.push_back(fmt::format(
+        "  {}  {}",
+        uncompared                ? "inconclusive"
+        : rc == kExitOk           ? "pass        "
+        : rc == kExitViolation    ? "FAIL        "
+        : fell_back               ? "not judged  "
+        : rc == kExitInconclusive ? "inconclusive"
+                                  : "error       ",
+        r.options.model +
+            (fell_back    ? " (the library fell back to its own choice in every run: see its note)"
+             : uncompared ? " (no compare: the runs pass; nothing of them could be compared with "
+                            "the model: no combination, and no per-peer message counts under "
+                            "MPICH)"
+                          : "")));
+    if (!fell_back && rank(rc) > rank(worst)) worst = rc;
+  }
+  out << fmt::format("\nconformance: {} models with an Open MPI or MPICH selector\n", runs.size());
+  for (const auto& l : lines) out << l << "\n";
+  if (!skipped.empty() && !o.quiet) {
+    out << fmt::format("not run ({}):\n", skipped.size());
+    for (const auto& s : skipped) out << "  " << s << "\n";
+  }
+  if (runs.empty()) {
+    err << "collv: error: no model under --conformance names an Open MPI or MPICH selector "
+           "(exit 2)\n";
+    return kExitUsage;
+  }
+  return worst;
+}
+
+}  // namespace mpi_detail
+
+using namespace mpi_detail;
+
+std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
+                                             const MpiOptions& base) {
+  Model m = parse_model_file(model_file);
+  std::vector<ConformanceRun> out;
+  if (m.header.libraries.empty()) {
+    ConformanceRun r;
+    r.why_not = "no `library` line";
+    out.push_back(r);
+    return out;
+  }
+  for (const auto& lib : m.header.libraries) {
+    ConformanceRun r;
+    r.options = base;
+    r.options.conformance.clear();
+    r.options.model = model_file;
+    for (const auto& [k, v] : lib.selectors)
+      r.selector += (r.selector.empty() ? "" : " ") + k + " = " + v;
+    r.selector = lib.library + " " + lib.version_lo +
+                 (lib.version_hi != lib.version_lo ? " .. " + lib.version_hi : "") + " " +
+                 r.selector;
+    if (lib.library != "openmpi" && lib.library != "mpich") {
+      r.why_not = lib.library + " is not an MPI library collv mpi runs";
+      out.push_back(r);
+      continue;
+    }
+    r.options.impl = lib.library;
+    // The harness's name of the collective: MPI's, with reduce_scatter_block where the selector
+    // names it (MPICH's models of MPI_Reduce_scatter_block).
+    std::string coll;
+    switch (m.header.collective) {
+      case Collective::Allreduce:
+        coll = "allreduce";
+        break;
+      case Collective::Reduce:
+        coll = "reduce";
+        break;
+      case Collective::Broadcast:
+        coll = "bcast";
+        break;
+      case Collective::Allgather:
+        coll = "allgather";
+        break;
+      case Collective::Gather:
+        coll = "gather";
+        break;
+      case Collective::Scatter:
+        coll = "scatter";
+        break;
+      case Collective::Alltoall:
+        coll = "alltoall";
+        break;
+      case Collective::ReduceScatter:
+        coll = "reduce_scatter";
+        break;
+      case Collective::Scan:
+        coll = "scan";
+        break;
+      case Collective::Exscan:
+        coll = "exscan";
+        break;
+      default:
+        break;
+    }
+    if (coll.empty()) {
+      const std::string name = collective_name(m.header.collective);
+      r.why_not = std::find(kCollectives.begin(), kCollectives.end(), name) != kCollectives.end()
+                      ? fmt::format(
+                            "not compared: the harness runs {} (collv mpi --collective), but "
+                            "conformance with a model of it is not implemented (a "
+                            "v-collective's per-rank counts are the model's choice, a barrier "
+                            "has no combination)",
+                            name)
+                      : fmt::format("the harness runs no {}", name);
+      out.push_back(r);
+      continue;
+    }
+    std::string algo;
+    for (const auto& [k, v] : lib.selectors) {
+      if (lib.library == "mpich") {
+        std::string want = "MPIR_CVAR_" + upper(coll) + "_INTRA_ALGORITHM";
+        if (coll == "reduce_scatter" && k == "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") {
+          coll = "reduce_scatter_block";
+          want = k;
+        }
+        if (k == want)
+          algo = v;
+        else
+          r.why_not = fmt::format("{} does not select MPICH's {} ({})", k, coll, want);
+      } else {
+        std::string want = "coll_tuned_" + coll + "_algorithm";
+        if (k == want)
+          algo = v;
+        else if (k.rfind("coll_tuned_" + coll + "_", 0) == 0)
+          r.options.extra_env.emplace_back("OMPI_MCA_" + k, v);
+        else
+          r.why_not = fmt::format("{} does not select Open MPI's {} ({})", k, coll, want);
+      }
+    }
+    if (r.why_not.empty() && algo.empty()) r.why_not = "the line names no algorithm selector";
+    r.options.collective = coll;
+    r.options.algorithm = algo;
+    // The operator the model is written for: a model of the non-commutative path (`operator
+    // associative`) runs with a non-commutative user operation, whose order is judged too.
+    r.options.op =
+        m.header.op_class == OperatorClass::Commutative ? "commutative" : "noncommutative";
+    if (r.why_not.empty()) {
+      try {
+        algorithm_name(r.options);  // the library knows the algorithm
+      } catch (const UsageError& e) {
+        r.why_not = e.what();
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace collv

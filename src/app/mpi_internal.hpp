@@ -1,0 +1,61 @@
+// `collv mpi`'s parts (docs/mpi.md), shared between its files: the element the harness tags, the
+// result regions MPI defines, running the launcher and the compiler. Not a public interface.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "app/mpi_cmd.hpp"
+
+namespace collv::mpi_detail {
+
+extern const std::vector<std::string> kCollectives;
+bool rooted(const std::string& c);
+// The largest file a rank may write (a run at p = 64, count 65536 stays far below).
+inline constexpr std::uintmax_t kMaxRankFile = std::uintmax_t{512} << 20;
+
+struct Elem {
+  std::int64_t idx = -1;
+  std::uint64_t mask = 0;
+  std::int64_t tag = 0;  // the harness's call number, plus 2^30 when out of rank order
+  bool operator==(const Elem&) const = default;
+};
+std::string ranks_text(std::uint64_t m);
+std::string elem_text(const Elem& e);
+std::uint64_t all_below(int n);
+int rs_count(int r, int count);
+// The result region the collective defines at rank r (MPI layout), or nullopt where it defines
+// none (a non-root of a rooted collective, rank 0 of exscan).
+std::optional<std::vector<Elem>> expected(const MpiCase& c, int r);
+bool interval(std::uint64_t m);
+
+// Processes, files and the harness's build.
+std::string find_program(const std::string& name);
+std::string slurp(const std::filesystem::path& p, std::size_t max = std::size_t{1} << 24);
+std::string tail(const std::string& s, std::size_t n = 1500);
+// The first `lines` lines of s, at most max_chars, control characters shown as '?'.
+std::string head_lines(const std::string& s, std::size_t lines, std::size_t max_chars);
+struct ProcResult {
+  int status = -1;  // exit code; -1 = timed out; 128+N = killed by signal N
+  std::string out, err;
+};
+// Runs argv with extra environment variables, its output into files of dir, killing its whole
+// process group after timeout_s seconds.
+ProcResult run_process(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& env,
+                       const std::filesystem::path& dir, int timeout_s);
+std::string cache_root(const MpiOptions& o);
+std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
+                          std::ostream& err);
+std::string upper(std::string s);
+std::string algorithm_name(const MpiOptions& o);
+std::string shell_quote(const std::string& s);
+
+int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace collv::mpi_detail

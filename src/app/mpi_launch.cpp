@@ -1,0 +1,256 @@
+// `collv mpi`: the library's algorithms, building the harness with the library's compiler, and
+// running a process (the compiler, the launcher) bounded in time with its output kept.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "app/mpi_internal.hpp"
+#include "util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace collv {
+
+std::vector<std::string> mpi_algorithms(const std::string& impl, const std::string& coll) {
+  static const std::map<std::string, std::vector<std::string>> ompi = {
+      {"allreduce",
+       {"ignore", "basic_linear", "nonoverlapping", "recursive_doubling", "ring", "segmented_ring",
+        "rabenseifner"}},
+      {"alltoall", {"ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"}},
+      {"allgather",
+       {"ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}},
+      {"bcast",
+       {"ignore", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+        "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"}},
+      {"reduce",
+       {"ignore", "linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
+        "rabenseifner"}},
+      {"reduce_scatter", {"ignore", "non-overlapping", "recursive_halving", "ring", "butterfly"}},
+      {"reduce_scatter_block",
+       {"ignore", "basic_linear", "recursive_doubling", "recursive_halving", "butterfly"}},
+      {"gather", {"ignore", "basic_linear", "binomial", "linear_sync"}},
+      {"scatter", {"ignore", "basic_linear", "binomial", "linear_nb"}},
+      {"exscan", {"ignore", "linear", "recursive_doubling"}},
+      {"scan", {"ignore", "linear", "recursive_doubling"}},
+      {"allgatherv", {"ignore", "default", "bruck", "ring", "neighbor", "two_proc"}},
+      {"alltoallv", {"ignore", "basic_linear", "pairwise"}},
+      {"barrier",
+       {"ignore", "linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"}},
+      // The tuned component has no gatherv or scatterv algorithm: the library's own choice.
+      {"gatherv", {"ignore"}},
+      {"scatterv", {"ignore"}},
+  };
+  static const std::map<std::string, std::vector<std::string>> mpich = {
+      {"bcast",
+       {"auto", "binomial", "nb", "smp", "scatter_recursive_doubling_allgather",
+        "scatter_ring_allgather"}},
+      {"gather", {"auto", "binomial", "nb"}},
+      {"scatter", {"auto", "binomial", "nb"}},
+      {"allgather", {"auto", "brucks", "nb", "recursive_doubling", "ring"}},
+      {"alltoall", {"auto", "brucks", "nb", "pairwise", "pairwise_sendrecv_replace", "scattered"}},
+      {"reduce", {"auto", "binomial", "nb", "smp", "reduce_scatter_gather"}},
+      {"allreduce", {"auto", "nb", "smp", "recursive_doubling", "reduce_scatter_allgather"}},
+      {"reduce_scatter",
+       {"auto", "nb", "noncommutative", "pairwise", "recursive_doubling", "recursive_halving"}},
+      {"reduce_scatter_block",
+       {"auto", "noncommutative", "recursive_doubling", "pairwise", "recursive_halving", "nb"}},
+      {"scan", {"auto", "nb", "smp", "recursive_doubling"}},
+      {"exscan", {"auto", "nb", "recursive_doubling"}},
+      {"allgatherv", {"auto", "brucks", "nb", "recursive_doubling", "ring"}},
+      {"gatherv", {"auto", "linear", "nb"}},
+      {"scatterv", {"auto", "linear", "nb"}},
+      {"alltoallv", {"auto", "nb", "pairwise_sendrecv_replace", "scattered"}},
+      {"barrier", {"auto", "nb", "smp", "dissemination"}},
+  };
+  const auto& table = impl == "openmpi" ? ompi : mpich;
+  auto it = table.find(coll);
+  return it == table.end() ? std::vector<std::string>{} : it->second;
+}
+
+namespace mpi_detail {
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  std::string d;
+  while (std::getline(ss, d, ':')) {
+    if (d.empty()) continue;
+    fs::path cand = fs::path(d) / name;
+    if (access(cand.c_str(), X_OK) == 0) return cand.string();
+  }
+  return "";
+}
+
+std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string slurp(const fs::path& p, std::size_t max) {
+  std::ifstream f(p, std::ios::binary);
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  // What the file holds, at most max (never max itself allocated for a small file).
+  const std::size_t want = ec ? 0 : static_cast<std::size_t>(std::min<std::uintmax_t>(size, max));
+  std::string s(want, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(want));
+  s.resize(static_cast<std::size_t>(f.gcount()));
+  return s;
+}
+
+std::string head_lines(const std::string& s, std::size_t lines, std::size_t max_chars) {
+  std::string h;
+  std::size_t n = 0;
+  for (char ch : s) {
+    if (h.size() >= max_chars) return h + "...";
+    if (ch == '\n' && ++n >= lines) return h + (h.size() + 1 < s.size() ? "\n..." : "");
+    h += (ch == '\n' || static_cast<unsigned char>(ch) >= 0x20) ? ch : '?';
+  }
+  while (!h.empty() && h.back() == '\n') h.pop_back();
+  return h;
+}
+
+std::string tail(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+ProcResult run_process(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& env,
+                       const fs::path& dir, int timeout_s) {
+  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  pid_t pid = fork();
+  if (pid < 0) throw UsageError("cannot start a process (fork failed)");
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fo = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fe = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fi = open("/dev/null", O_RDONLY);
+    if (fo < 0 || fe < 0 || fi < 0) _exit(127);
+    dup2(fi, 0);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  ProcResult res;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int st = 0;
+  for (;;) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) {
+      res.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      res.status = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(-pid, SIGKILL);  // whatever the launcher left behind in its group
+  res.out = slurp(out);
+  res.err = slurp(err);
+  return res;
+}
+
+std::string cache_root(const MpiOptions& o) {
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  if (const char* e = std::getenv("COLLV_MPI_CACHE"); e && *e) return e;
+  return (fs::temp_directory_path() / fmt::format("collv-mpi-{}", getuid())).string();
+}
+
+// Builds the harness with mpicc, once per (library, compiler, harness source): the binary is
+// cached under a name made from their hash.
+std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
+                          std::ostream& err) {
+  std::string text = slurp(src);
+  if (text.empty()) throw UsageError("cannot read the harness '" + src + "'");
+  fs::path dir = cache_root(o);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string key =
+      fmt::format("{:016x}", fnv1a(text, fnv1a(o.impl + "\n" + fs::absolute(mpicc).string())));
+  fs::path bin = dir / ("harness-" + o.impl + "-" + key);
+  if (access(bin.c_str(), X_OK) == 0) return bin.string();
+  fs::path work = dir / fmt::format("build-{}-{}", key, getpid());
+  fs::create_directories(work, ec);
+  if (ec) throw UsageError("cannot create '" + work.string() + "': " + ec.message());
+  fs::path tmp = work / "harness";
+  // The compiler is bounded by --timeout too (a wrapper that hangs must not hang collv).
+  ProcResult pr = run_process({mpicc, "-O1", "-o", tmp.string(), src}, {}, work, o.timeout_s);
+  if (pr.status == -1) {
+    fs::remove_all(work, ec);
+    throw UsageError(fmt::format("{} did not build the harness {} in {} s (--timeout); stopped",
+                                 mpicc, src, o.timeout_s));
+  }
+  if (pr.status != 0 || access(tmp.c_str(), X_OK) != 0) {
+    fs::remove_all(work, ec);
+    throw UsageError(fmt::format("{} could not build the harness {} (exit {}):\n{}", mpicc, src,
+                                 pr.status, tail(pr.err + pr.out)));
+  }
+  fs::rename(tmp, bin, ec);
+  fs::remove_all(work, ec);
+  if (ec) throw UsageError("cannot write '" + bin.string() + "': " + ec.message());
+  if (!o.quiet) err << "collv: built the harness with " << mpicc << ": " << bin.string() << "\n";
+  return bin.string();
+}
+
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// The library's algorithm name for --algorithm (a name or a number).
+std::string algorithm_name(const MpiOptions& o) {
+  if (o.algorithm == "harness-ring") return o.algorithm;
+  auto algs = mpi_algorithms(o.impl, o.collective);
+  std::string a = o.algorithm;
+  if (a == "auto" || a == "ignore" || a == "default") return algs.front();
+  if (!a.empty() && std::all_of(a.begin(), a.end(), ::isdigit) && a.size() < 4) {
+    std::size_t n = std::stoul(a);
+    if (n < algs.size()) return algs[n];
+  }
+  if (std::find(algs.begin(), algs.end(), a) != algs.end()) return a;
+  std::string list;
+  for (std::size_t i = 0; i < algs.size(); ++i)
+    list += fmt::format("{}{} {}", i ? ", " : "", i, algs[i]);
+  throw UsageError(fmt::format("--algorithm '{}' is not one of {}'s {} algorithms: {}", a, o.impl,
+                               o.collective, list));
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-+=./:,") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+}  // namespace mpi_detail
+
+}  // namespace collv

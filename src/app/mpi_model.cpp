@@ -1,0 +1,236 @@
+// `collv mpi --model`: a model's run at the library's p, count and root, and the comparisons
+// with the library: its combinations (conformance) and Open MPI's per-peer message counts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "app/commands.hpp"
+#include "app/mpi_internal.hpp"
+#include "exec/executor.hpp"
+#include "lang/ast.hpp"
+#include "topology/topology.hpp"
+#include "util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace collv {
+
+using namespace mpi_detail;
+
+MpiCombinations model_combinations(const std::string& model_file, int p, int count, int root) {
+  return model_run(model_file, p, count, root).combinations;
+}
+
+ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
+                         std::uint64_t max_ops) {
+  Model m = parse_model_file(model_file);
+  const auto& fams = m.header.topologies;
+  std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
+                    : fams.empty()                                                ? "complete"
+                                                                                  : fams.front();
+  Topology t = Topology::parse(fmt::format("{}:{}", fam, p));
+  RunOptions ro;
+  ro.domain = DomainKind::Ordered;
+  ro.count = static_cast<std::uint32_t>(count);
+  ro.root = static_cast<std::uint32_t>(root);
+  ro.max_ops_per_node = max_ops;
+  std::vector<std::tuple<NodeId, Item, Item>> seen;
+  ro.on_combine = [&](NodeId n, Item a, Item b) {
+    if (seen.size() < 10'000'000) seen.emplace_back(n, a, b);
+  };
+  Trace tr = run_model(m, t, ro);
+  if (tr.failure.kind == RunFailure::Kind::OpLimit ||
+      tr.failure.kind == RunFailure::Kind::StepLimit)
+    throw LimitError("the model's run stopped at a limit: " + tr.failure.message);
+  if (tr.failure.kind != RunFailure::Kind::None)
+    throw UsageError("the model's run failed: " + tr.failure.message);
+  const Domain& d = *tr.domain;
+  const std::uint32_t elems = std::max<std::uint32_t>(d.elems(), 1);
+  auto decode = [&](Item it, std::int64_t& pos) {
+    std::uint64_t mask = 0;
+    for (std::uint32_t id : d.terms(it)) {
+      std::int64_t e = id % elems;
+      pos = pos == -1 ? e : pos == e ? pos : -2;
+      if (id / elems < 64) mask |= std::uint64_t{1} << (id / elems);
+    }
+    return mask;
+  };
+  ModelRunResult res;
+  MpiCombinations& out = res.combinations;
+  out.resize(static_cast<std::size_t>(p));
+  for (const auto& [n, a, b] : seen) {
+    std::int64_t pos = -1;
+    std::uint64_t ma = decode(a, pos), mb = decode(b, pos);
+    if (ma == 0 || mb == 0) continue;  // a combination with the identity: no operation in MPI
+    if (n < out.size()) out[n].push_back({pos, ma, mb});
+  }
+  // Its transfers, empty ones included (a send of an empty range is a message); a send to
+  // oneself is no transfer in collv's executor.
+  res.messages = PeerMessages(p);
+  for (const Transfer& x : tr.transfers) {
+    if (x.src >= static_cast<NodeId>(p) || x.dst >= static_cast<NodeId>(p) || x.src == x.dst)
+      continue;
+    ++res.messages.msgs[x.src][x.dst];
+    res.messages.bytes[x.src][x.dst] += kHarnessElemBytes * x.payload_len;
+  }
+  return res;
+}
+
+std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::string& why_not) {
+  PeerMessages m(p);
+  for (int r = 0; r < p; ++r) {
+    fs::path file = fs::path(dir) / fmt::format("monitoring.{}.prof", r);
+    std::error_code ec;
+    auto size = fs::file_size(file, ec);
+    if (ec) {
+      why_not = fmt::format(
+          "Open MPI's pml monitoring wrote no {} (the monitoring component is not installed, or "
+          "the rank did not reach MPI_Finalize)",
+          file.string());
+      return std::nullopt;
+    }
+    if (size > kMaxRankFile) {
+      why_not = file.string() + ": too large";
+      return std::nullopt;
+    }
+    std::ifstream f(file);
+    std::string line;
+    std::size_t lineno = 0;
+    bool p2p = false, header = false;
+    while (std::getline(f, line)) {
+      ++lineno;
+      if (!line.empty() && line[0] == '#') {
+        p2p = line == "# POINT TO POINT";
+        header = header || p2p;
+        continue;
+      }
+      if (!p2p) continue;
+      // E|I <rank> <peer> <bytes> bytes <n> msgs sent [histogram]
+      std::istringstream ls(line);
+      std::string kind, w_bytes, w_msgs, w_sent;
+      long long rank = -1, peer = -1;
+      unsigned long long bytes = 0, n = 0;
+      ls >> kind >> rank >> peer >> bytes >> w_bytes >> n >> w_msgs >> w_sent;
+      if (!ls || (kind != "E" && kind != "I") || w_bytes != "bytes" || w_msgs != "msgs" ||
+          w_sent != "sent" || rank != r || peer < 0 || peer >= p) {
+        why_not = fmt::format(
+            "{}:{}: not a line of Open MPI's monitoring output (E|I rank peer "
+            "N bytes M msgs sent) for rank {} of {}",
+            file.string(), lineno, r, p);
+        return std::nullopt;
+      }
+      if (peer == r) {
+        m.self[r] += n;
+        continue;
+      }
+      m.msgs[r][peer] += n;
+      m.bytes[r][peer] += bytes;
+    }
+    if (!header) {
+      why_not =
+          file.string() + ": no \"# POINT TO POINT\" section (not Open MPI's monitoring output)";
+      return std::nullopt;
+    }
+  }
+  return m;
+}
+
+CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model) {
+  CheckResult res;
+  res.name = "messages";
+  res.verdict = Verdict::Pass;
+  const std::size_t p = std::min(lib.msgs.size(), model.msgs.size());
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t q = 0; q < p; ++q) {
+      const auto ln = lib.msgs[r][q], mn = model.msgs[r][q];
+      const auto lb = lib.bytes[r][q], mb = model.bytes[r][q];
+      if (ln == mn && lb == mb) continue;
+      std::string msg = ln != mn
+                            ? fmt::format(
+                                  "rank {} sends {} message{} to rank {} ({} bytes), the model {} "
+                                  "({} bytes)",
+                                  r, ln, ln == 1 ? "" : "s", q, lb, mn, mb)
+                            : fmt::format(
+                                  "rank {} sends {} bytes to rank {} in {} message{}, the model's "
+                                  "transfers carry {} bytes ({} items of {} bytes)",
+                                  r, lb, q, ln, ln == 1 ? "" : "s", mb, mb / kHarnessElemBytes,
+                                  kHarnessElemBytes);
+      res.verdict = Verdict::Fail;
+      if (res.violations.empty()) {
+        Counterexample cx;
+        cx.invariant = "messages";
+        cx.nodes.push_back(static_cast<NodeId>(r));
+        cx.nodes.push_back(static_cast<NodeId>(q));
+        cx.message = msg;
+        res.violations.push_back(cx);
+      }
+      ++res.violation_count;
+    }
+  }
+  std::uint64_t self = 0;
+  for (auto n : lib.self) self += n;
+  if (self > 0)
+    res.note = fmt::format(
+        "{} message{} a rank sent to itself left out (a model's send to itself "
+        "is no transfer)",
+        self, self == 1 ? "" : "s");
+  return res;
+}
+
+CheckResult compare_combinations(const MpiCombinations& lib, const MpiCombinations& model) {
+  CheckResult res;
+  res.name = "conformance";
+  res.verdict = Verdict::Pass;
+  auto text = [](const MpiCombination& c) {
+    return fmt::format("ranks {} (op) ranks {} at position {}", ranks_text(c.left),
+                       ranks_text(c.right), c.pos);
+  };
+  std::size_t made = 0;
+  for (const auto& v : lib) made += v.size();
+  for (const auto& v : model) made += v.size();
+  if (made == 0) {
+    res.verdict = Verdict::NotChecked;
+    res.note =
+        "neither the library nor the model combines anything (no reduction): conformance "
+        "compares combinations, so it says nothing about this run";
+    return res;
+  }
+  for (std::size_t r = 0; r < lib.size() && r < model.size(); ++r) {
+    // Position by position: a library combines whole vectors in one call, a model item by item.
+    std::map<std::int64_t, std::vector<MpiCombination>> L, M;
+    for (const auto& c : lib[r]) L[c.pos].push_back(c);
+    for (const auto& c : model[r]) M[c.pos].push_back(c);
+    std::set<std::int64_t> positions;
+    for (const auto& [k, v] : L) positions.insert(k);
+    for (const auto& [k, v] : M) positions.insert(k);
+    for (std::int64_t pos : positions) {
+      const auto &l = L[pos], &m = M[pos];
+      std::size_t k = 0;
+      while (k < l.size() && k < m.size() && l[k] == m[k]) ++k;
+      if (k == l.size() && k == m.size()) continue;
+      std::string msg =
+          fmt::format("rank {}, position {}, combination {}: the library {}, the model {}", r, pos,
+                      k + 1, k < l.size() ? "makes " + text(l[k]) : "makes no more",
+                      k < m.size() ? "makes " + text(m[k]) : "makes no more");
+      res.verdict = Verdict::Fail;
+      if (res.violations.empty()) {
+        Counterexample cx;
+        cx.invariant = "conformance";
+        cx.nodes.push_back(static_cast<NodeId>(r));
+        cx.message = msg;
+        res.violations.push_back(cx);
+      }
+      ++res.violation_count;
+      break;  // the first position of each rank
+    }
+  }
+  return res;
+}
+
+}  // namespace collv

@@ -1,0 +1,80 @@
+// Every p from the model (docs/smt.md, "Every p from the model"): a library algorithm's own
+// program proved correct for every process count p and every element count, by induction over
+// its communication loop with symbolic p, rank, count and loop counter.
+//
+//   collv::Model m = collv::parse_model_file("models/mpich/allgather_ring.coll");
+//   collv::EveryPProof pf = collv::parse_every_p_proof("proofs/every-p/allgather_ring.proof");
+//   collv::EveryPAnalysis a = collv::analyze_every_p(m, pf);
+//   if (!a.refusal.empty()) ...;               // outside the fragment: not proved (exit 3)
+//   for (const auto& ob : a.obligations) ...;  // each query must be unsat
+//
+// The fragment (every_p.cpp refuses the rest, naming the statement): integer variables over p,
+// my_id, count, root and loop counters (+, -, *, div and mod by p or a positive literal,
+// comparisons, and, or, not, if-then-else); `if` on a condition that does not depend on my_id
+// (the proof splits into paths); one level of `for` loops whose bounds do not depend on my_id,
+// each iteration one `send` followed by one `receive` (every rank exchanges once a round, in
+// lockstep) and assignments; data moved in whole blocks of `count` elements (a slice
+// `v[A * E .. B * E - 1]` with E = count, or the whole buffer). Data is modelled by block: the
+// item in block b of a buffer is `(it RANK BLOCK)` (the input block BLOCK of rank RANK) or `none`
+// (identity items, written where a buffer is extended), so an obligation with count > 0 covers
+// every element of the block at once, and count = 0 makes every buffer empty.
+//
+// Loops: the proof file gives, for every variable a loop assigns, its value at the head of
+// iteration i as a closed form in r (the rank), the loop counter, p, count and root (an SMT-LIB
+// term; for a data variable its length in blocks and its block b). For a fresh rank r the
+// obligations are: initiation (the closed forms equal the values the program computed before
+// the loop), consecution (assume the closed forms for every rank at iteration i; run the body of
+// r and of the rank it receives from; the closed forms hold for r at i + 1), the round's
+// matching (r's destination receives from r and r's source sends to r, both ranks in 0..p-1),
+// the message fills the receive exactly, NODUP (no received item is one r already holds), every
+// slice read lies inside its buffer, and after the program: the postcondition in MPI's layout and
+// the `steps` claim equal to the loops' trip counts summed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lang/ast.hpp"
+
+namespace collv {
+
+// One `invariant` line: `invariant LOOP VAR TERM` (integer), `invariant LOOP VAR length TERM`,
+// `invariant LOOP VAR block TERM` (data). LOOP is the loop's counter name (`i`, or `i#2` for the
+// second loop with that counter).
+struct EveryPInvariant {
+  std::string loop, var, part;  // part: "value", "length" or "block"
+  std::string term;
+  int line = 0;
+};
+
+struct EveryPProof {
+  std::string path;
+  std::string model;  // the model the proof is written for (a name or a .coll path)
+  std::string expect = "proved";
+  std::vector<EveryPInvariant> invariants;
+};
+
+// Reads a proof file of `kind every-p` (throws UsageError with file:line on a malformed one).
+EveryPProof parse_every_p_proof(const std::string& path);
+// The same from text (tests).
+EveryPProof parse_every_p_proof_text(const std::string& text, const std::string& path);
+
+struct EveryPObligation {
+  std::string name;         // e.g. "consecution-result-line-31"
+  std::string description;  // what unsat proves
+  std::string script;       // SMT-LIB2: declarations and (assert (=> a (not ...)))
+  SourceLoc loc;
+};
+
+struct EveryPAnalysis {
+  std::string refusal;  // non-empty: outside the fragment (why); nothing is proved
+  SourceLoc refusal_loc;
+  std::vector<EveryPObligation> obligations;
+  std::vector<std::string> assumptions;  // the bounds every query assumes, for the report
+  int paths = 0, loops = 0;
+};
+
+// Never throws for a well-formed model: everything outside the fragment is a refusal.
+EveryPAnalysis analyze_every_p(const Model& m, const EveryPProof& proof);
+
+}  // namespace collv

@@ -1,0 +1,315 @@
+// The every-p prover's loops (induction over a round loop) and the end of a path (postcondition,
+// rounds): see every_p.hpp and docs/smt.md, "Every p from the model".
+#include "smt/every_p_analyzer.hpp"
+
+namespace collv::everyp {
+
+void Analyzer::loop(const Stmt& s, Path& path) {
+  int nth = ++loop_seen_[s.var];
+  std::string lname = nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth);
+  int id = ++out_.loops;
+  if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t")
+    refuse("a loop counter named r, b, t or p clashes with the invariant language's names", s.loc);
+  Lin lo = int_expr(*s.value, path.st), hi = int_expr(*s.limit, path.st);
+  if (s.downto) refuse("a `downto` loop is outside the fragment", s.loc);
+  std::string lot = render(lo), hit = render(hi);
+  if (mentions(lot, "r") || mentions(hit, "r"))
+    refuse(
+        "the loop's trip count depends on my_id: outside the fragment (every rank must run "
+        "the same rounds)",
+        s.loc);
+  std::string iter = fmt::format("i_L{}", id);
+  std::string loop_where = fmt::format("loop {} ({})", lname, s.loc.str());
+  // The body: assignments, one send and one receive, in either order.
+  const Stmt* snd = nullptr;
+  const Stmt* rcv = nullptr;
+  for (const auto& b : s.body) {
+    if (b->kind == StmtKind::Send || b->kind == StmtKind::Receive) {
+      const Stmt*& slot = b->kind == StmtKind::Send ? snd : rcv;
+      if (slot)
+        refuse("more than one send or receive in a round loop: outside the fragment", b->loc);
+      if (b->along_link) refuse("`along link` is outside the fragment", b->loc);
+      slot = b.get();
+    } else if (b->kind != StmtKind::Assign) {
+      refuse("inside a round loop only assignments, one send and one receive are in the fragment",
+             b->loc);
+    }
+  }
+  if (!snd || !rcv)
+    refuse("a loop without one send and one receive is outside the fragment", s.loc);
+  bool send_first = false;
+  for (const auto& b : s.body) {
+    if (b.get() == snd) send_first = true;
+    if (b.get() == rcv) break;
+  }
+
+  // The head of iteration `iter`: the proof's closed forms for what the loop assigns. A variable
+  // without one has no value at the head (a read before the body writes it is refused).
+  std::set<std::string> vars, local;
+  assigned(s.body, vars);
+  if (vars.count(s.var))
+    refuse("the loop assigns its own counter '" + s.var + "': outside the fragment", s.loc);
+  State head = path.st;
+  head.ints[s.var] = Lin{"0", iter};
+  head.dead.erase(s.var);
+  for (const auto& v : std::set<std::string>(vars)) {
+    bool is_data = false;
+    for (std::size_t k = 0; k < m_.var_names.size(); ++k)
+      if (m_.var_names[k] == v) is_data = m_.var_types[k] == Type::Data;
+    if (!is_data) {
+      const EveryPInvariant* inv = invariant(lname, v, "value");
+      if (!inv) {
+        head.ints.erase(v);
+        local.insert(v);
+        vars.erase(v);
+        continue;
+      }
+      head.ints[v] = Lin{"0", inv_term(*inv, s.var, iter)};
+    } else {
+      const EveryPInvariant* li = invariant(lname, v, "length");
+      const EveryPInvariant* bi = invariant(lname, v, "block");
+      if (!li && !bi) {
+        head.data.erase(v);
+        local.insert(v);
+        vars.erase(v);
+        continue;
+      }
+      if (!li || !bi)
+        refuse(fmt::format("{} assigns the data variable '{}': the proof needs both 'invariant {} "
+                           "{} length TERM' and 'invariant {} {} block TERM'",
+                           loop_where, v, lname, v, lname, v),
+               s.loc);
+      head.data[v] = Buf{inv_term(*li, s.var, iter), inv_term(*bi, s.var, iter)};
+    }
+  }
+  auto head_at = [&](const std::string& t) {  // the closed forms at iteration t
+    State h = head;
+    for (auto& [v, l] : h.ints)
+      if (vars.count(v)) l.k = rename(l.k, {{iter, t}});
+    for (auto& [v, b] : h.data)
+      if (vars.count(v)) b = Buf{rename(b.len, {{iter, t}}), rename(b.blk, {{iter, t}})};
+    return h;
+  };
+
+  // Initiation: the state before the loop is the closed forms at the first iteration (not needed
+  // for a variable the body writes before reading it).
+  State first = head_at(lot);
+  for (const auto& v : vars) {
+    if (write_first(s.body, v)) continue;
+    std::string name = fmt::format("initiation-{}-loop-{}", v, lname);
+    if (first.ints.count(v)) {
+      if (!path.st.ints.count(v))
+        refuse(fmt::format("'{}' has no value before {}", v, loop_where), s.loc);
+      oblige(
+          path, name,
+          fmt::format("before {}, {} equals its invariant at the first iteration", loop_where, v),
+          "", "true", op2("=", render(path.st.ints.at(v)), first.ints.at(v).k), s.loc);
+    } else {
+      Buf before = path.st.data.count(v) ? path.st.data.at(v) : Buf{"0", "none"};
+      const Buf& want = first.data.at(v);
+      oblige(path, name,
+             fmt::format("before {}, {} (length and every block) equals its invariant at the "
+                         "first iteration",
+                         loop_where, v),
+             "(declare-const b Int)\n", "(> count 0)",
+             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", before.len,
+                         want.len, before.len, before.blk, want.blk),
+             s.loc);
+    }
+  }
+
+  std::vector<std::pair<std::string, std::string>> reads;
+  std::vector<std::pair<std::string, SourceLoc>> fits;
+  auto assign = [&](const Stmt& b, State& st) {
+    if (b.value->type == Type::Data || b.target->kind != ExprKind::Name ||
+        b.value->kind == ExprKind::EmptyBuf) {
+      Buf v = data_expr(*b.value, st, &reads);
+      std::string f = write(*b.target, v, st);
+      if (f != "true") fits.emplace_back(f, b.loc);
+    } else {
+      st.ints[b.target->name] = int_expr(*b.value, st);
+    }
+  };
+  // The loop's send, as a template over r and the iteration. When the body receives first, the
+  // message depends on what was received: it is computed with the received variable at its
+  // closed form at the next iteration, which is its value from the receive on (checked: the
+  // body does not assign it after the receive); the receives that use it take it from earlier
+  // iterations only, whose closed forms the induction has established.
+  SendEvent ev;
+  ev.in_loop = true;
+  ev.idx = path.nsend;
+  ev.lo = lot;
+  ev.hi = hit;
+  ev.iter = iter;
+  ev.loop_id = id;
+  ev.before_recv = send_first;
+  {
+    State st = head;
+    State next = head_at(add(iter, "1"));
+    bool after_recv = false;
+    std::string rv;
+    for (const auto& b : s.body) {
+      if (b.get() == rcv) {
+        rv = b->target->kind == ExprKind::Name ? b->target->name : b->target->args[0]->name;
+        if (!next.data.count(rv))
+          refuse(fmt::format("{} sends after it receives into '{}', which has no invariant",
+                             loop_where, rv),
+                 b->loc);
+        st.data[rv] = next.data.at(rv);
+        after_recv = true;
+      } else if (b.get() == snd) {
+        ev.dst = render(int_expr(*b->peer, st));
+        Buf m = data_expr(*b->value, st, &reads);
+        ev.len = m.len;
+        ev.blk = m.blk;
+        break;
+      } else {
+        assign(*b, st);
+      }
+    }
+    if (after_recv) {
+      bool seen = false;
+      for (const auto& b : s.body) {
+        if (b.get() == rcv) seen = true;
+        if (seen && b.get() != rcv && b->kind == StmtKind::Assign) {
+          std::string w =
+              b->target->kind == ExprKind::Name ? b->target->name : b->target->args[0]->name;
+          if (w == rv)
+            refuse(fmt::format("{} assigns '{}' after receiving into it: outside the fragment",
+                               loop_where, rv),
+                   b->loc);
+        }
+      }
+    }
+  }
+  path.sends.push_back(ev);
+
+  // One iteration of r from the head, with the real receive.
+  std::vector<Pending> obs;
+  State st = head;
+  std::string src;
+  std::string K = add(path.nrecv, sub(iter, lot));
+  for (const auto& b : s.body) {
+    if (b.get() == snd) continue;  // its obligations are the template's (reads) and the match
+    if (b.get() == rcv)
+      do_receive(*b, st, path, K, id, iter, obs, src);
+    else
+      assign(*b, st);
+  }
+  std::string decls = fmt::format(
+      "(declare-const {} Int)\n(declare-const src_r Int)\n(declare-const b Int)\n"
+      "(declare-const t Int)\n(declare-const k Int)\n",
+      iter);
+  std::string hyp =
+      fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit, src);
+  std::string hypc = fmt::format("(and {} (> count 0))", hyp);
+  oblige(path, fmt::format("send-dst-loop-{}", lname),
+         fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
+         fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
+  for (const auto& o : obs)
+    oblige(path, o.name, o.what + " (" + loop_where + ")", decls, o.data ? hypc : hyp, o.goal,
+           o.loc);
+  for (const auto& [g, what] : reads)
+    oblige(path, read_name(what, "loop-" + lname), what, decls, hypc, g, s.loc);
+  for (const auto& [g, loc] : fits)
+    oblige(path, fmt::format("fill-line-{}", loc.line), "the value fills its slice exactly", decls,
+           hypc, g, loc);
+  // Consecution: after the body, the closed forms hold at the next iteration.
+  State next = head_at(add(iter, "1"));
+  for (const auto& v : vars) {
+    std::string name = fmt::format("consecution-{}-loop-{}", v, lname);
+    if (next.ints.count(v)) {
+      oblige(path, name,
+             fmt::format("{}: if the invariants hold for every rank at every iteration up to i, "
+                         "{} holds for r at i + 1",
+                         loop_where, v),
+             decls, hyp, op2("=", render(st.ints.at(v)), next.ints.at(v).k), s.loc);
+    } else {
+      const Buf& got = st.data.at(v);
+      const Buf& want = next.data.at(v);
+      oblige(path, name,
+             fmt::format("{}: if the invariants hold for every rank at every iteration up to i, "
+                         "{} (length and every block) holds for r at i + 1",
+                         loop_where, v),
+             decls, hypc,
+             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", got.len,
+                         want.len, got.len, got.blk, want.blk),
+             s.loc);
+    }
+  }
+  // After the loop: the closed forms at the exit index; sends and receives add the trip count.
+  std::string exit = fmt::format("x_L{}", id);
+  path.decls +=
+      fmt::format("(declare-const {} Int)\n(assert (= {} (ite (>= (+ {} 1) {}) (+ {} 1) {})))\n",
+                  exit, exit, hit, lot, hit, lot);
+  State after = head_at(exit);
+  after.ints.erase(s.var);
+  after.dead.insert(s.var);
+  for (const auto& v : local) {
+    after.ints.erase(v);
+    after.data.erase(v);
+  }
+  // A variable without initiation (written before read in the body) has its closed form only if
+  // the loop ran; otherwise its value before the loop: for a data variable that had none, the
+  // empty buffer (data variables start empty); an integer that had none is left without a value
+  // (a later read is refused).
+  std::string ran = op2("<=", lot, hit);
+  for (const auto& v : vars) {
+    if (!write_first(s.body, v)) continue;
+    if (after.ints.count(v)) {
+      if (path.st.ints.count(v))
+        after.ints[v] = Lin{"0", ite(ran, after.ints[v].k, render(path.st.ints.at(v)))};
+      else
+        after.ints.erase(v);
+    } else if (after.data.count(v)) {
+      Buf other = path.st.data.count(v) ? path.st.data.at(v) : Buf{"0", "none"};
+      after.data[v] =
+          Buf{ite(ran, after.data[v].len, other.len), ite(ran, after.data[v].blk, other.blk)};
+    }
+  }
+  path.st = after;
+  std::string trips = fmt::format("(- {} {})", exit, lot);
+  path.nsend = add(path.nsend, trips);
+  path.nrecv = add(path.nrecv, trips);
+}
+
+void Analyzer::finish(const Path& path) {
+  const auto& h = m_.header;
+  const Buf& out = data_var(h.output, path.st, h.loc);
+  if (h.collective == Collective::Allgather) {
+    // allgather in MPI's layout: p blocks, block b = rank b's input.
+    oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
+           "", "(> count 0)", op2("=", out.len, "p"), h.loc);
+    oblige(path, "postcondition-blocks", "block b of the output is rank b's input (MPI's layout)",
+           "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
+           op2("=", out.blk, "(it b 0)"), h.loc);
+  } else {
+    // reduce-scatter: rank r ends with one block, block r summed over all p ranks (from rank 0
+    // up, unless the model declares a commutative operator).
+    bool comm = h.op_class == OperatorClass::Commutative;
+    std::string b0 = at_block(out.blk, "0");
+    oblige(path, "postcondition-length", "the output is one block of count elements", "",
+           "(> count 0)", op2("=", out.len, "1"), h.loc);
+    oblige(path, "postcondition-blocks",
+           comm ? "the output is block r of every rank's input, summed, each once"
+                : "the output is block r of every rank's input, summed in rank order, each once",
+           "", "(> count 0)",
+           fmt::format("(and ((_ is sm) {}) (= (sb {}) r) (= (sn {}) p){})", b0, b0, b0,
+                       comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
+           h.loc);
+  }
+  oblige(path, "sends-received",
+         "every rank receives as many messages as it sends (with the matches above, every send "
+         "is received in its round)",
+         "", "true", op2("=", path.nsend, path.nrecv), h.loc);
+  if (h.steps) {
+    std::string claim = header_term(*h.steps);
+    oblige(path, "steps",
+           h.steps_at_most
+               ? "the rounds (sends of each rank) are at most the `steps` claim"
+               : "the rounds (sends of each rank: loops count their trips) equal the `steps` claim",
+           "", "true", op2(h.steps_at_most ? "<=" : "=", path.nsend, claim), h.loc);
+  }
+}
+
+}  // namespace collv::everyp

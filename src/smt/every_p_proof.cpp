@@ -1,0 +1,94 @@
+// The proof files of `collv prove --every-p` (see every_p.hpp): `key value` lines, as the other
+// proof files, with `invariant` lines that may repeat.
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "smt/every_p.hpp"
+#include "util/read_file.hpp"
+
+namespace collv {
+
+EveryPProof parse_every_p_proof_text(const std::string& text, const std::string& path) {
+  EveryPProof pf;
+  pf.path = path;
+  std::istringstream f(text);
+  std::string line;
+  int no = 0;
+  bool kind = false, model = false, expect = false;
+  while (std::getline(f, line)) {
+    ++no;
+    auto h = line.find('#');
+    if (h != std::string::npos) line = line.substr(0, h);
+    std::istringstream is(line);
+    std::string key;
+    if (!(is >> key)) continue;
+    std::string rest;
+    std::getline(is, rest);
+    auto b = rest.find_first_not_of(" \t");
+    auto e = rest.find_last_not_of(" \t\r");
+    std::string value = b == std::string::npos ? "" : rest.substr(b, e - b + 1);
+    if (value.empty()) throw UsageError(fmt::format("{}:{}: '{}' needs a value", path, no, key));
+    auto once = [&](bool& seen) {
+      if (seen) throw UsageError(fmt::format("{}:{}: '{}' is given twice", path, no, key));
+      seen = true;
+    };
+    if (key == "kind") {
+      once(kind);
+      if (value != "every-p")
+        throw UsageError(fmt::format("{}:{}: kind must be every-p here, not '{}'", path, no,
+                                     value.substr(0, 40)));
+    } else if (key == "model") {
+      once(model);
+      pf.model = value;
+    } else if (key == "expect") {
+      once(expect);
+      if (value != "proved" && value != "disproved" && value != "not-proved")
+        throw UsageError(
+            fmt::format("{}:{}: expect must be proved, disproved or not-proved", path, no));
+      pf.expect = value;
+    } else if (key == "invariant") {
+      std::istringstream vs(value);
+      EveryPInvariant inv;
+      inv.line = no;
+      vs >> inv.loop >> inv.var;
+      std::string third;
+      auto pos = vs.tellg();
+      vs >> third;
+      if (third == "length" || third == "block") {
+        inv.part = third;
+      } else {
+        inv.part = "value";
+        vs.clear();
+        vs.seekg(pos);
+      }
+      std::getline(vs, inv.term);
+      auto tb = inv.term.find_first_not_of(" \t");
+      inv.term = tb == std::string::npos ? "" : inv.term.substr(tb);
+      if (inv.loop.empty() || inv.var.empty() || inv.term.empty())
+        throw UsageError(fmt::format(
+            "{}:{}: invariant needs LOOP VAR [length|block] TERM (e.g. 'invariant i j (mod (- r "
+            "i) p)')",
+            path, no));
+      for (const auto& o : pf.invariants)
+        if (o.loop == inv.loop && o.var == inv.var && o.part == inv.part)
+          throw UsageError(
+              fmt::format("{}:{}: invariant {} {} {} is given twice (first on line {})", path, no,
+                          inv.loop, inv.var, inv.part, o.line));
+      pf.invariants.push_back(inv);
+    } else {
+      throw UsageError(fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant)",
+                                   path, no, key.substr(0, 40)));
+    }
+  }
+  if (!kind) throw UsageError(path + ": missing 'kind every-p'");
+  if (!model) throw UsageError(path + ": missing 'model' (the model the proof is written for)");
+  return pf;
+}
+
+EveryPProof parse_every_p_proof(const std::string& path) {
+  return parse_every_p_proof_text(read_file_bounded(path, std::uint64_t{1} << 20, "a proof file"),
+                                  path);
+}
+
+}  // namespace collv

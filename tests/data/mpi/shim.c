@@ -1,0 +1,61 @@
+/* Library bugs injected for tests/test_mpi.cpp: an LD_PRELOAD'ed library, built by the test with
+ * the MPI compiler (mpicc -shared -fPIC -D<BUG>), that wraps one MPI entry and calls the real one
+ * through its PMPI_ name, then does what a buggy library would:
+ *   STALE_RESULT     MPI_Allreduce: rank 0 returns the previous call's result (same length)
+ *   OVERWRITE_SEND   MPI_Allreduce: rank 0 overwrites its send buffer's first element
+ *   ROOT_ZERO        MPI_Reduce: reduces to rank 0 whatever the root (right only at root 0)
+ *   EXTRA_MESSAGE    MPI_Allreduce: rank 0 also sends rank 1 a message nobody receives
+ *   BARRIER_EARLY    MPI_Barrier: returns at once, no rank waits for the others
+ * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
+ * ranks (never into collv). */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(STALE_RESULT) || defined(OVERWRITE_SEND) || defined(EXTRA_MESSAGE)
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm) {
+  int rc = PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+  int rank = 0, size = 0, tsize = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  PMPI_Type_size(dt, &tsize);
+  size_t bytes = (size_t)count * (size_t)tsize;
+  (void)size;
+  (void)bytes;
+#if defined(STALE_RESULT)
+  static char* prev;
+  static size_t prev_bytes;
+  if (rank == 0 && bytes > 0) {
+    char* now = (char*)malloc(bytes);
+    memcpy(now, recvbuf, bytes);
+    if (prev && prev_bytes == bytes) memcpy(recvbuf, prev, bytes);
+    free(prev);
+    prev = now;
+    prev_bytes = bytes;
+  }
+#elif defined(OVERWRITE_SEND)
+  if (rank == 0 && bytes > 0 && sendbuf != MPI_IN_PLACE)
+    memcpy((void*)sendbuf, recvbuf, (size_t)tsize);
+#else
+  int x = 42;
+  if (rank == 0 && size > 1) PMPI_Send(&x, 1, MPI_INT, 1, 77, comm);
+#endif
+  return rc;
+}
+#endif
+
+#if defined(ROOT_ZERO)
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+               MPI_Comm comm) {
+  (void)root;
+  return PMPI_Reduce(sendbuf, recvbuf, count, dt, op, 0, comm);
+}
+#endif
+
+#if defined(BARRIER_EARLY)
+int MPI_Barrier(MPI_Comm comm) {
+  (void)comm;
+  return MPI_SUCCESS; /* no synchronization at all */
+}
+#endif

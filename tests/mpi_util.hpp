@@ -1,0 +1,73 @@
+// Helpers of the `collv mpi` tests (tests/test_mpi*.cpp): hand-written harness files, the checks'
+// verdicts, whether an MPI library is installed, and library bugs injected by a preloaded shim.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "check/checks.hpp"
+#include "cli.hpp"
+
+namespace collv::test {
+
+// Writes rank<r>.jsonl files into a fresh directory.
+inline std::string write_ranks(const std::vector<std::string>& files) {
+  std::string dir = unique_temp("collv_mpi_judge");
+  std::filesystem::create_directories(dir);
+  for (std::size_t r = 0; r < files.size(); ++r)
+    std::ofstream(std::filesystem::path(dir) / ("rank" + std::to_string(r) + ".jsonl")) << files[r];
+  return dir;
+}
+
+inline std::string done(int r, int p) {
+  return "{\"k\":\"done\",\"rank\":" + std::to_string(r) + ",\"size\":" + std::to_string(p) + "}\n";
+}
+
+inline Verdict verdict(const std::vector<CheckResult>& cs, const std::string& name) {
+  for (const auto& c : cs)
+    if (c.name == name) return c.verdict;
+  FAIL("no check " << name);
+  return Verdict::NotChecked;
+}
+
+inline bool all_pass(const std::vector<CheckResult>& cs) {
+  for (const auto& c : cs)
+    if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown) return false;
+  return true;
+}
+
+inline bool have_mpi(const std::string& cc) {
+  return std::system(("command -v " + cc + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The installed libraries (both compiler and launcher found), in a fixed order.
+inline std::vector<std::string> installed_mpis() {
+  std::vector<std::string> v;
+  if (have_mpi("mpicc.openmpi") && have_mpi("mpirun.openmpi")) v.push_back("openmpi");
+  if (have_mpi("mpicc.mpich") && have_mpi("mpiexec.mpich")) v.push_back("mpich");
+  return v;
+}
+
+// A library bug (tests/data/mpi/shim.c, -D<bug>) built with impl's compiler into a shared
+// library, and a launcher wrapper that preloads it into the ranks; returns the wrapper's path
+// ("" when the build failed).
+inline std::string shim_launcher(const std::string& impl, const std::string& bug) {
+  const bool ompi = impl == "openmpi";
+  const std::string so = unique_temp("collv_mpi_shim_" + bug) + ".so";
+  const std::string cc = ompi ? "mpicc.openmpi" : "mpicc.mpich";
+  const std::string cmd = cc + " -shared -fPIC -D" + bug + " -o " + so + " " + COLLV_SOURCE_DIR +
+                          "/tests/data/mpi/shim.c";
+  if (std::system(cmd.c_str()) != 0) return "";
+  const std::string wrapper = unique_temp("collv_mpi_shim_run") + ".sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                         << (ompi ? "exec mpirun.openmpi -x LD_PRELOAD=" + so + " \"$@\"\n"
+                                  : "exec mpiexec.mpich -genv LD_PRELOAD " + so + " \"$@\"\n");
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  return wrapper;
+}
+
+}  // namespace collv::test

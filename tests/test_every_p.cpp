@@ -1,0 +1,303 @@
+// Every p from the model (smt/every_p.hpp, `collv prove --every-p`): library models proved for
+// every p and count from their own program; mutants that are wrong only past p = 64 or only above
+// count 1,000 are disproved by the obligation that the mutation breaks (so the test fails if that
+// obligation is not checked); programs and proofs outside the fragment are refused, never proved.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <tuple>
+
+#include "app/every_p_cmd.hpp"
+#include "cli.hpp"
+#include "smt/solver.hpp"
+#include "util/exit_codes.hpp"
+
+using namespace collv;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = COLLV_SOURCE_DIR;
+const std::string kProofs = kRoot + "/proofs/every-p";
+
+EveryPOutcome prove(const std::string& model_path, const std::string& proof_path,
+                    const std::string& emit = "") {
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  o.emit_dir = emit;
+  return prove_every_p(parse_model_file(model_path), parse_every_p_proof(proof_path), o);
+}
+
+EveryPOutcome prove_text(const std::string& model_text, const std::string& proof_text) {
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  return prove_every_p(parse_model(model_text, "m.coll"),
+                       parse_every_p_proof_text(proof_text, "m.proof"), o);
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+const std::string kRing = kRoot + "/models/mpich/allgather_ring.coll";
+
+}  // namespace
+
+TEST_CASE(
+    "every-p: MPICH's ring allgather is proved for every p and count, z3 re-checks the "
+    "certificates",
+    "[every-p]") {
+  std::string dir = collv::test::unique_temp("every_p_certs");
+  EveryPOutcome r = prove(kRing, kProofs + "/allgather_ring.proof", dir);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  CHECK(r.answer == "proved for every p");
+  // The obligations the method promises are all there.
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  for (const char* n :
+       {"initiation-result-loop-i", "consecution-result-loop-i", "consecution-j-loop-i",
+        "consecution-jnext-loop-i", "match-line-24", "send-dst-loop-i", "nodup-result-line-24",
+        "fill-line-24", "postcondition-blocks", "postcondition-length", "sends-received", "steps"})
+    CHECK(all.find(std::string(n) + " ") != std::string::npos);
+  // Every certificate is unsat for a fresh Z3 that reads only the file, and is built from the
+  // program's terms (the round's source rank and the received slice), not from the invariant alone.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string text = collv::test::slurp(e.path().string());
+    smt::Result s = smt::run_smt2_script(text, 60000, 1 << 24);
+    INFO(e.path().string());
+    CHECK(s.answer == smt::Answer::Unsat);
+    if (e.path().string().find("consecution-result") != std::string::npos) {
+      CHECK(text.find("src_r") != std::string::npos);
+      CHECK(text.find("(mod (- src_r 1) p)") == std::string::npos);  // src is r's, renamed
+      CHECK(text.find("(= src_r (mod (- r 1) p))") != std::string::npos);
+    }
+    ++files;
+  }
+  CHECK(files == static_cast<int>(r.obligations));
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "every-p: NCCL's ring allgather (send first, receive-forward loop, last receive after "
+    "it) is proved, its mutant past p = 100 is disproved at p = 101",
+    "[every-p]") {
+  EveryPOutcome r = prove(kRoot + "/models/nccl/allgather_ring_nccl.coll",
+                          kProofs + "/allgather_ring_nccl.proof");
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  // The loop's receive is matched by the send before the loop or by the previous iteration's,
+  // the last receive by the loop's last send; the loop's `r` is local (no initiation).
+  for (const char* n : {"match-line-25 ", "match-line-29 ", "consecution-result-loop-j ",
+                        "nodup-result-line-29 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  CHECK(all.find("initiation-r-") == std::string::npos);
+  r = prove(kProofs + "/mutants/allgather_ring_nccl_p100.coll",
+            kProofs + "/allgather_ring_nccl.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-length");
+  CHECK(r.p == 101);
+}
+
+TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant is refused",
+          "[every-p]") {
+  int proved = 0, refused = 0;
+  for (const std::string& dir : {kProofs, kProofs + "/mutants"})
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() != ".proof") continue;
+      EveryPProof pf = parse_every_p_proof(e.path().string());
+      std::string model = (e.path().parent_path() / pf.model).string();
+      EveryPOutcome r = prove(model, e.path().string());
+      INFO(e.path().string() << ": " << r.note);
+      if (pf.expect == "proved") {
+        CHECK(r.exit == kExitOk);
+        ++proved;
+      } else {
+        CHECK(r.exit != kExitOk);
+        CHECK(r.exit == (pf.expect == "disproved" ? kExitViolation : kExitInconclusive));
+        ++refused;
+      }
+    }
+  CHECK(proved >= 4);
+  CHECK(refused >= 4);
+}
+
+TEST_CASE(
+    "every-p: reductions: NCCL's ring reduce-scatter adds disjoint, adjacent contributions, "
+    "a mutant adding the wrong block past p = 64 fails the combine obligation",
+    "[every-p]") {
+  EveryPOutcome r = prove(kProofs + "/mutants/reduce_scatter_ring_nccl_p64.coll",
+                          kProofs + "/reduce_scatter_ring_nccl.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "combine-loop-j");
+  CHECK(r.p == 65);
+  // Without `operator commutative` the pairwise reduce-scatter (which adds each contribution in
+  // front) ends in ring order from r + 1, not rank order: disproved by the postcondition, and the
+  // executor's ordered domain agrees at p = 2.
+  std::string pw = collv::test::slurp(kRoot + "/models/mpich/reduce_scatter_pairwise.coll");
+  r = prove_text(replaced(pw, "  operator   commutative\n", ""),
+                 collv::test::slurp(kProofs + "/reduce_scatter_pairwise.proof"));
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+}
+
+TEST_CASE("every-p: a ring wrong only past p = 64 is disproved by consecution, at p = 65",
+          "[every-p]") {
+  // The proof of the correct ring applied to the mutant (as --model does), and the mutant's own.
+  for (const std::string& proof :
+       {kProofs + "/allgather_ring.proof", kProofs + "/mutants/allgather_ring_p64.proof"}) {
+    EveryPOutcome r = prove(kProofs + "/mutants/allgather_ring_p64.coll", proof);
+    INFO(r.note);
+    CHECK(r.exit == kExitViolation);
+    CHECK(r.failed_obligation == "consecution-jnext-loop-i");
+    CHECK(r.p == 65);
+    CHECK(r.note.find("executor on complete:65") != std::string::npos);
+  }
+}
+
+TEST_CASE("every-p: a ring one round short above count 1,000 is disproved at count 1,001",
+          "[every-p]") {
+  EveryPOutcome r =
+      prove(kProofs + "/mutants/allgather_ring_count1000.coll", kProofs + "/allgather_ring.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-length");
+  CHECK(r.p == 2);
+  CHECK(r.count == 1001);
+}
+
+TEST_CASE("every-p: a correct change to the program still proves with the same proof",
+          "[every-p]") {
+  std::string proof = collv::test::slurp(kProofs + "/allgather_ring.proof");
+  std::string ring = collv::test::slurp(kRing);
+  // The destination written another way, and the last two assignments of a round swapped.
+  std::string changed =
+      replaced(replaced(ring, "to (my_id + 1) mod p;", "to (my_id + p + 1) mod p;"),
+               "        j := jnext;\n        jnext := (jnext - 1) mod p;\n",
+               "        jnext := (jnext + p - 1) mod p;\n        j := (jnext + 1) mod p;\n");
+  EveryPOutcome r = prove_text(changed, proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitOk);
+  // Swapped without adjusting j: j then runs one block behind and the ring sends the wrong block.
+  r = prove_text(replaced(ring, "        j := jnext;\n        jnext := (jnext - 1) mod p;\n",
+                          "        jnext := (jnext - 1) mod p;\n        j := jnext;\n"),
+                 proof);
+  INFO(r.note);
+  // The obligation fails from p = 2, where the program is still right (one round: j is not read
+  // again); the executor fails from p = 3.
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "consecution-j-loop-i");
+  CHECK(r.p == 2);
+  CHECK(r.note.find("executor on complete:3 count 1") != std::string::npos);
+}
+
+TEST_CASE("every-p: a wrong invariant is not proved (the executor passes there), never a verdict",
+          "[every-p]") {
+  std::string proof = collv::test::slurp(kProofs + "/allgather_ring.proof");
+  // Claims one block too many at each iteration: initiation fails, the program is right.
+  EveryPOutcome r = prove_text(collv::test::slurp(kRing),
+                               replaced(proof, "(< (mod (- r b) p) i)", "(<= (mod (- r b) p) i)"));
+  INFO(r.note);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.failed_obligation == "initiation-result-loop-i");
+  CHECK(r.note.find("the executor passes") != std::string::npos);
+  // A missing invariant: refused, naming the loop and the variable.
+  r = prove_text(collv::test::slurp(kRing), replaced(proof, "invariant i jnext", "# "));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("'jnext'") != std::string::npos);
+  CHECK(r.note.find("m.coll:") != std::string::npos);
+  // A term that tries to leave its definition, or names something the prover does not bind.
+  r = prove_text(collv::test::slurp(kRing),
+                 replaced(proof, "(mod (- r i) p)", "(mod (- r i) p)) (assert false"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("invariant term") != std::string::npos);
+  r = prove_text(collv::test::slurp(kRing), replaced(proof, "(mod (- r i) p)", "(mod (- r k) p)"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("'k'") != std::string::npos);
+}
+
+TEST_CASE("every-p: programs outside the fragment are refused with file:line:col", "[every-p]") {
+  std::string proof = collv::test::slurp(kProofs + "/allgather_ring.proof");
+  std::string ring = collv::test::slurp(kRing);
+  // A trip count that depends on my_id.
+  EveryPOutcome r =
+      prove_text(replaced(ring, "for i := 1 to p - 1 do", "for i := 1 to my_id do"), proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("depends on my_id") != std::string::npos);
+  CHECK(r.note.find("m.coll:22:") != std::string::npos);
+  // A slice that is not in whole blocks.
+  r = prove_text(
+      replaced(ring, "send result[j * E .. j * E + E - 1]", "send result[j * E .. j * E]"), proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("whole blocks") != std::string::npos);
+  // Each further rule of the fragment, with the reason it gives; none of these is proved.
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"  if count > 0 then", "  if my_id > 0 then", "depends on my_id"},
+      {"for i := 1 to p - 1 do", "for i := p - 1 downto 1 do", "`downto`"},
+      {"        j := jnext;\n", "        j := jnext;\n        i := i;\n", "its own counter"},
+      {"        j := jnext;\n", "        j := jnext;\n        send x to (my_id + 1) mod p;\n",
+       "more than one send"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id - 1) mod count;", "only by p"},
+      {"jnext := (my_id - 1) mod p;", "jnext := (my_id * count) mod p;", "count-dependent"},
+      {"    E := count;", "    E := count * count;", "two count-dependent"},
+      {"        j := jnext;\n",
+       "        while j < 0 do j := j + 1; endwhile;\n        j := jnext;\n",
+       "only assignments, one send and one receive"},
+  };
+  for (const auto& [from, to, why] : cases) {
+    r = prove_text(replaced(ring, from, to), proof);
+    INFO(to << ": " << r.note);
+    CHECK(r.exit == kExitInconclusive);
+    CHECK(r.note.find(why) != std::string::npos);
+    CHECK(r.note.find("m.coll:") != std::string::npos);
+  }
+  // A collective outside the fragment (its postcondition is not written): refused, not guessed.
+  r = prove_text(replaced(replaced(ring, "collective allgather", "collective gather"),
+                          "library    mpich 4.0 MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM = ring\n", ""),
+                 proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("not in the fragment yet") != std::string::npos);
+}
+
+TEST_CASE("every-p: the command ties a proof to its model, --model applies it elsewhere",
+          "[every-p]") {
+  std::string out;
+  std::string proof = kProofs + "/allgather_ring.proof";
+  std::string mutant = kProofs + "/mutants/allgather_ring_p64.coll";
+  CHECK(collv::test::run_cli("prove --every-p " + proof + " " + mutant, out) == kExitUsage);
+  CHECK(out.find("written for model 'allgather_ring'") != std::string::npos);
+  CHECK(collv::test::run_cli("prove --every-p " + proof + " --model " + mutant, out) ==
+        kExitViolation);
+  CHECK(out.find("p = 65") != std::string::npos);
+  CHECK(collv::test::run_cli("prove --every-p " + proof + " --quiet", out) == kExitOk);
+  CHECK(out.find("allgather_ring: proved for every p") != std::string::npos);
+  // The directory form judges every proof against its `expect`.
+  CHECK(collv::test::run_cli("prove " + kProofs + "/mutants", out) == kExitOk);
+}
+
+TEST_CASE("every-p: verify --every-p reports the proof under the model (text and JSON)",
+          "[every-p]") {
+  std::string out;
+  std::string args = "verify " + kRing + " " + kRoot +
+                     "/models/mpich/allgather_bruck.coll -t complete:4 --every-p";
+  REQUIRE(collv::test::run_cli(args, out) == kExitOk);
+  CHECK(out.find("  ^ every p: proved for every p and count (") != std::string::npos);
+  CHECK(out.find("allgather_ring.proof") != std::string::npos);
+  // One line: the Bruck model has no proof, so nothing is said of it.
+  CHECK(out.find("every p:") == out.rfind("every p:"));
+  REQUIRE(collv::test::run_cli(args + " --json -", out) == kExitOk);
+  CHECK(out.find("\"every_p\": \"proved for every p and count (") != std::string::npos);
+  // Without the flag nothing is run or said.
+  REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
+  CHECK(out.find("every p") == std::string::npos);
+}

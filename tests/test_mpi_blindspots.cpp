@@ -1,0 +1,401 @@
+// `collv mpi`'s blind spots closed (issue 35 item 3, issue 37): each with a library bug injected by
+// a preloaded shim (tests/data/mpi/shim.c) that passed before and fails now, and the judge's rules
+// on hand-written harness files: a result of another call, a changed send buffer, a message never
+// received, an out-of-order combination that reaches the result (and one that does not), lines
+// that are not the harness's format.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "app/mpi_cmd.hpp"
+#include "cli.hpp"
+#include "mpi_util.hpp"
+#include "util/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace collv;
+using test::all_pass;
+using test::done;
+using test::verdict;
+using test::write_ranks;
+
+namespace {
+
+std::string call(int n) { return "{\"k\":\"call\",\"n\":" + std::to_string(n) + "}\n"; }
+const std::string kNothingUnmatched = "{\"k\":\"unmatched\",\"user\":[],\"queue\":[0,0]}\n";
+
+// An all-reduce at p = 2, count 1, two calls: rank 0 combines {0} (op) {1}; `out0_call2` is rank
+// 0's result line in call 2.
+std::vector<std::string> allreduce2(const std::string& out0_call2, const std::string& extra0 = "",
+                                    const std::string& unmatched1 = kNothingUnmatched) {
+  std::string r0, r1;
+  for (int c = 1; c <= 2; ++c) {
+    const std::string t = std::to_string(c);
+    r0 += call(c) + "{\"k\":\"op\",\"n\":1,\"a\":[[0,1," + t + "]],\"b\":[[0,2," + t + "]]}\n" +
+          (c == 2 ? out0_call2 : "{\"k\":\"out\",\"buf\":[[0,3,1]]}\n");
+    r1 += call(c) + "{\"k\":\"out\",\"buf\":[[0,3," + t + "]]}\n";
+  }
+  return {r0 + extra0 + kNothingUnmatched + done(0, 2), r1 + unmatched1 + done(1, 2)};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "mpi judge: each call's result and operands are its own, the send buffer unchanged, "
+    "no message left unreceived",
+    "[mpi][mpi-blindspots]") {
+  MpiCase c{"allreduce", 2, 1, 0, false, false};
+  auto ok = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n")));
+  CHECK(all_pass(ok));
+  CHECK(verdict(ok, "sendbuf") == Verdict::Pass);
+  CHECK(verdict(ok, "unmatched") == Verdict::Pass);
+  // Rank 0 returns call 1's result in call 2.
+  auto stale = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,1]]}\n")));
+  CHECK(verdict(stale, "postcondition") == Verdict::Fail);
+  // The send buffer changed.
+  auto sb = judge_mpi_run(
+      c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n",
+                                "{\"k\":\"sendbuf\",\"pos\":0,\"changed\":1,\"before\":[[0,1,2]],"
+                                "\"after\":[[0,3,2]]}\n")));
+  CHECK(verdict(sb, "sendbuf") == Verdict::Fail);
+  CHECK(verdict(sb, "postcondition") == Verdict::Pass);
+  // A message nobody received: a user message found by MPI_Iprobe, or the library's own count.
+  auto um = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+                                                    "{\"k\":\"unmatched\",\"user\":[[0,77,4]],"
+                                                    "\"queue\":[0,0]}\n")));
+  CHECK(verdict(um, "unmatched") == Verdict::Fail);
+  auto uq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+                                                    "{\"k\":\"unmatched\",\"user\":[],"
+                                                    "\"queue\":[1,0]}\n")));
+  CHECK(verdict(uq, "unmatched") == Verdict::Fail);
+  // No count of the library's own (MPICH): passes on the user messages, and says what it missed.
+  auto nq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+                                                    "{\"k\":\"unmatched\",\"user\":[],"
+                                                    "\"queue\":null}\n")));
+  CHECK(verdict(nq, "unmatched") == Verdict::Pass);
+  for (const auto& ch : nq)
+    if (ch.name == "unmatched") CHECK_THAT(ch.note, Catch::Contains("user messages only"));
+  // A rank that wrote no unmatched line: not checked, never passed.
+  std::vector<std::string> files = allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n");
+  files[1] = call(1) + "{\"k\":\"out\",\"buf\":[[0,3,1]]}\n" + call(2) +
+             "{\"k\":\"out\",\"buf\":[[0,3,2]]}\n" + done(1, 2);
+  CHECK(verdict(judge_mpi_run(c, write_ranks(files)), "unmatched") == Verdict::NotChecked);
+}
+
+TEST_CASE(
+    "mpi judge: order fails on an out-of-order combination that reaches the result, and "
+    "notes one whose value the library discards",
+    "[mpi][mpi-blindspots]") {
+  // p = 3: rank 0 combines {0} (op) {2} and throws the value away; its result {0..2} is clean.
+  MpiCase c{"allreduce", 3, 1, 0, false, false};
+  auto file0 = [](const std::string& tag) {
+    std::string f;
+    for (int k = 1; k <= 2; ++k) {
+      const std::string t = std::to_string(k);
+      f += call(k) + "{\"k\":\"op\",\"n\":1,\"a\":[[0,1," + t + "]],\"b\":[[0,4," + t +
+           "]]}\n{\"k\":\"out\",\"buf\":[[0,7," + (k == 1 ? t : tag) + "]]}\n";
+    }
+    return f + "{\"k\":\"unmatched\",\"user\":[],\"queue\":[0,0,0]}\n" + done(0, 3);
+  };
+  auto other = [](int r) {
+    std::string f;
+    for (int k = 1; k <= 2; ++k)
+      f += call(k) + "{\"k\":\"out\",\"buf\":[[0,7," + std::to_string(k) + "]]}\n";
+    return f + "{\"k\":\"unmatched\",\"user\":[],\"queue\":[0,0,0]}\n" + done(r, 3);
+  };
+  auto discarded = judge_mpi_run(c, write_ranks({file0("2"), other(1), other(2)}));
+  CHECK(verdict(discarded, "order") == Verdict::Pass);
+  for (const auto& ch : discarded)
+    if (ch.name == "order") CHECK_THAT(ch.note, Catch::Contains("reaches no result"));
+  // The same combination whose value reaches rank 0's result (marked 2^30 by the harness).
+  auto reached =
+      judge_mpi_run(c, write_ranks({file0(std::to_string(2 + (1 << 30))), other(1), other(2)}));
+  CHECK(verdict(reached, "order") == Verdict::Fail);
+  // Under a commutative operation, order is not judged at all.
+  c.commutative = true;
+  CHECK(verdict(judge_mpi_run(
+                    c, write_ranks({file0(std::to_string(2 + (1 << 30))), other(1), other(2)})),
+                "order") == Verdict::NotChecked);
+}
+
+TEST_CASE("mpi judge: a line that is not the harness's format is an error naming its line",
+          "[mpi][mpi-blindspots]") {
+  MpiCase c{"allreduce", 2, 1, 0, true, false};
+  auto refused = [&](const std::string& rank0, const std::string& what) {
+    const std::string dir = write_ranks({rank0, "{\"k\":\"out\",\"buf\":[[0,3]]}\n" + done(1, 2)});
+    try {
+      judge_mpi_run(c, dir);
+      FAIL("accepted: " << rank0);
+    } catch (const UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("rank0.jsonl:2"));
+      CHECK_THAT(e.what(), Catch::Contains(what));
+    }
+  };
+  const std::string out = "{\"k\":\"out\",\"buf\":[[0,3]]}\n";
+  refused(out + "{\"k\":\"done\",\"rank\":\"0\",\"size\":2}\n", "\"rank\" must be an integer");
+  refused(out + "{\"k\":\"error\",\"message\":5}\n", "\"message\" must be a string");
+  refused(out + "{\"k\":\"out\",\"buf\":[[0,\"3\"]]}\n", "expected [idx, mask, tag]");
+  refused(out + "{\"k\":\"call\",\"n\":7}\n", "call 7 where call 1 was due");
+  refused(out + "{\"k\":\"unmatched\",\"user\":5,\"queue\":null}\n", "unmatched");
+  refused(done(0, 2) + out, "a line after the \"done\" line");
+}
+
+TEST_CASE(
+    "collv mpi: library bugs injected by a preloaded shim are caught: a stale result, a "
+    "changed send buffer, an extra message, a reduce right only at root 0",
+    "[mpi][mpi-blindspots][slow]") {
+  const auto impls = test::installed_mpis();
+  if (impls.empty()) {
+    WARN("no MPI installed: skipped; scripts/install-deps.sh installs Open MPI and MPICH");
+    return;
+  }
+  struct Bug {
+    const char* name;
+    const char* collective;
+    const char* check;
+  };
+  for (const auto& impl : impls) {
+    for (Bug b : {Bug{"STALE_RESULT", "allreduce", "the result of another call"},
+                  Bug{"OVERWRITE_SEND", "allreduce",
+                      "sendbuf: rank 0, call 1: the library "
+                      "changed the send buffer"},
+                  Bug{"EXTRA_MESSAGE", "allreduce",
+                      "unmatched: rank 1: 2 messages on "
+                      "MPI_COMM_WORLD that no receive matched"},
+                  Bug{"ROOT_ZERO", "reduce", "postcondition: rank 1 position 0: holds nothing"},
+                  Bug{"BARRIER_EARLY", "barrier", "left the barrier"}}) {
+      const std::string launcher = test::shim_launcher(impl, b.name);
+      REQUIRE(!launcher.empty());
+      std::string out;
+      const std::string cmd = "mpi --impl " + impl + " --collective " + b.collective +
+                              " --sizes 3 --count 2 --mpirun " + launcher;
+      int rc = test::run_cli(cmd, out, "", 120);
+      INFO(impl << " " << b.name << "\n" << out);
+      CHECK(rc == 1);
+      CHECK_THAT(out, Catch::Contains(b.check));
+      if (std::string(b.name) == "ROOT_ZERO") {
+        // Right at root 0, which was the only root judged by default before.
+        CHECK(test::run_cli(cmd + " --root 0", out, "", 120) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("collv mpi: a run in which the named algorithm never ran is skipped, exit 3",
+          "[mpi][mpi-blindspots]") {
+  std::string out;
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    // MPICH falls back at every count > 0 (the algorithm needs a built-in operation, or
+    // MPI_IN_PLACE), and count 0 returns before any algorithm.
+    for (const char* c : {"--collective reduce --algorithm reduce_scatter_gather",
+                          "--collective alltoall --algorithm pairwise_sendrecv_replace",
+                          "--collective allreduce --algorithm smp"}) {
+      int rc = test::run_cli(
+          std::string("mpi --impl mpich ") + c + " --sizes 2 --count 0..1 --root 0", out, "", 120);
+      INFO(c << "\n" << out);
+      CHECK(rc == 3);
+      CHECK_THAT(out, Catch::Contains("the named algorithm never ran: "));
+      CHECK_THAT(out, Catch::Contains("where the library fell back to its own choice"));
+      CHECK(out.find("1 passed") == std::string::npos);
+    }
+    // The same algorithm where it runs (MPI_IN_PLACE): judged and passed.
+    CHECK(test::run_cli("mpi --impl mpich --collective alltoall --algorithm "
+                        "pairwise_sendrecv_replace --sizes 2 --count 0..1 --in-place",
+                        out, "", 120) == 0);
+  }
+  if (test::have_mpi("mpicc.openmpi") && test::have_mpi("mpirun.openmpi")) {
+    // Count 0 only: nothing of any algorithm ran.
+    int rc = test::run_cli(
+        "mpi --impl openmpi --collective allreduce --algorithm ring --sizes 2 --count 0", out, "",
+        120);
+    INFO(out);
+    CHECK(rc == 3);
+    CHECK_THAT(out, Catch::Contains("never ran"));
+  }
+}
+
+TEST_CASE(
+    "collv mpi --op matrix: a real non-commutative operation confirms order's verdicts: "
+    "MPICH's recursive-doubling reduce_scatter is right, Open MPI's forced binomial reduce "
+    "is not",
+    "[mpi][mpi-blindspots]") {
+  std::string out;
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    // It combines {0} (op) {2} at p = 3 and discards the value: order passes (with a note), and
+    // the product of matrices is the rank-order product.
+    const std::string rs =
+        "mpi --impl mpich --collective reduce_scatter --algorithm recursive_doubling --sizes 3 "
+        "--count 2 --op ";
+    int rc = test::run_cli(rs + "noncommutative --json -", out, "", 120);
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("whose value reaches no result"));
+    CHECK(test::run_cli(rs + "matrix", out, "", 120) == 0);
+  }
+  if (test::have_mpi("mpicc.openmpi") && test::have_mpi("mpirun.openmpi")) {
+    const std::string rd =
+        "mpi --impl openmpi --collective reduce --algorithm binomial --sizes 3 --count 1 --root 2 "
+        "--op ";
+    int rc = test::run_cli(rd + "noncommutative", out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("order: rank 2, call 1, position 0: its value went through"));
+    rc = test::run_cli(rd + "matrix", out, "", 120);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("the product in rank order of ranks {0..2}'s inputs is"));
+  }
+}
+
+TEST_CASE(
+    "collv mpi: the launcher's failure is an error with its exit code and output, and a "
+    "library's abort message is in the report",
+    "[mpi][mpi-blindspots]") {
+  const auto impls = test::installed_mpis();
+  if (impls.empty()) {
+    WARN("no MPI installed: skipped");
+    return;
+  }
+  const std::string bad = test::unique_temp("collv_mpi_badlauncher") + ".sh";
+  std::ofstream(bad) << "#!/bin/sh\necho 'launcher: cannot reach node7' >&2\nexit 7\n";
+  fs::permissions(bad, fs::perms::owner_all);
+  const std::string json = test::unique_temp("collv_mpi_badlauncher") + ".json";
+  std::string out;
+  int rc = test::run_cli("mpi --impl " + impls.front() +
+                             " --collective allreduce --sizes 2 --count 1 --mpirun " + bad +
+                             " --json " + json,
+                         out, "", 120);
+  CHECK(rc == 2);
+  std::string j = test::slurp(json);
+  INFO(j);
+  CHECK_THAT(j,
+             Catch::Contains("exited with 7 before any rank wrote: launcher: cannot reach node7"));
+  CHECK(j.find("\"runtime\": \"fail\"") == std::string::npos);  // not the library's failure
+  fs::remove(bad);
+  fs::remove(json);
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    // MPICH's noncommutative reduce_scatter asserts on unequal counts: its text is reported.
+    rc = test::run_cli(
+        "mpi --impl mpich --collective reduce_scatter --algorithm noncommutative --sizes 2 "
+        "--count 1",
+        out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out,
+               Catch::Contains("runtime: the launcher exited with 1: Assertion failed in file"));
+  }
+}
+
+TEST_CASE(
+    "collv mpi: harness output with values of the wrong type is an error naming the line, "
+    "exit 2, with the report written, and --timeout bounds the compiler",
+    "[mpi][mpi-blindspots]") {
+  // A stand-in launcher (no MPI needed beyond a compiler): every rank's "done" line says
+  // "rank":"0" (issue 37's reproducer turn4-mpi01).
+  const std::string fake = test::unique_temp("collv_mpi_fakelauncher") + ".sh";
+  std::ofstream(fake) << "#!/bin/bash\nP=$2; OUT=$4; C=$6\nmkdir -p $OUT/c$C\n"
+                         "for ((q=0;q<P;q++)); do printf '{\"k\":\"out\",\"buf\":[[0,3]]}\\n"
+                         "{\"k\":\"done\",\"rank\":\"%s\",\"size\":%s}\\n' $q $P > "
+                         "$OUT/c$C/rank$q.jsonl; done\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  // A compiler that never returns (turn4-mpi03).
+  const std::string hang = test::unique_temp("collv_mpi_hangcc") + ".sh";
+  std::ofstream(hang) << "#!/bin/sh\nexec sleep 1000\n";
+  fs::permissions(hang, fs::perms::owner_all);
+  const std::string cache = test::unique_temp("collv_mpi_cache");
+  const std::string json = test::unique_temp("collv_mpi_fake") + ".json";
+  std::string out;
+  // Any compiler that builds C will do for the fake launcher: the harness never runs.
+  const auto impls = test::installed_mpis();
+  if (!impls.empty()) {
+    int rc = test::run_cli("mpi --impl " + impls.front() +
+                               " --collective allreduce --sizes 2 --count 1 --mpirun " + fake +
+                               " --json " + json + " --cache-dir " + cache,
+                           out, "", 120);
+    INFO(out);
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("rank0.jsonl:2: not the harness's output (\"rank\" must be an "
+                                    "integer)"));
+    CHECK(out.find("json.exception") == std::string::npos);
+    CHECK_THAT(test::slurp(json), Catch::Contains("\"status\": \"error\""));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = test::run_cli("mpi --impl openmpi --collective allreduce --sizes 2 --mpicc " + hang +
+                             " --mpirun /bin/true --timeout 2 --cache-dir " + cache,
+                         out, "", 60);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("did not build the harness"));
+  CHECK(secs < 20);
+  fs::remove(fake);
+  fs::remove(hang);
+  fs::remove(json);
+  fs::remove_all(cache);
+}
+
+TEST_CASE(
+    "collv mpi --model: a model nothing of whose runs can be compared is inconclusive "
+    "(exit 3), never passed",
+    "[mpi][mpi-blindspots]") {
+  if (!test::have_mpi("mpicc.mpich") || !test::have_mpi("mpiexec.mpich")) {
+    WARN("MPICH is not installed (mpicc.mpich): skipped");
+    return;
+  }
+  // A broadcast under MPICH: no combination to compare, no per-peer message counts to read.
+  const std::string model = std::string(COLLV_SOURCE_DIR) + "/models/mpich/bcast_binomial.coll";
+  std::string out;
+  int rc = test::run_cli(
+      "mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
+      "--count 2 --root 0 --model " +
+          model,
+      out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("nothing of them could be compared with the model"));
+  rc = test::run_cli("mpi --conformance " + model + " --sizes 3 --count 2 --root 0", out, "", 120);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("inconclusive  " + model + " (no compare: "));
+  // The runs themselves pass without --model.
+  CHECK(test::run_cli("mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
+                      "--count 2 --root 0",
+                      out, "", 120) == 0);
+}
+
+TEST_CASE(
+    "mpi judge: a barrier that lets a rank leave before another entered fails; a "
+    "v-collective's receive buffer keeps the elements between blocks unwritten",
+    "[mpi][mpi-blindspots]") {
+  MpiCase b{"barrier", 2, 1, 0, true, false};
+  auto barrier = [&](long long leave0) {
+    std::string r0, r1;
+    for (int k = 1; k <= 2; ++k) {
+      const long long base = k * 1000000;
+      r0 += call(k) + "{\"k\":\"barrier\",\"enter\":" + std::to_string(base) +
+            ",\"leave\":" + std::to_string(base + leave0) + "}\n";
+      r1 += call(k) + "{\"k\":\"barrier\",\"enter\":" + std::to_string(base + 500) +
+            ",\"leave\":" + std::to_string(base + 600) + "}\n";
+    }
+    return judge_mpi_run(
+        b, write_ranks({r0 + kNothingUnmatched + done(0, 2), r1 + kNothingUnmatched + done(1, 2)}));
+  };
+  CHECK(all_pass(barrier(700)));                                   // left after rank 1 entered
+  CHECK(verdict(barrier(100), "postcondition") == Verdict::Fail);  // left before it entered
+  // allgatherv at p = 2, count 2: rank 0's block of 2, a gap, rank 1's block of 1, a gap.
+  MpiCase v{"allgatherv", 2, 2, 0, true, false};
+  auto allgatherv = [&](const std::string& gap) {
+    std::string r0, r1;
+    for (int k = 1; k <= 2; ++k) {
+      const std::string t = std::to_string(k);
+      const std::string out = "{\"k\":\"out\",\"buf\":[[0,1," + t + "],[1,1," + t + "]," + gap +
+                              ",[0,2," + t + "],[-1,0,0]]}\n";
+      r0 += call(k) + out;
+      r1 += call(k) + out;
+    }
+    return judge_mpi_run(
+        v, write_ranks({r0 + kNothingUnmatched + done(0, 2), r1 + kNothingUnmatched + done(1, 2)}));
+  };
+  CHECK(all_pass(allgatherv("[-1,0,0]")));
+  CHECK(verdict(allgatherv("[0,2,1]"), "postcondition") == Verdict::Fail);  // written there
+}
