@@ -4,12 +4,15 @@
 // dependencies are cut; the limits are checked before anything is allocated, and flow is
 // undecided (never guessed) when its sets do not fit --max-memory.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "import/import.hpp"
 #include "import_util.hpp"
+#include "topology/topology.hpp"
 #include "util/error.hpp"
 #include "util/memory.hpp"
 
@@ -203,4 +206,26 @@ TEST_CASE(
   CHECK(r["flow"].verdict == Verdict::Unknown);
   CHECK(r["flow"].note.find("not decided:") == 0);
   CHECK(r["flow"].note.find("rank sets") != std::string::npos);
+}
+
+TEST_CASE("GOAL at scale: the trace's complete:65536 computes its links", "[goal-scale]") {
+  // parse refuses complete:65536 (4.3 billion adjacency entries); the GOAL trace's network is
+  // the same graph with its links computed: adjacent, neighbor and route answer, links() refuses.
+  CHECK_THROWS_AS(Topology::parse("complete:65536"), SpecError);
+  Topology t = Topology::complete(65536);
+  CHECK(t.spec() == "complete:65536");
+  CHECK(t.num_processors() == 65536);
+  CHECK(t.num_links() == 65536ull * 65535 / 2);
+  CHECK(t.adjacent(0, 65535));
+  CHECK_FALSE(t.adjacent(7, 7));
+  CHECK(t.neighbor(5, 4) == std::optional<NodeId>(4));
+  CHECK(t.neighbor(5, 5) == std::optional<NodeId>(6));
+  CHECK_FALSE(t.neighbor(5, 65535).has_value());
+  CHECK(t.route(3, 9) == std::vector<NodeId>{3, 9});
+  CHECK(t.diameter() == 1);
+  CHECK_THROWS_AS(t.links(0), SpecError);
+  // Below the table limit it is parse's graph.
+  Topology small = Topology::complete(8);
+  CHECK(small.links(0).size() == 7);
+  CHECK_THROWS_AS(Topology::complete(0), SpecError);
 }
