@@ -46,9 +46,9 @@ for row in "models/mpich/allreduce_recursive_doubling.coll complete 4096 4096 al
       --max-p 4096 --quiet $extra
     read -r cs ck crc <"$tmp/collv"
     verdict=$(tail -n 1 "$tmp/stdout" | cut -c 1-60)
-    printf '%-44s %-11s %8.2f %9d %8.2f %9d %7.1f %7.1f  exit %s: %s\n' \
+    printf '%-44s %-11s %8.2f %9d %8.2f %9d %7s %7s  exit %s: %s\n' \
       "$(basename "$model" .coll) $topo:$p c=$c" "$d" "$cs" $((ck / 1024)) "$ls" \
-      $((lk / 1024)) "$(echo "$cs $ls" | awk '{ print $2 > 0 ? $1 / $2 : 0 }')" \
-      "$(echo "$ck $lk" | awk '{ print $2 > 0 ? $1 / $2 : 0 }')" "$crc" "$verdict"
+      $((lk / 1024)) "$(echo "$cs $ls" | awk '{ printf "%.1f", ($2 > 0 ? $1 / $2 : 0) }')" \
+      "$(echo "$ck $lk" | awk '{ printf "%.1f", ($2 > 0 ? $1 / $2 : 0) }')" "$crc" "$verdict"
   done
 done

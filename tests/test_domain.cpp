@@ -2,8 +2,8 @@
 // rank runs factored by element, against a plain std::vector reference of their terms; and the
 // checks that read items (nodup, dataflow, postcondition, operand order) still failing on broken
 // models at p = 1,024, where every item is a set of runs shared by all elements.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <random>
 #include <string>
@@ -110,10 +110,12 @@ begin
     dst := my_id XOR mask;
     send buf to dst;
     receive tmp from dst;
-    )" + combine + R"(
+    )" + combine +
+         R"(
     mask := mask * 2;
   endwhile
-  )" + tail + R"(
+  )" + tail +
+         R"(
 end RD
 )";
 }
@@ -182,8 +184,8 @@ TEST_CASE("recursive doubling at p = 1024 passes in the exact and ordered domain
 
 TEST_CASE("a contribution counted twice is caught at p = 1024", "[domain]") {
   // node 5 adds its partner's data once more in the last round: its output counts it twice
-  auto text = recursive_doubling(kRightOrder + std::string(
-                                                   " if my_id = 5 and mask = p div 2 then buf "
+  auto text =
+      recursive_doubling(kRightOrder + std::string(" if my_id = 5 and mask = p div 2 then buf "
                                                    ":= buf + tmp; endif"));
   for (DomainKind k : {DomainKind::Exact, DomainKind::Ordered}) {
     auto rs = run_and_check(text, k, 1024, 3);
@@ -208,8 +210,8 @@ TEST_CASE("a node that receives what it holds is caught at p = 1024", "[domain]"
 
 TEST_CASE("a missing contribution is caught at p = 1024", "[domain]") {
   // node 700 drops what it receives in the last round (mask 512)
-  auto text = recursive_doubling(
-      "if my_id = 700 and mask = 512 then buf := buf; else " + std::string(kRightOrder) + " endif");
+  auto text = recursive_doubling("if my_id = 700 and mask = 512 then buf := buf; else " +
+                                 std::string(kRightOrder) + " endif");
   for (DomainKind k : {DomainKind::Exact, DomainKind::Ordered}) {
     auto rs = run_and_check(text, k, 1024, 2);
     const auto& post = named(rs, "postcondition");

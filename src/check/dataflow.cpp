@@ -785,7 +785,7 @@ class Analyzer {
   // search state
   std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
   std::vector<Item> stack_, expanded_;
-  std::size_t occupied_ = 0;            // slots of this node's generation: held and derived items
+  std::size_t occupied_ = 0;  // slots of this node's generation: held and derived items
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
   std::uint32_t target_stamp_ = 0;

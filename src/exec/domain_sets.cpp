@@ -253,8 +253,8 @@ class SetDomain : public Domain {
       return it->second;
     }
     if (watch_) watch_->charge(rs.size() * sizeof(Run) + sizeof(Set) + 80);
-    if (sets_.size() >= UINT32_MAX || (std::uint64_t{sets_.size()} << ebits_) >> ebits_ !=
-                                          std::uint64_t{sets_.size()})
+    if (sets_.size() >= UINT32_MAX ||
+        (std::uint64_t{sets_.size()} << ebits_) >> ebits_ != std::uint64_t{sets_.size()})
       throw LimitError("the exact/ordered domain ran out of set ids (2^32)");
     const auto id = static_cast<std::uint32_t>(sets_.size());
     Set s;
@@ -368,7 +368,7 @@ class SetDomain : public Domain {
   Item emask_ = 0;
   std::vector<Run> runs_;
   std::vector<Set> sets_;
-  std::vector<std::uint32_t> leaf_set_;  // the set {node}, 0 until made
+  std::vector<std::uint32_t> leaf_set_;                          // the set {node}, 0 until made
   std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  // hash of runs -> set
   std::unordered_map<std::uint64_t, std::uint32_t> memo_;        // (set, set) -> union
   std::unordered_map<std::pair<Item, Item>, Item, PairHash> general_memo_;
