@@ -77,8 +77,7 @@ TEST_CASE("a header key given twice is an error naming the first line", "[limits
   CHECK(load_error(ring_model("  steps at most 1000\n  note \"a\"\n  note \"b\"\n")).empty());
 }
 
-TEST_CASE("--emit-smt2 into a path that cannot be a directory is a usage error naming it",
-          "[limits]") {
+TEST_CASE("an --emit-smt2 path that cannot be a directory is a usage error naming it", "[limits]") {
   std::string out;
   int rc = cli("verify allreduce_star -t star:3 --engine smt --emit-smt2 /dev/null/x", out);
   CHECK(rc == 2);
@@ -119,7 +118,7 @@ int run_body(const std::string& body, const std::string& args, std::string& out)
 
 }  // namespace
 
-TEST_CASE("--max-ops counts the items a statement moves and combines", "[limits]") {
+TEST_CASE("the operation budget counts the items a statement moves and combines", "[limits]") {
   // z holds 2^12 items; 1,000 statements `y := z + z` move and combine about 12 million items a
   // node, which --max-ops 100000 stops in the first iterations. Counted as statements (one
   // operation each) the loop was 3,000 operations and passed.
@@ -156,7 +155,8 @@ TEST_CASE("appending to a buffer and reading a slice cost their items, not the b
                  "--max-ops 4000", out) == 3);
 }
 
-TEST_CASE("a buffer holds up to 2^28 items; a position past that is a limit (exit 3)", "[limits]") {
+TEST_CASE("a buffer holds up to 2^28 items and a position past that is a limit (exit 3)",
+          "[limits]") {
   std::string out;
   // Position 2^24 + 1 was a failed run ("cannot assign to positions"); it is a buffer of
   // 16,777,218 items (64 MiB a node), whose filling counts toward --max-ops.
@@ -254,7 +254,7 @@ TEST_CASE("waitall is linear in its outstanding requests", "[limits]") {
   fs::remove(path);
 }
 
-TEST_CASE("--max-memory holds when large messages fill the trace", "[limits]") {
+TEST_CASE("the memory limit holds when large messages fill the trace", "[limits]") {
   // 15 nodes send 100 messages of 65,535 items each (393 MB of payload): the payload's doubling
   // was charged nowhere, and --max-memory 768 stopped at 1,186 MiB. Now the growth is charged
   // before it is made: the run stops with the process holding less than the limit.
