@@ -222,8 +222,10 @@ Outcome run_model_obligation(const ProofObligation& po, const ProveCommandOption
     out.answer = "pass (unsat)";
     out.status = expect == "pass" ? Status::Ok : Status::Contradicted;
     out.note = fmt::format(
-        "{} invariants proved for all inputs, {} operators",
-        std::count_if(rs.begin(), rs.end(), [](auto& r) { return r.verdict == Verdict::Pass; }),
+        "{} invariants proved for all inputs, {} operators; single-port and congestion judged by "
+        "the executor's counts",
+        std::count_if(rs.begin(), rs.end(),
+                      [](auto& r) { return r.verdict == Verdict::Pass && smt_decides(r.name); }),
         (so.algebra == SmtAlgebra::Associative ||
          (so.algebra == SmtAlgebra::Auto && t.op_class == OperatorClass::Associative))
             ? "associative"
