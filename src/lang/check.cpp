@@ -1023,14 +1023,29 @@ HeaderNumber header_value(const ModelHeader& h, const Expr& e,
                           const std::map<std::string, double>& env, const std::string& what,
                           const Topology* t) {
   if (!h.memo) return eval_header(e, env, what, t);
-  // The key: the formula's node, `what` (its errors name it) and every name's value, exactly.
+  // The key: the formula's node, `what` (its errors name it) and the values of the names it
+  // reads, exactly (a formula without `source` is the same for every source). A walk over the
+  // formula's text, not its terms: cheap next to evaluating it.
+  std::vector<const std::string*> used;
+  std::vector<const Expr*> todo{&e};
+  while (!todo.empty()) {
+    const Expr* x = todo.back();
+    todo.pop_back();
+    if (x->kind == ExprKind::Name) used.push_back(&x->name);
+    for (const auto& a : x->args) todo.push_back(a.get());
+  }
+  std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return *a < *b; });
+  used.erase(std::unique(used.begin(), used.end(), [](auto* a, auto* b) { return *a == *b; }),
+             used.end());
   std::string key(reinterpret_cast<const char*>(&e), sizeof(&e));
   key += what;
-  for (const auto& [name, value] : env) {
+  for (const std::string* name : used) {
     key += '\0';
-    key += name;
+    key += *name;
+    auto it = env.find(*name);
+    if (it == env.end()) continue;  // not defined here: an error, never kept
     key += '=';
-    key.append(reinterpret_cast<const char*>(&value), sizeof value);
+    key.append(reinterpret_cast<const char*>(&it->second), sizeof it->second);
   }
   {
     std::lock_guard<std::mutex> lock(h.memo->mu);
