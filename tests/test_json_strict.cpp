@@ -202,8 +202,11 @@ TEST_CASE("a schedule file's final that names a node twice fails postcondition",
   std::string same = once;
   same.replace(same.rfind("]}"), 2, R"(, {"node": 2, "output": ["x0", "x1", "x2"]}]})");
   CHECK(judged(same)["postcondition"] == Verdict::Fail);
-  // verify exits 1, not 2.
+  // verify exits 1, not 2, and the SMT engine judges the claim as the executor does.
   std::string path = write_temp(twice), out;
   CHECK(test::run_cli("verify " + path, out) == 1);
+  CHECK(test::run_cli("verify " + path + " --engine both", out) == 1);
+  CHECK(out.find("ENGINES DISAGREE") == std::string::npos);
+  CHECK(out.find("final[3]: node 1 is listed again") != std::string::npos);
   std::remove(path.c_str());
 }

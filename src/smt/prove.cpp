@@ -975,6 +975,19 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
             "a barrier's postcondition is causal order, which the executor decides; the "
             "SMT engine encodes data only";
       }
+  // A schedule file that lists a node twice in `final` claims two ends for it: postcondition
+  // fails as in the executor (Trace::final_twice, check_postcondition), whatever the query says.
+  for (auto& r : results)
+    if (r.name == "postcondition" && !t.final_twice.empty()) {
+      for (const std::string& m : t.final_twice) {
+        Counterexample c;
+        c.invariant = r.name;
+        c.message = m;
+        r.violations.push_back(std::move(c));
+        ++r.violation_count;
+      }
+      r.verdict = Verdict::Fail;
+    }
   // A run stopped at a deadlock or a runtime error: what follows from it is not-checked, with the
   // reason, as the executor says (its final buffers are not the algorithm's).
   mark_stopped_run(results, t);
