@@ -1037,7 +1037,8 @@ HeaderNumber header_value(const ModelHeader& h, const Expr& e,
   std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return *a < *b; });
   used.erase(std::unique(used.begin(), used.end(), [](auto* a, auto* b) { return *a == *b; }),
              used.end());
-  std::string key(reinterpret_cast<const char*>(&e), sizeof(&e));
+  const Expr* node = &e;  // the node's address, not its bytes
+  std::string key(reinterpret_cast<const char*>(&node), sizeof node);
   key += what;
   for (const std::string* name : used) {
     key += '\0';
