@@ -168,8 +168,9 @@ l1: send 8b to 2 tag 0
   CHECK(verdict(wrong, "flow") == "fail");
 }
 
-TEST_CASE("engines: single-port and congestion are the executor's; what a file leaves open stays",
-          "[engines]") {
+TEST_CASE(
+    "engines: single-port and congestion are the executor's, and what a file leaves open stays",
+    "[engines]") {
   // Before: Z3 reported a congestion witness on MSCCL files, whose congestion the executor leaves
   // not-checked (parallel channels), and the engines line credited Z3 with single-port and
   // congestion, whose queries only compared collv's own counts.

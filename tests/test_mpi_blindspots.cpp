@@ -364,7 +364,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "mpi judge: a barrier that lets a rank leave before another entered fails; a "
+    "mpi judge: a barrier that lets a rank leave before another entered fails, and a "
     "v-collective's receive buffer keeps the elements between blocks unwritten",
     "[mpi][mpi-blindspots]") {
   MpiCase b{"barrier", 2, 1, 0, true, false};
