@@ -40,6 +40,187 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+std::string term_name(std::uint32_t c, std::uint32_t elems) {
+  if (elems == 1) return fmt::format("x{}", c);
+  return fmt::format("x{}.{}", c / elems, c % elems);
+}
+
+// Interned sequences of contribution ids with a memo of combines, for runs of one element
+// (count 1), where sets of runs shared by elements (domain_sets.cpp) save nothing and an
+// unstructured set (the star's) would take a run, 8 bytes, a term. Exact keeps them sorted
+// (a multiset), ordered keeps operand order.
+class InternedDomain : public Domain {
+ public:
+  InternedDomain(DomainKind kind, std::uint32_t p, std::uint32_t elems)
+      : Domain(p, elems), kind_(kind) {
+    values_.emplace_back();  // item 0: identity
+    hashes_.push_back(0);
+    made_of_.emplace_back(0, 0);
+    index_.emplace(0, 0);
+  }
+  DomainKind kind() const override { return kind_; }
+
+  Item leaf(std::uint32_t node, std::uint32_t elem) override {
+    COLLV_ASSERT(node < p_ && elem < elems_);
+    std::uint32_t c = node * elems_ + elem;
+    return intern({c}, term_hash(c));
+  }
+
+  Item combine(Item a, Item b) override {
+    if (a == 0) return b;
+    if (b == 0) return a;
+    std::uint64_t key = (a << 32) | b;
+    if (kind_ == DomainKind::Exact && a > b) key = (b << 32) | a;
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    const auto& va = values_[a];
+    const auto& vb = values_[b];
+    if (watch_) watch_->charge((va.size() + vb.size()) * sizeof(std::uint32_t) + 96);
+    std::vector<std::uint32_t> out;
+    out.reserve(va.size() + vb.size());
+    std::uint64_t h;
+    if (kind_ == DomainKind::Exact) {
+      std::merge(va.begin(), va.end(), vb.begin(), vb.end(), std::back_inserter(out));
+      h = hashes_[a] + hashes_[b];  // a sum of per-term hashes: order-free
+    } else {
+      out.insert(out.end(), va.begin(), va.end());
+      out.insert(out.end(), vb.begin(), vb.end());
+      h = hashes_[a] * pow_base(vb.size()) + hashes_[b];  // polynomial: order matters
+    }
+    Item r = intern(std::move(out), h);
+    if (r == made_of_.size() - 1 && made_of_.back().first == 0 && made_of_.back().second == 0)
+      made_of_.back() = {a, b};  // r is new: record how it was made
+    memo_.emplace(key, r);
+    return r;
+  }
+
+  Item from_terms(std::vector<std::uint32_t> terms) override {
+    if (terms.empty()) return 0;
+    std::uint64_t h = 0;
+    if (kind_ == DomainKind::Exact) {
+      std::sort(terms.begin(), terms.end());
+      for (auto c : terms) h += term_hash(c);
+    } else {
+      for (auto c : terms) h = h * kBase + term_hash(c);  // as combine's polynomial
+    }
+    return intern(std::move(terms), h);
+  }
+
+  std::string describe(Item a) const override {
+    const auto& v = values_.at(a);
+    if (v.empty()) return "0";
+    std::string s;
+    auto emit = [&](const std::string& t) {
+      if (!s.empty()) s += "+";
+      s += t;
+    };
+    if (kind_ == DomainKind::Ordered) {
+      for (std::size_t i = 0; i < v.size();) {
+        // compress increasing runs of consecutive ids: x0..x3
+        std::size_t j = i;
+        while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+        if (j - i >= 2) {
+          emit(term_name(v[i], elems_) + ".." + term_name(v[j], elems_));
+        } else {
+          for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems_));
+        }
+        i = j + 1;
+      }
+      return s;
+    }
+    // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
+    for (auto c : v) {
+      if (!groups.empty() && groups.back().first == c) {
+        ++groups.back().second;
+      } else {
+        groups.push_back({c, 1});
+      }
+    }
+    for (std::size_t i = 0; i < groups.size();) {
+      if (groups[i].second > 1) {
+        emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems_)));
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j + 1 < groups.size() && groups[j + 1].second == 1 &&
+             groups[j + 1].first == groups[j].first + 1)
+        ++j;
+      if (j - i >= 2) {
+        emit(term_name(groups[i].first, elems_) + ".." + term_name(groups[j].first, elems_));
+      } else {
+        for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems_));
+      }
+      i = j + 1;
+    }
+    return s;
+  }
+
+  bool inspectable() const override { return true; }
+  std::vector<std::uint32_t> terms(Item a) const override { return values_.at(a); }
+  std::span<const std::uint32_t> terms_view(Item a) const override { return values_.at(a); }
+  std::size_t num_items() const override { return values_.size(); }
+  std::optional<std::pair<Item, Item>> operands(Item a) const override {
+    const auto& m = made_of_.at(a);
+    if (m.first == 0 && m.second == 0) return std::nullopt;
+    return m;
+  }
+  std::span<const std::pair<Item, Item>> operand_table() const override { return made_of_; }
+  std::uint64_t weight(Item a) const override { return values_.at(a).size(); }
+  bool counts_twice(Item a) const override {
+    if (a >= twice_.size()) twice_.resize(values_.size(), 0);
+    std::uint8_t& t = twice_.at(a);
+    if (t == 0) {
+      const auto& v = values_[a];
+      if (kind_ == DomainKind::Exact) {
+        t = std::adjacent_find(v.begin(), v.end()) != v.end() ? 2 : 1;
+      } else {
+        auto w = v;
+        std::sort(w.begin(), w.end());
+        t = std::adjacent_find(w.begin(), w.end()) != w.end() ? 2 : 1;
+      }
+    }
+    return t == 2;
+  }
+  std::size_t memory_bytes() const override { return bytes_ + memo_.size() * 32; }
+
+ private:
+  static std::uint64_t term_hash(std::uint32_t c) { return splitmix64(c) | 1; }
+  std::uint64_t pow_base(std::size_t e) {
+    std::uint64_t r = 1, b = kBase;
+    while (e) {
+      if (e & 1) r *= b;
+      b *= b;
+      e >>= 1;
+    }
+    return r;
+  }
+  Item intern(std::vector<std::uint32_t> v, std::uint64_t h) {
+    auto [lo, hi] = index_.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (values_[it->second] == v) return it->second;
+    Item id = values_.size();
+    bytes_ += v.size() * sizeof(std::uint32_t) +
+              56;  // the vector, its hash, its operands, its index entry
+    values_.push_back(std::move(v));
+    hashes_.push_back(h);
+    made_of_.emplace_back(0, 0);
+    index_.emplace(h, id);
+    return id;
+  }
+
+  static constexpr std::uint64_t kBase = 0x100000001B3ULL;
+  DomainKind kind_;
+  std::vector<std::vector<std::uint32_t>> values_;
+  std::vector<std::uint64_t> hashes_;
+  std::vector<std::pair<Item, Item>> made_of_;  // operands of the combine that made an item
+  std::unordered_multimap<std::uint64_t, Item> index_;
+  std::unordered_map<std::uint64_t, Item> memo_;
+  std::size_t bytes_ = 0;
+  mutable std::vector<std::uint8_t> twice_;  // per item: 0 unknown, 1 no term twice, 2 twice
+};
+
 class FingerprintDomain : public Domain {
  public:
   FingerprintDomain(std::uint32_t p, std::uint32_t elems, std::uint64_t seed)
@@ -84,6 +265,7 @@ std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint3
         fmt::format("{} processors x {} elements = {} inputs; at most 2^32-1 are supported", p,
                     elems, static_cast<std::uint64_t>(p) * elems));
   if (kind == DomainKind::Fingerprint) return std::make_unique<FingerprintDomain>(p, elems, seed);
+  if (elems == 1) return std::make_unique<InternedDomain>(kind, p, elems);
   return make_set_domain(kind, p, elems);
 }
 
