@@ -31,6 +31,63 @@ std::optional<DomainKind> domain_from_name(const std::string& s) {
   return std::nullopt;
 }
 
+std::string term_name(std::uint32_t c, std::uint32_t elems) {
+  if (elems == 1) return fmt::format("x{}", c);
+  return fmt::format("x{}.{}", c / elems, c % elems);
+}
+
+// describe() of the exact and ordered domains (domain.hpp): runs of consecutive ids as x0..x3,
+// multiplicities as 2*x3 (exact).
+std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, std::uint32_t elems) {
+  if (v.empty()) return "0";
+  std::string s;
+  auto emit = [&](const std::string& t) {
+    if (!s.empty()) s += "+";
+    s += t;
+  };
+  if (kind == DomainKind::Ordered) {
+    for (std::size_t i = 0; i < v.size();) {
+      // compress increasing runs of consecutive ids: x0..x3
+      std::size_t j = i;
+      while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+      if (j - i >= 2) {
+        emit(term_name(v[i], elems) + ".." + term_name(v[j], elems));
+      } else {
+        for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems));
+      }
+      i = j + 1;
+    }
+    return s;
+  }
+  // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
+  for (auto c : v) {
+    if (!groups.empty() && groups.back().first == c) {
+      ++groups.back().second;
+    } else {
+      groups.push_back({c, 1});
+    }
+  }
+  for (std::size_t i = 0; i < groups.size();) {
+    if (groups[i].second > 1) {
+      emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems)));
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j + 1 < groups.size() && groups[j + 1].second == 1 &&
+           groups[j + 1].first == groups[j].first + 1)
+      ++j;
+    if (j - i >= 2) {
+      emit(term_name(groups[i].first, elems) + ".." + term_name(groups[j].first, elems));
+    } else {
+      for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems));
+    }
+    i = j + 1;
+  }
+  return s;
+}
+
 namespace {
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -38,11 +95,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
-}
-
-std::string term_name(std::uint32_t c, std::uint32_t elems) {
-  if (elems == 1) return fmt::format("x{}", c);
-  return fmt::format("x{}.{}", c / elems, c % elems);
 }
 
 // Interned sequences of contribution ids with a memo of combines, for runs of one element
@@ -107,54 +159,7 @@ class InternedDomain : public Domain {
   }
 
   std::string describe(Item a) const override {
-    const auto& v = values_.at(a);
-    if (v.empty()) return "0";
-    std::string s;
-    auto emit = [&](const std::string& t) {
-      if (!s.empty()) s += "+";
-      s += t;
-    };
-    if (kind_ == DomainKind::Ordered) {
-      for (std::size_t i = 0; i < v.size();) {
-        // compress increasing runs of consecutive ids: x0..x3
-        std::size_t j = i;
-        while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-        if (j - i >= 2) {
-          emit(term_name(v[i], elems_) + ".." + term_name(v[j], elems_));
-        } else {
-          for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems_));
-        }
-        i = j + 1;
-      }
-      return s;
-    }
-    // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
-    for (auto c : v) {
-      if (!groups.empty() && groups.back().first == c) {
-        ++groups.back().second;
-      } else {
-        groups.push_back({c, 1});
-      }
-    }
-    for (std::size_t i = 0; i < groups.size();) {
-      if (groups[i].second > 1) {
-        emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems_)));
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j + 1 < groups.size() && groups[j + 1].second == 1 &&
-             groups[j + 1].first == groups[j].first + 1)
-        ++j;
-      if (j - i >= 2) {
-        emit(term_name(groups[i].first, elems_) + ".." + term_name(groups[j].first, elems_));
-      } else {
-        for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems_));
-      }
-      i = j + 1;
-    }
-    return s;
+    return describe_terms(values_.at(a), kind_, elems_);
   }
 
   bool inspectable() const override { return true; }

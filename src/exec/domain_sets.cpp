@@ -26,11 +26,6 @@ struct Run {
   bool operator==(const Run&) const = default;
 };
 
-std::string term_name(std::uint32_t c, std::uint32_t elems) {
-  if (elems == 1) return fmt::format("x{}", c);
-  return fmt::format("x{}.{}", c / elems, c % elems);
-}
-
 std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
@@ -106,56 +101,7 @@ class SetDomain : public Domain {
     return general ? item_of(s, 0) : item_of(s, e);
   }
 
-  std::string describe(Item a) const override {
-    const auto v = terms(a);
-    if (v.empty()) return "0";
-    std::string s;
-    auto emit = [&](const std::string& t) {
-      if (!s.empty()) s += "+";
-      s += t;
-    };
-    if (kind_ == DomainKind::Ordered) {
-      for (std::size_t i = 0; i < v.size();) {
-        // compress increasing runs of consecutive ids: x0..x3
-        std::size_t j = i;
-        while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-        if (j - i >= 2) {
-          emit(term_name(v[i], elems_) + ".." + term_name(v[j], elems_));
-        } else {
-          for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems_));
-        }
-        i = j + 1;
-      }
-      return s;
-    }
-    // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
-    for (auto c : v) {
-      if (!groups.empty() && groups.back().first == c) {
-        ++groups.back().second;
-      } else {
-        groups.push_back({c, 1});
-      }
-    }
-    for (std::size_t i = 0; i < groups.size();) {
-      if (groups[i].second > 1) {
-        emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems_)));
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j + 1 < groups.size() && groups[j + 1].second == 1 &&
-             groups[j + 1].first == groups[j].first + 1)
-        ++j;
-      if (j - i >= 2) {
-        emit(term_name(groups[i].first, elems_) + ".." + term_name(groups[j].first, elems_));
-      } else {
-        for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems_));
-      }
-      i = j + 1;
-    }
-    return s;
-  }
+  std::string describe(Item a) const override { return describe_terms(terms(a), kind_, elems_); }
 
   bool inspectable() const override { return true; }
   std::vector<std::uint32_t> terms(Item a) const override {
