@@ -226,6 +226,22 @@ void write_cex_picture(const std::string& dir, const VerifyRun& run, const Trace
   }
 }
 
+// The proof for every p of each model file of the report, where the model has one
+// (informational: the exit code is the runs').
+void add_every_p(VerifyReport& rep, const VerifyOptions& o) {
+  std::map<std::string, std::string> done_files;
+  for (auto& G : rep.groups) {
+    if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
+    auto f = done_files.find(G.file);
+    if (f == done_files.end())
+      f = done_files
+              .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
+                                                                           : o.models_dir))
+              .first;
+    G.every_p = f->second;
+  }
+}
+
 }  // namespace
 
 // Runs f (a run and its checks); a model or usage error becomes the run's error, a limit makes
@@ -371,20 +387,7 @@ VerifyReport verify_by_symmetry(const VerifyOptions& o,
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
-  // The proof for every p, where the model has one (informational: the exit code is the runs').
-  if (o.every_p) {
-    std::map<std::string, std::string> done_files;
-    for (auto& G : rep.groups) {
-      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
-      auto f = done_files.find(G.file);
-      if (f == done_files.end())
-        f = done_files
-                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
-                                                                             : o.models_dir))
-                .first;
-      G.every_p = f->second;
-    }
-  }
+  if (o.every_p) add_every_p(rep, o);
   set_exit_code(rep);
   return rep;
 }
@@ -730,20 +733,7 @@ VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream
     }
   }
   if (o.progress && !o.quiet) err << "\r\033[K" << std::flush;
-  // The proof for every p, where the model has one (informational: the exit code is the runs').
-  if (o.every_p) {
-    std::map<std::string, std::string> done_files;
-    for (auto& G : rep.groups) {
-      if (G.file.empty() || fs::path(G.file).extension() != ".coll") continue;
-      auto f = done_files.find(G.file);
-      if (f == done_files.end())
-        f = done_files
-                .emplace(G.file, every_p_status(G.file, o.models_dir.empty() ? default_models_dir()
-                                                                             : o.models_dir))
-                .first;
-      G.every_p = f->second;
-    }
-  }
+  if (o.every_p) add_every_p(rep, o);
   set_exit_code(rep);
   return rep;
 }
