@@ -149,7 +149,8 @@ Result Solver::check(const std::vector<std::string>& assumptions,
       limits_.timeout_ms, std::max<std::uint64_t>(1, deadline_remaining_ms())));
   auto timed_out = [&] {
     return ms < limits_.timeout_ms
-               ? fmt::format("stopped at the time limit of --timeout (the command's)")
+               ? fmt::format("stopped at the time limit of --timeout {} ms (the command's)",
+                             deadline_ms())
                : fmt::format("timeout after {} ms", limits_.timeout_ms);
   };
   if (!impl_) impl_ = std::make_unique<Impl>();

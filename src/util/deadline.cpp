@@ -39,6 +39,8 @@ std::uint64_t deadline_remaining_ms() {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::duration(d - now)).count());
 }
 
+std::uint64_t deadline_ms() { return g_ms; }
+
 void check_deadline(const std::string& what) {
   if (deadline_passed())
     throw LimitError(what + " stopped at the time limit of --timeout " + std::to_string(g_ms) +

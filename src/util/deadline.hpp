@@ -17,6 +17,8 @@ void check_deadline(const std::string& what);
 bool deadline_passed();
 // Milliseconds left before the limit; UINT64_MAX without a limit, 0 once passed.
 std::uint64_t deadline_remaining_ms();
+// The limit as set (ms; 0 = no limit), for messages that name it.
+std::uint64_t deadline_ms();
 
 // The check for a loop over a reader's elements: reads the clock once every 4,096 calls, and
 // builds the message only when the limit has passed.
