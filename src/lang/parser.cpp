@@ -65,11 +65,14 @@ std::int64_t v_pair_count(std::int64_t count, std::int64_t i, std::int64_t j) {
 
 namespace {
 
+// GCC's 128-bit integer; __extension__ keeps -Wpedantic quiet about it.
+__extension__ using i128 = __int128;
+
 // The sum of floor((a k + b) / m) over k = 0 .. n - 1 (a, b >= 0, m > 0), in O(log m) steps: the
 // terms with a >= m or b >= m are split off, and the rest is the same sum with a and m exchanged
 // (the lattice points under the line, counted the other way).
-__int128 floor_sum(__int128 n, __int128 m, __int128 a, __int128 b) {
-  __int128 r = 0;
+i128 floor_sum(i128 n, i128 m, i128 a, i128 b) {
+  i128 r = 0;
   for (;;) {
     if (a >= m) {
       r += n * (n - 1) / 2 * (a / m);
@@ -79,7 +82,7 @@ __int128 floor_sum(__int128 n, __int128 m, __int128 a, __int128 b) {
       r += n * (b / m);
       b %= m;
     }
-    const __int128 top = a * n + b;
+    const i128 top = a * n + b;
     if (top < m) return r;
     n = top / m;
     b = top % m;
@@ -90,8 +93,8 @@ __int128 floor_sum(__int128 n, __int128 m, __int128 a, __int128 b) {
 // The sum of (a + s k) mod m over k = 0 .. n - 1 (a, s >= 0, m > 0).
 std::int64_t mod_sum(std::int64_t a, std::int64_t s, std::int64_t n, std::int64_t m) {
   if (n <= 0) return 0;
-  const __int128 plain = __int128{a} * n + __int128{s} * n * (n - 1) / 2;
-  return static_cast<std::int64_t>(plain - __int128{m} * floor_sum(n, m, s, a));
+  const i128 plain = i128{a} * n + i128{s} * n * (n - 1) / 2;
+  return static_cast<std::int64_t>(plain - i128{m} * floor_sum(n, m, s, a));
 }
 
 }  // namespace
