@@ -43,9 +43,12 @@ class Watchdog {
       std::unique_lock<std::mutex> lock(m_);
       while (!done_ && Clock::now() < end)
         cv_.wait_until(lock, std::min(end, Clock::now() + std::chrono::seconds(1)));
-      if (!done_) {
+      // Again every 50 ms until the query returns: Z3 clears a cancellation when a check starts,
+      // so one interrupt during parsing or asserting would be lost.
+      while (!done_) {
         fired_ = true;
         ctx.interrupt();
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
       }
     });
   }
