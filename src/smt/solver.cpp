@@ -192,7 +192,9 @@ Result Solver::check(const std::vector<std::string>& assumptions,
     } else {
       r.answer = Answer::Unknown;
       r.reason = s.reason_unknown();
-      if (r.reason == "canceled" || r.reason == "timeout") r.reason = timed_out();
+      if (r.reason == "canceled" || r.reason == "timeout" || r.reason == "interrupted" ||
+          dog.fired())
+        r.reason = timed_out();
     }
   } catch (const z3::exception& e) {
     if (!dog.fired())
