@@ -183,3 +183,66 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
   CHECK(r.note.find("trips term") != std::string::npos);
   CHECK(r.note.find("'r'") != std::string::npos);
 }
+
+TEST_CASE(
+    "every-p: MPICH's Bruck allgather (doubling while loop, ∪, len, a local rotation loop) is "
+    "proved for every p and count; its rotation wrong past p = 64 is disproved at 65",
+    "[every-p]") {
+  const std::string bruck = kRoot + "/models/mpich/allgather_bruck.coll";
+  std::string proof = collv::test::slurp(kProofs + "/allgather_bruck.proof");
+  std::string dir = collv::test::unique_temp("every_p_bruck_certs");
+  EveryPOutcome r = prove_texts(collv::test::slurp(bruck), proof, dir);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all = all_lines(r);
+  // The rounds (the while loop) and the rotation (a local for loop: no rounds, no match).
+  for (const char* n :
+       {"consecution-tmp-loop-while ", "nodup-tmp-line-23 ", "read-loop-while ",
+        "trips-exit-loop-while ", "initiation-result-loop-i ", "consecution-result-loop-i ",
+        "read-loop-i ", "postcondition-blocks ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  CHECK(all.find("send-dst-loop-i ") == std::string::npos);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    smt::Result s = smt::run_smt2_script(collv::test::slurp(e.path().string()), 60000, 1 << 24);
+    INFO(e.path().string());
+    CHECK(s.answer == smt::Answer::Unsat);
+    ++files;
+  }
+  CHECK(files == static_cast<int>(r.obligations));
+  fs::remove_all(dir);
+
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  r = prove_every_p(parse_model_file(kProofs + "/mutants/allgather_bruck_p64.coll"),
+                    parse_every_p_proof(kProofs + "/allgather_bruck.proof"), o);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "consecution-result-loop-i");
+  CHECK(r.p == 65);
+  CHECK(r.note.find("executor on complete:65 count 1: postcondition fails") != std::string::npos);
+
+  // Each part of the proof matters: tmp claimed in the other order (the round's obligations
+  // fail, the first of them NODUP; the program is right: not proved), the rotation's invariant off
+  // by one (initiation), a round that sends one block too few (the ∪ then leaves a hole:
+  // disproved).
+  r = prove_texts(collv::test::slurp(bruck),
+                  with(proof, "(it (mod (+ r b) p) 0)", "(it (mod (- r b) p) 0)"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.failed_obligation == "nodup-tmp-line-23");
+  r = prove_texts(collv::test::slurp(bruck),
+                  with(proof, "invariant i result length i", "invariant i result length (+ i 1)"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.failed_obligation == "initiation-result-loop-i");
+  r = prove_texts(with(collv::test::slurp(bruck), "cnt := min(pof2, p - pof2);",
+                       "cnt := min(pof2, p - pof2 - 1);"),
+                  proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  // A loop with a send and no receive is outside the fragment.
+  r = prove_texts(with(collv::test::slurp(bruck),
+                       "        receive got from (my_id + pof2) mod p;\n", "        got := tmp;\n"),
+                  proof);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("a send and no receive") != std::string::npos);
+}

@@ -261,6 +261,9 @@ class Analyzer {
         }
         break;
       case ExprKind::Call:
+        // len(v): v's length in elements, its blocks times count.
+        if (e.name == "len" && e.args.size() == 1 && e.args[0]->kind == ExprKind::Name)
+          return Lin{data_var(e.args[0]->name, st, e.loc).len, "0"};
         if ((e.name == "min" || e.name == "max") && e.args.size() == 2) {
           Lin a = int_expr(*e.args[0], st), b = int_expr(*e.args[1], st);
           std::string c = op2(e.name == "min" ? "<=" : ">=", render(a), render(b));
@@ -346,6 +349,12 @@ class Analyzer {
                           fmt::format("the slice of {} at {} lies inside the buffer",
                                       e.args[0]->name, e.loc.str()));
       return Buf{add(sub(B, A), "1"), at_block(v.blk, add(A, "b"))};
+    }
+    if (e.kind == ExprKind::Binary && e.op == Op::Union) {
+      // a ∪ b: a's blocks, then b's.
+      Buf x = data_expr(*e.args[0], st, reads), y = data_expr(*e.args[1], st, reads);
+      return Buf{add(x.len, y.len), fmt::format("(ite (< b {}) {} {})", x.len, x.blk,
+                                                at_block(y.blk, sub("b", x.len)))};
     }
     if (e.kind == ExprKind::Binary && e.op == Op::Add) {
       // a + b, block by block: two sums of the same block over adjacent ranges of ranks (the

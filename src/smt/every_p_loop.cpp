@@ -42,8 +42,11 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
              b->loc);
     }
   }
-  if (!snd || !rcv)
-    refuse("a loop without one send and one receive is outside the fragment", s.loc);
+  // A local loop (no send and no receive: a rotation, a copy) is an induction without rounds.
+  const bool local_loop = !snd && !rcv;
+  if (!local_loop && (!snd || !rcv))
+    refuse("a loop with a send and no receive, or a receive and no send, is outside the fragment",
+           s.loc);
   bool send_first = false;
   for (const auto& b : s.body) {
     if (b.get() == snd) send_first = true;
@@ -169,7 +172,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   ev.iter = iter;
   ev.loop_id = id;
   ev.before_recv = send_first;
-  {
+  if (!local_loop) {
     State st = head;
     State next = head_at(add(iter, "1"));
     bool after_recv = false;
@@ -210,7 +213,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
       }
     }
   }
-  path.sends.push_back(ev);
+  if (!local_loop) path.sends.push_back(ev);
 
   // One iteration of r from the head, with the real receive.
   std::vector<Pending> obs;
@@ -228,15 +231,16 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
       "(declare-const {} Int)\n(declare-const src_r Int)\n(declare-const b Int)\n"
       "(declare-const t Int)\n(declare-const k Int)\n",
       iter);
-  std::string hyp =
-      fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit, src);
+  std::string hyp = fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit,
+                                local_loop ? "(- 1)" : src);
   // A while loop runs iteration lot..hit exactly (its `trips-...` obligations): its condition
   // holds at the head of each, and the consecution may use it.
   if (spec.cond) hyp = fmt::format("(and {} {})", hyp, while_holds(spec, head));
   std::string hypc = fmt::format("(and {} (> count 0))", hyp);
-  oblige(path, fmt::format("send-dst-loop-{}", lname),
-         fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
-         fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
+  if (snd)
+    oblige(path, fmt::format("send-dst-loop-{}", lname),
+           fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
+           fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
   for (const auto& o : obs)
     oblige(path, o.name, o.what + " (" + loop_where + ")", decls, o.data ? hypc : hyp, o.goal,
            o.loc);
@@ -311,8 +315,10 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   }
   path.st = after;
   std::string trips = fmt::format("(- {} {})", exit, lot);
-  path.nsend = add(path.nsend, trips);
-  path.nrecv = add(path.nrecv, trips);
+  if (!local_loop) {
+    path.nsend = add(path.nsend, trips);
+    path.nrecv = add(path.nrecv, trips);
+  }
 }
 
 void Analyzer::finish(const Path& path) {
