@@ -128,6 +128,12 @@ TEST_CASE(
            kExitInconclusive},
           // A wrong `steps` claim in the header.
           {{"steps      clog2(p)", "steps      clog2(p) + 1"}, {"", ""}, "steps", kExitViolation},
+          // A claim that reads clog2 where it is undefined (clog2(0) at p = 2, refused by the
+          // executor): the query's clog2 is exact only on 1 .. 2^32, so it is not proved.
+          {{"steps      clog2(p)", "steps      if p = 2 then clog2(p - 2) + 1 else clog2(p)"},
+           {"", ""},
+           "steps",
+           kExitInconclusive},
           // One round short for every p (the last doubling skipped), with the proof adjusted to
           // it: the program is wrong, the postcondition says so, the executor agrees at p = 3.
           {{"while mask < p do", "while 2 * mask < p do"},

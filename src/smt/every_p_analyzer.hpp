@@ -180,8 +180,14 @@ class Analyzer {
       case ExprKind::Cond:
         return ite(header_term(*e.args[0]), header_term(*e.args[1]), header_term(*e.args[2]));
       case ExprKind::Call:
-        if (e.name == "clog2" && e.args.size() == 1)
-          return fmt::format("(clog2 {})", header_term(*e.args[0]));
+        // clog2 of x in 1 .. 2^32, where the query's clog2 is exact; elsewhere an unknown value
+        // (the executor refuses x < 1), so no claim that needs it can be proved.
+        if (e.name == "clog2" && e.args.size() == 1) {
+          std::string x = header_term(*e.args[0]);
+          return fmt::format(
+              "(ite (and (>= {} 1) (<= {} 4294967296)) (clog2 {}) (clog2_undefined {}))", x, x, x,
+              x);
+        }
         break;
       case ExprKind::Unary:
         if (e.op == Op::Neg) return sub("0", header_term(*e.args[0]));

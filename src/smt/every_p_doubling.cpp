@@ -19,7 +19,8 @@ std::string pow2_defs() {
     cl = fmt::format("(ite (<= x {}) {} {})", v, k, cl);
   }
   return fmt::format(
-      "(define-fun pow2 ((x Int)) Int {})\n(define-fun clog2 ((x Int)) Int (ite (<= x 1) 0 {}))\n",
+      "(define-fun pow2 ((x Int)) Int {})\n(define-fun clog2 ((x Int)) Int (ite (<= x 1) 0 {}))\n"
+      "(declare-fun clog2_undefined (Int) Int)\n",
       pw, cl);
 }
 
