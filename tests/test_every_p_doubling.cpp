@@ -95,6 +95,18 @@ TEST_CASE("every-p: a dissemination barrier that skips a round only past p = 64 
     CHECK(r.note.find("executor on complete:65") != std::string::npos);
     CHECK(r.note.find("without a chain of messages") != std::string::npos);
   }
+  // The round of mask 128 skipped: wrong from p = 129 only. The mask's closed form fails from
+  // p = 65, where the executor still passes: not proved (exit 3), never proved.
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  EveryPOutcome r =
+      prove_every_p(parse_model_file(kProofs + "/mutants/barrier_dissemination_skip64.coll"),
+                    parse_every_p_proof(kProofs + "/barrier_dissemination.proof"), o);
+  INFO(r.note);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.failed_obligation == "consecution-mask-loop-while");
+  CHECK(r.p == 65);
+  CHECK(r.note.find("the executor passes on complete:65..71") != std::string::npos);
 }
 
 TEST_CASE(
@@ -192,7 +204,7 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
 
 TEST_CASE(
     "every-p: MPICH's Bruck allgather (doubling while loop, ∪, len, a local rotation loop) is "
-    "proved for every p and count; its rotation wrong past p = 64 is disproved at 65",
+    "proved for every p and count, its rotation wrong past p = 64 is disproved at 65",
     "[every-p]") {
   const std::string bruck = kRoot + "/models/mpich/allgather_bruck.coll";
   std::string proof = collv::test::slurp(kProofs + "/allgather_bruck.proof");
