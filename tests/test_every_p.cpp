@@ -301,3 +301,46 @@ TEST_CASE("every-p: verify --every-p reports the proof under the model (text and
   REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
   CHECK(out.find("every p") == std::string::npos);
 }
+
+TEST_CASE(
+    "every-p: alltoall: Open MPI's pairwise exchange is proved in MPI's layout; a wrong block, "
+    "a missing local copy and a mutant past p = 64 are disproved",
+    "[every-p]") {
+  const std::string model = kRoot + "/models/openmpi/alltoall_pairwise.coll";
+  const std::string proof = kProofs + "/alltoall_pairwise_ompi.proof";
+  EveryPOutcome r = prove(model, proof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  for (const char* n : {"postcondition-blocks ", "postcondition-length ", "nodup-x-line-24 ",
+                        "consecution-result-loop-step ", "match-line-24 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  std::string text = collv::test::slurp(model), pf = collv::test::slurp(proof);
+  // The own block copied from block 0 of the input: rank r's block r is not its own block r.
+  r = prove_text(replaced(text, ":= x[my_id * E .. my_id * E + E - 1];", ":= x[0 .. E - 1];"), pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  // No local copy: the last rank's output stops one block short (and block r is missing).
+  r = prove_text(replaced(text, "    result[my_id * E .. my_id * E + E - 1] :=", "    nop :="), pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation.rfind("postcondition-", 0) == 0);
+  // The receiver's block for the sender taken for the sender's own one: the layout is transposed
+  // (rank r's block b would be rank r's input block b, allgather-like), which the block
+  // obligation tells apart.
+  r = prove_text(replaced(text, "send x[sendto * E .. sendto * E + E - 1]",
+                          "send x[my_id * E .. my_id * E + E - 1]"),
+                 pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  // The mutant that sends its own block in the last round past p = 64, with the correct proof.
+  r = prove(kProofs + "/mutants/alltoall_pairwise_p64.coll", proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "consecution-result-loop-step");
+  CHECK(r.p == 65);
+  CHECK(r.note.find("executor on complete:65") != std::string::npos);
+}

@@ -77,6 +77,10 @@ inline std::string at_block(const std::string& t, const std::string& blk) {
   return rename(t, {{"b", blk}});
 }
 
+// Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
+bool more_collective(Collective c);
+Buf more_input(Collective c);  // rank r's input buffer, by block
+
 class Analyzer {
  public:
   Analyzer(const Model& m, const EveryPProof& pf, EveryPAnalysis& out)
@@ -85,9 +89,10 @@ class Analyzer {
   void run() {
     const auto& h = m_.header;
     rooted_ = collective_is_rooted(h.collective);
-    if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter)
-      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather and "
-                                "reduce-scatter only)",
+    if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
+        !more_collective(h.collective))
+      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
+                                "reduce-scatter and alltoall only)",
                                 collective_name(h.collective)),
                     h.loc};
     if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
@@ -98,8 +103,9 @@ class Analyzer {
     if (rooted_) out_.assumptions.push_back("0 <= root < p");
     if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
     Path p0;
-    p0.st.data[h.input] =
-        h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"} : Buf{"p", "(sm b r 1)"};
+    p0.st.data[h.input] = more_collective(h.collective)           ? more_input(h.collective)
+                          : h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
+                                                                  : Buf{"p", "(sm b r 1)"};
     if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
     std::vector<const Stmt*> todo;
     for (const auto& s : m_.body) todo.push_back(s.get());
@@ -601,6 +607,7 @@ class Analyzer {
 
   void loop(const Stmt& s, Path& path);
   void finish(const Path& path);
+  void more_postcondition(const Path& path, const Buf& out);  // every_p_collectives.cpp
 };
 
 }  // namespace collv::everyp

@@ -276,7 +276,9 @@ void Analyzer::loop(const Stmt& s, Path& path) {
 void Analyzer::finish(const Path& path) {
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
-  if (h.collective == Collective::Allgather) {
+  if (more_collective(h.collective)) {
+    more_postcondition(path, out);
+  } else if (h.collective == Collective::Allgather) {
     // allgather in MPI's layout: p blocks, block b = rank b's input.
     oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
            "", "(> count 0)", op2("=", out.len, "p"), h.loc);
