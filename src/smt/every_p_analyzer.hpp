@@ -3,6 +3,7 @@
 // obligations. Internal to src/smt/every_p*.cpp.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -129,6 +130,12 @@ class Analyzer {
               const SourceLoc& loc) {
     EveryPObligation ob;
     ob.name = path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name;
+    // Names are unique (each is a certificate's file name): a second read of a loop gets "-2".
+    for (int n = 2; std::any_of(out_.obligations.begin(), out_.obligations.end(),
+                                [&](const EveryPObligation& o) { return o.name == ob.name; });
+         ++n)
+      ob.name = fmt::format(
+          "{}-{}", path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name, n);
     ob.description = what;
     ob.loc = loc;
     ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
