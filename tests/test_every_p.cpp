@@ -400,3 +400,107 @@ TEST_CASE("every-p: z3 alone re-checks every certificate of every proved model",
   }
   CHECK(models >= 7);
 }
+
+namespace {
+
+// A ring all-reduce of whole vectors (one block): p - 1 rounds, each adds the left neighbour's
+// input, which it then passes on.
+const std::string kWholeRing = R"(model allreduce_whole_ring
+  collective allreduce
+  topology   complete, ring
+  operator   commutative
+  input      buf
+  output     buf
+  steps      if count = 0 then 0 else p - 1
+procedure ALLREDUCE_WHOLE_RING(my_id, buf)
+begin
+  if count > 0 then
+    t := buf;
+    for i := 1 to p - 1 do
+      send t to (my_id + 1) mod p;
+      receive t from (my_id - 1) mod p;
+      buf := t + buf;
+    endfor;
+  endif;
+end ALLREDUCE_WHOLE_RING
+)";
+const std::string kWholeRingProof = R"(kind every-p
+model allreduce_whole_ring
+invariant i t length 1
+invariant i t block (sm 0 (mod (+ (- r i) 1) p) 1)
+invariant i buf length 1
+invariant i buf block (sm 0 (mod (+ (- r i) 1) p) i)
+)";
+
+}  // namespace
+
+TEST_CASE(
+    "every-p: allreduce: a whole-vector ring is proved; a round short and rank order "
+    "fail the allreduce postcondition",
+    "[every-p]") {
+  EveryPOutcome r = prove_text(kWholeRing, kWholeRingProof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  r = prove_text(replaced(kWholeRing, "for i := 1 to p - 1 do", "for i := 1 to p - 2 do"),
+                 kWholeRingProof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  // The sum ends in ring order from r + 1: not rank order without `operator commutative`.
+  r = prove_text(replaced(kWholeRing, "  operator   commutative\n", ""), kWholeRingProof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+}
+
+TEST_CASE(
+    "every-p: allreduce by chunks: NCCL's ring all-reduce is proved for every p and count; "
+    "a slice that is not a chunk, a chunk written into another, and chunks that miss elements "
+    "above count 1,000 are not",
+    "[every-p][slow]") {
+  const std::string model = kRoot + "/models/nccl/allreduce_ring_nccl.coll";
+  const std::string proof = kProofs + "/allreduce_ring_nccl.proof";
+  EveryPOutcome r = prove(model, proof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  for (const char* n : {"chunk-line-30 ", "consecution-buf-loop-j#2 ", "postcondition-blocks ",
+                        "combine-line-44 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  std::string text = collv::test::slurp(model), pf = collv::test::slurp(proof);
+  // The first send's slice one element to the right: not chunk c.
+  r = prove_text(replaced(text, "o := min(c * cs, count);", "o := min(c * cs + 1, count);"), pf);
+  INFO(r.note);
+  CHECK(r.exit != kExitOk);
+  CHECK(r.failed_obligation == "chunk-line-30");
+  // The last chunk received written into the chunk after it.
+  r = prove_text(replaced(text, "    c := (my_id + 1) mod p;\n", "    c := (my_id + 2) mod p;\n"),
+                 pf);
+  INFO(r.note);
+  CHECK(r.exit != kExitOk);
+  CHECK(r.failed_obligation.rfind("assign-length-line-", 0) == 0);
+  // Chunks rounded down above count 1,000: p cs < count, the last elements are never reduced.
+  r = prove(kProofs + "/mutants/allreduce_ring_nccl_count1000.coll", proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation.rfind("chunk-", 0) == 0);
+  CHECK(r.count == 1001);
+}
+
+TEST_CASE("every-p: a proof's chunks line is checked", "[every-p]") {
+  CHECK_THROWS_WITH(parse_every_p_proof_text("kind every-p\nmodel m\nchunks cs\n", "m.proof"),
+                    Catch::Contains("m.proof:3: chunks needs UNIT INDEX"));
+  // chunks apply to allreduce only; and name variables the program has at its slices.
+  EveryPOutcome r = prove_text(collv::test::slurp(kRing),
+                               collv::test::slurp(kProofs + "/allgather_ring.proof") +
+                                   "chunks E j\n");
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("allreduce only") != std::string::npos);
+  r = prove_text(collv::test::slurp(kRoot + "/models/nccl/allreduce_ring_nccl.coll"),
+                 replaced(collv::test::slurp(kProofs + "/allreduce_ring_nccl.proof"),
+                          "chunks cs c", "chunks cs cc"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("'cc', which has no integer value") != std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -80,7 +81,7 @@ inline std::string at_block(const std::string& t, const std::string& blk) {
 
 // Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
 bool more_collective(Collective c);
-Buf more_input(Collective c);  // rank r's input buffer, by block
+Buf more_input(Collective c, bool chunked);  // rank r's input buffer, by block (or chunk)
 
 class Analyzer {
  public:
@@ -93,10 +94,12 @@ class Analyzer {
     if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
         !more_collective(h.collective))
       throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
-                                "reduce-scatter and alltoall only)",
+                                "reduce-scatter, alltoall and allreduce only)",
                                 collective_name(h.collective)),
                     h.loc};
     if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
+    if (chunked() && h.collective != Collective::Allreduce)
+      throw Refused{"the proof's `chunks` line applies to allreduce only", h.loc};
     base_ = "(and (>= p 2) (< p 2147483648) (>= count 0) (< count 2147483648) (<= 0 r) (< r p)";
     base_ += rooted_ ? " (<= 0 root) (< root p))" : " (= root 0))";
     if (h.requires_) base_ = fmt::format("(and {} {})", base_, header_term(*h.requires_));
@@ -104,7 +107,7 @@ class Analyzer {
     if (rooted_) out_.assumptions.push_back("0 <= root < p");
     if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
     Path p0;
-    p0.st.data[h.input] = more_collective(h.collective)           ? more_input(h.collective)
+    p0.st.data[h.input] = more_collective(h.collective) ? more_input(h.collective, chunked())
                           : h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
                                                                   : Buf{"p", "(sm b r 1)"};
     if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
@@ -122,6 +125,7 @@ class Analyzer {
   std::string base_;
   int paths_ = 0;
   std::map<std::string, int> loop_seen_;  // counter name -> loops with it so far
+  std::map<const Stmt*, std::string> loop_name_;
 
   // ---- obligations ----
 
@@ -159,7 +163,10 @@ class Analyzer {
   }
 
   static std::string read_name(const std::string& what, const std::string& where) {
-    return (what.rfind("combine", 0) == 0 ? "combine-" : "read-") + where;
+    return (what.rfind("combine", 0) == 0 ? "combine-"
+            : what.rfind("chunk", 0) == 0 ? "chunk-"
+                                          : "read-") +
+           where;
   }
 
   [[noreturn]] void refuse(const std::string& why, const SourceLoc& loc) {
@@ -231,7 +238,7 @@ class Analyzer {
       case ExprKind::Name: {
         if (e.name == "my_id") return Lin{"0", "r"};
         if (e.name == "p") return Lin{"0", "p"};
-        if (e.name == "count") return Lin{"1", "0"};
+        if (e.name == "count") return chunked() ? Lin{"0", "count"} : Lin{"1", "0"};
         if (e.name == "root" || e.name == "source") return Lin{"0", rooted_ ? "root" : "0"};
         if (st.dead.count(e.name))
           refuse("the loop counter '" + e.name + "' is read after its loop", e.loc);
@@ -310,6 +317,7 @@ class Analyzer {
   // A slice's block range [A, B] (inclusive): v[A * count .. (B + 1) * count - 1].
   std::pair<std::string, std::string> blocks(const Expr& lo, const Expr& hi, const State& st,
                                              const SourceLoc& loc) {
+    if (chunked()) return chunk_slice(lo, hi, st, loc);
     Lin a = int_expr(lo, st), b = int_expr(hi, st);
     auto ak = as_int(a.k), bk = as_int(b.k);
     if (!ak || *ak != 0 || !bk || *bk != -1)
@@ -334,6 +342,7 @@ class Analyzer {
     if (e.kind == ExprKind::Slice && e.args[0]->kind == ExprKind::Name) {
       const Buf& v = data_var(e.args[0]->name, st, e.loc);
       auto [A, B] = blocks(*e.args[1], *e.args[2], st, e.loc);
+      if (chunked()) reads->emplace_back(take_chunk_goal(), chunk_what(e.loc));
       reads->emplace_back(fmt::format("(and (>= {} 0) (<= {} (+ {} 1)) (=> (<= {} {}) (< {} {})))",
                                       A, A, B, A, B, B, v.len),
                           fmt::format("the slice of {} at {} lies inside the buffer",
@@ -385,7 +394,11 @@ class Analyzer {
       nb.blk = fmt::format("(ite (and (<= {} b) (<= b {})) {} (ite (< b {}) {} none))", A, B,
                            at_block(val.blk, sub("b", A)), old.len, old.blk);
       st.data[name] = nb;
-      return fmt::format("(and (>= {} 0) (= {} (+ (- {} {}) 1)))", A, val.len, B, A);
+      std::string fits = fmt::format("(and (>= {} 0) (= {} (+ (- {} {}) 1)))", A, val.len, B, A);
+      if (chunked())
+        fits = fmt::format("(and {} {} {})", fits, take_chunk_goal(),
+                           chunk_home(at_block(val.blk, "0"), A));
+      return fits;
     }
     refuse("the target '" + expr_to_string(target) + "' is outside the fragment", target.loc);
   }
@@ -426,6 +439,7 @@ class Analyzer {
           return;
         }
         case StmtKind::For:
+          if (chunked()) return split_loop(s, todo, at, path);
           loop(s, path);
           ++at;
           continue;
@@ -614,7 +628,16 @@ class Analyzer {
 
   void loop(const Stmt& s, Path& path);
   void finish(const Path& path);
-  void more_postcondition(const Path& path, const Buf& out);  // every_p_collectives.cpp
+  // every_p_collectives.cpp: the collectives after allgather and reduce-scatter, and chunks.
+  void more_postcondition(const Path& path, const Buf& out);
+  bool chunked() const { return !pf_.chunk_unit.empty(); }
+  void split_loop(const Stmt& s, const std::vector<const Stmt*>& todo, std::size_t at, Path path);
+  std::string chunk_goal_ = "true";  // the last chunk slice's goal, until its caller takes it
+  std::pair<std::string, std::string> chunk_slice(const Expr& lo, const Expr& hi, const State& st,
+                                                  const SourceLoc& loc);
+  std::string take_chunk_goal() { return std::exchange(chunk_goal_, "true"); }
+  static std::string chunk_what(const SourceLoc& loc);
+  static std::string chunk_home(const std::string& item, const std::string& c);
 };
 
 }  // namespace collv::everyp

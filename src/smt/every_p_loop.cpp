@@ -5,8 +5,14 @@
 namespace collv::everyp {
 
 void Analyzer::loop(const Stmt& s, Path& path) {
-  int nth = ++loop_seen_[s.var];
-  std::string lname = nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth);
+  // A loop's name is its counter, with #N for the N-th loop (in program order) with that counter;
+  // a loop explored again on another path keeps its name.
+  auto named = loop_name_.find(&s);
+  if (named == loop_name_.end()) {
+    int nth = ++loop_seen_[s.var];
+    named = loop_name_.emplace(&s, nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth)).first;
+  }
+  std::string lname = named->second;
   int id = ++out_.loops;
   if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t")
     refuse("a loop counter named r, b, t or p clashes with the invariant language's names", s.loc);
