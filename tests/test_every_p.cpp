@@ -467,7 +467,7 @@ TEST_CASE(
   std::string all;
   for (const auto& l : r.lines) all += l + "\n";
   for (const char* n : {"chunk-line-30 ", "consecution-buf-loop-j#2 ", "postcondition-blocks ",
-                        "combine-line-44 ", "steps "})
+                        "combine-line-45 ", "steps "})
     CHECK(all.find(n) != std::string::npos);
   std::string text = collv::test::slurp(model), pf = collv::test::slurp(proof);
   // The first send's slice one element to the right: not chunk c.
@@ -493,14 +493,23 @@ TEST_CASE("every-p: a proof's chunks line is checked", "[every-p]") {
   CHECK_THROWS_WITH(parse_every_p_proof_text("kind every-p\nmodel m\nchunks cs\n", "m.proof"),
                     Catch::Contains("m.proof:3: chunks needs UNIT INDEX"));
   // chunks apply to allreduce only; and name variables the program has at its slices.
-  EveryPOutcome r = prove_text(collv::test::slurp(kRing),
-                               collv::test::slurp(kProofs + "/allgather_ring.proof") +
-                                   "chunks E j\n");
+  EveryPOutcome r =
+      prove_text(collv::test::slurp(kRing),
+                 collv::test::slurp(kProofs + "/allgather_ring.proof") + "chunks E j\n");
   CHECK(r.exit == kExitInconclusive);
   CHECK(r.note.find("allreduce only") != std::string::npos);
   r = prove_text(collv::test::slurp(kRoot + "/models/nccl/allreduce_ring_nccl.coll"),
                  replaced(collv::test::slurp(kProofs + "/allreduce_ring_nccl.proof"),
-                          "chunks cs c", "chunks cs cc"));
+                          "\nchunks cs c\n", "\nchunks cs cc\n"));
   CHECK(r.exit == kExitInconclusive);
   CHECK(r.note.find("'cc', which has no integer value") != std::string::npos);
+  // One partition: a unit that changes, or depends on the rank, is refused.
+  std::string nccl = collv::test::slurp(kRoot + "/models/nccl/allreduce_ring_nccl.coll");
+  std::string pf = collv::test::slurp(kProofs + "/allreduce_ring_nccl.proof");
+  r = prove_text(replaced(nccl, "    c := my_id;\n", "    cs := cs + 2;\n    c := my_id;\n"), pf);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("is not the value it had at the first slice") != std::string::npos);
+  r = prove_text(replaced(nccl, "div 2 * 2;", "div 2 * 2 + my_id;"), pf);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("depends on the rank") != std::string::npos);
 }

@@ -632,6 +632,7 @@ class Analyzer {
   void more_postcondition(const Path& path, const Buf& out);
   bool chunked() const { return !pf_.chunk_unit.empty(); }
   void split_loop(const Stmt& s, const std::vector<const Stmt*>& todo, std::size_t at, Path path);
+  std::string chunk_unit_term_;      // the unit's value at the first slice
   std::string chunk_goal_ = "true";  // the last chunk slice's goal, until its caller takes it
   std::pair<std::string, std::string> chunk_slice(const Expr& lo, const Expr& hi, const State& st,
                                                   const SourceLoc& loc);

@@ -61,6 +61,17 @@ std::pair<std::string, std::string> Analyzer::chunk_slice(const Expr& lo, const 
     return render(f->second);
   };
   std::string U = var(pf_.chunk_unit), C = var(pf_.chunk_index);
+  // One partition for every rank and every slice: the unit is one term, free of the rank.
+  if (mentions(U, "r") || mentions(U, "src_r"))
+    refuse(fmt::format("the chunk unit '{}' depends on the rank: outside the fragment",
+                       pf_.chunk_unit),
+           loc);
+  if (chunk_unit_term_.empty()) chunk_unit_term_ = U;
+  if (U != chunk_unit_term_)
+    refuse(fmt::format("the chunk unit '{}' is not the value it had at the first slice: "
+                       "outside the fragment (one partition of count for the whole program)",
+                       pf_.chunk_unit),
+           loc);
   std::string LO = render(int_expr(lo, st)), HI = render(int_expr(hi, st));
   std::string CU = mul(C, U);
   chunk_goal_ = fmt::format(
