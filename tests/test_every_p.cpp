@@ -303,7 +303,7 @@ TEST_CASE("every-p: verify --every-p reports the proof under the model (text and
 }
 
 TEST_CASE(
-    "every-p: alltoall: Open MPI's pairwise exchange is proved in MPI's layout; a wrong block, "
+    "every-p: alltoall: Open MPI's pairwise exchange is proved in MPI's layout, a wrong block, "
     "a missing local copy and a mutant past p = 64 are disproved",
     "[every-p]") {
   const std::string model = kRoot + "/models/openmpi/alltoall_pairwise.coll";
@@ -346,7 +346,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every-p: Open MPI's ring allgather and ring reduce-scatter are proved; the reduce-scatter "
+    "every-p: Open MPI's ring allgather and ring reduce-scatter are proved, the reduce-scatter "
     "dropping its own contribution above count 1,000 is disproved at count 1,001",
     "[every-p]") {
   for (const char* name : {"allgather_ring", "reduce_scatter_ring"}) {
@@ -435,7 +435,7 @@ invariant i buf block (sm 0 (mod (+ (- r i) 1) p) i)
 }  // namespace
 
 TEST_CASE(
-    "every-p: allreduce: a whole-vector ring is proved; a round short and rank order "
+    "every-p: allreduce: a whole-vector ring is proved, a round short and rank order "
     "fail the allreduce postcondition",
     "[every-p]") {
   EveryPOutcome r = prove_text(kWholeRing, kWholeRingProof);
@@ -455,7 +455,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every-p: allreduce by chunks: NCCL's ring all-reduce is proved for every p and count; "
+    "every-p: allreduce by chunks: NCCL's ring all-reduce is proved for every p and count, "
     "a slice that is not a chunk, a chunk written into another, and chunks that miss elements "
     "above count 1,000 are not",
     "[every-p][slow]") {
