@@ -301,3 +301,215 @@ TEST_CASE("every-p: verify --every-p reports the proof under the model (text and
   REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
   CHECK(out.find("every p") == std::string::npos);
 }
+
+TEST_CASE(
+    "every-p: alltoall: Open MPI's pairwise exchange is proved in MPI's layout, a wrong block, "
+    "a missing local copy and a mutant past p = 64 are disproved",
+    "[every-p]") {
+  const std::string model = kRoot + "/models/openmpi/alltoall_pairwise.coll";
+  const std::string proof = kProofs + "/alltoall_pairwise_ompi.proof";
+  EveryPOutcome r = prove(model, proof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  for (const char* n : {"postcondition-blocks ", "postcondition-length ", "nodup-x-line-24 ",
+                        "consecution-result-loop-step ", "match-line-24 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  std::string text = collv::test::slurp(model), pf = collv::test::slurp(proof);
+  // The own block copied from block 0 of the input: rank r's block r is not its own block r.
+  r = prove_text(replaced(text, ":= x[my_id * E .. my_id * E + E - 1];", ":= x[0 .. E - 1];"), pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  // No local copy: the last rank's output stops one block short (and block r is missing).
+  r = prove_text(replaced(text, "    result[my_id * E .. my_id * E + E - 1] :=", "    nop :="), pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation.rfind("postcondition-", 0) == 0);
+  // The receiver's block for the sender taken for the sender's own one: the layout is transposed
+  // (rank r's block b would be rank r's input block b, allgather-like), which the block
+  // obligation tells apart.
+  r = prove_text(replaced(text, "send x[sendto * E .. sendto * E + E - 1]",
+                          "send x[my_id * E .. my_id * E + E - 1]"),
+                 pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  // The mutant that sends its own block in the last round past p = 64, with the correct proof.
+  r = prove(kProofs + "/mutants/alltoall_pairwise_p64.coll", proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "consecution-result-loop-step");
+  CHECK(r.p == 65);
+  CHECK(r.note.find("executor on complete:65") != std::string::npos);
+}
+
+TEST_CASE(
+    "every-p: Open MPI's ring allgather and ring reduce-scatter are proved, the reduce-scatter "
+    "dropping its own contribution above count 1,000 is disproved at count 1,001",
+    "[every-p]") {
+  for (const char* name : {"allgather_ring", "reduce_scatter_ring"}) {
+    EveryPOutcome r =
+        prove(kRoot + "/models/openmpi/" + name + ".coll", kProofs + "/" + name + "_ompi.proof");
+    INFO(name << ": " << r.note);
+    CHECK(r.exit == kExitOk);
+  }
+  const std::string rs = kRoot + "/models/openmpi/reduce_scatter_ring.coll";
+  const std::string pf = collv::test::slurp(kProofs + "/reduce_scatter_ring_ompi.proof");
+  EveryPOutcome r = prove(kProofs + "/mutants/reduce_scatter_ring_ompi_count1000.coll",
+                          kProofs + "/reduce_scatter_ring_ompi.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  CHECK(r.count == 1001);
+  // acc's invariant claiming one reduced block too many: initiation fails, the program is right.
+  r = prove_text(collv::test::slurp(rs),
+                 replaced(pf, "(< (mod (- r b) p) k)", "(<= (mod (- r b) p) k)"));
+  INFO(r.note);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.failed_obligation == "initiation-acc-loop-k");
+  // Rank order is not what the ring computes: without `operator commutative` it is disproved.
+  r = prove_text(replaced(collv::test::slurp(rs), "  operator   commutative\n", ""), pf);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+}
+
+TEST_CASE("every-p: z3 alone re-checks every certificate of every proved model",
+          "[every-p][slow]") {
+  int models = 0;
+  for (const auto& e : fs::directory_iterator(kProofs)) {
+    if (e.path().extension() != ".proof") continue;
+    EveryPProof pf = parse_every_p_proof(e.path().string());
+    if (pf.expect != "proved") continue;
+    std::string dir = collv::test::unique_temp("every_p_recheck");
+    EveryPOutcome r = prove((e.path().parent_path() / pf.model).string(), e.path().string(), dir);
+    INFO(e.path().string() << ": " << r.note);
+    REQUIRE(r.exit == kExitOk);
+    int files = 0;
+    for (const auto& c : fs::directory_iterator(dir)) {
+      smt::Result s = smt::run_smt2_script(collv::test::slurp(c.path().string()), 60000, 1 << 24);
+      INFO(c.path().string());
+      CHECK(s.answer == smt::Answer::Unsat);
+      ++files;
+    }
+    CHECK(files == static_cast<int>(r.obligations));
+    fs::remove_all(dir);
+    ++models;
+  }
+  CHECK(models >= 7);
+}
+
+namespace {
+
+// A ring all-reduce of whole vectors (one block): p - 1 rounds, each adds the left neighbour's
+// input, which it then passes on.
+const std::string kWholeRing = R"(model allreduce_whole_ring
+  collective allreduce
+  topology   complete, ring
+  operator   commutative
+  input      buf
+  output     buf
+  steps      if count = 0 then 0 else p - 1
+procedure ALLREDUCE_WHOLE_RING(my_id, buf)
+begin
+  if count > 0 then
+    t := buf;
+    for i := 1 to p - 1 do
+      send t to (my_id + 1) mod p;
+      receive t from (my_id - 1) mod p;
+      buf := t + buf;
+    endfor;
+  endif;
+end ALLREDUCE_WHOLE_RING
+)";
+const std::string kWholeRingProof = R"(kind every-p
+model allreduce_whole_ring
+invariant i t length 1
+invariant i t block (sm 0 (mod (+ (- r i) 1) p) 1)
+invariant i buf length 1
+invariant i buf block (sm 0 (mod (+ (- r i) 1) p) i)
+)";
+
+}  // namespace
+
+TEST_CASE(
+    "every-p: allreduce: a whole-vector ring is proved, a round short and rank order "
+    "fail the allreduce postcondition",
+    "[every-p]") {
+  EveryPOutcome r = prove_text(kWholeRing, kWholeRingProof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  r = prove_text(replaced(kWholeRing, "for i := 1 to p - 1 do", "for i := 1 to p - 2 do"),
+                 kWholeRingProof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  // The sum ends in ring order from r + 1: not rank order without `operator commutative`.
+  r = prove_text(replaced(kWholeRing, "  operator   commutative\n", ""), kWholeRingProof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+}
+
+TEST_CASE(
+    "every-p: allreduce by chunks: NCCL's ring all-reduce is proved for every p and count, "
+    "a slice that is not a chunk, a chunk written into another, and chunks that miss elements "
+    "above count 1,000 are not",
+    "[every-p][slow]") {
+  const std::string model = kRoot + "/models/nccl/allreduce_ring_nccl.coll";
+  const std::string proof = kProofs + "/allreduce_ring_nccl.proof";
+  EveryPOutcome r = prove(model, proof);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  std::string all;
+  for (const auto& l : r.lines) all += l + "\n";
+  for (const char* n : {"chunk-line-30 ", "consecution-buf-loop-j#2 ", "postcondition-blocks ",
+                        "combine-line-45 ", "steps "})
+    CHECK(all.find(n) != std::string::npos);
+  std::string text = collv::test::slurp(model), pf = collv::test::slurp(proof);
+  // The first send's slice one element to the right: not chunk c.
+  r = prove_text(replaced(text, "o := min(c * cs, count);", "o := min(c * cs + 1, count);"), pf);
+  INFO(r.note);
+  CHECK(r.exit != kExitOk);
+  CHECK(r.failed_obligation == "chunk-line-30");
+  // The last chunk received written into the chunk after it.
+  r = prove_text(replaced(text, "    c := (my_id + 1) mod p;\n", "    c := (my_id + 2) mod p;\n"),
+                 pf);
+  INFO(r.note);
+  CHECK(r.exit != kExitOk);
+  CHECK(r.failed_obligation.rfind("assign-length-line-", 0) == 0);
+  // Chunks rounded down above count 1,000: p cs < count, the last elements are never reduced.
+  r = prove(kProofs + "/mutants/allreduce_ring_nccl_count1000.coll", proof);
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation.rfind("chunk-", 0) == 0);
+  CHECK(r.count == 1001);
+}
+
+TEST_CASE("every-p: a proof's chunks line is checked", "[every-p]") {
+  CHECK_THROWS_WITH(parse_every_p_proof_text("kind every-p\nmodel m\nchunks cs\n", "m.proof"),
+                    Catch::Contains("m.proof:3: chunks needs UNIT INDEX"));
+  // chunks apply to allreduce only; and name variables the program has at its slices.
+  EveryPOutcome r =
+      prove_text(collv::test::slurp(kRing),
+                 collv::test::slurp(kProofs + "/allgather_ring.proof") + "chunks E j\n");
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("allreduce only") != std::string::npos);
+  r = prove_text(collv::test::slurp(kRoot + "/models/nccl/allreduce_ring_nccl.coll"),
+                 replaced(collv::test::slurp(kProofs + "/allreduce_ring_nccl.proof"),
+                          "\nchunks cs c\n", "\nchunks cs cc\n"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("'cc', which has no integer value") != std::string::npos);
+  // One partition: a unit that changes, or depends on the rank, is refused.
+  std::string nccl = collv::test::slurp(kRoot + "/models/nccl/allreduce_ring_nccl.coll");
+  std::string pf = collv::test::slurp(kProofs + "/allreduce_ring_nccl.proof");
+  r = prove_text(replaced(nccl, "    c := my_id;\n", "    cs := cs + 2;\n    c := my_id;\n"), pf);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("is not the value it had at the first slice") != std::string::npos);
+  r = prove_text(replaced(nccl, "div 2 * 2;", "div 2 * 2 + my_id;"), pf);
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("depends on the rank") != std::string::npos);
+}

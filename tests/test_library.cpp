@@ -182,7 +182,10 @@ TEST_CASE("the library line names a library, a version range and the algorithm s
                         "mpich/reduce_scatter_recursive_halving",
                         "openmpi/bcast_knomial",
                         "openmpi/allreduce_ring",
-                        "openmpi/bcast_pipeline"}) {
+                        "openmpi/bcast_pipeline",
+                        "openmpi/alltoall_pairwise",
+                        "openmpi/allgather_ring",
+                        "openmpi/reduce_scatter_ring"}) {
     INFO(f);
     Model lm = parse_model_file(kRoot + "/models/" + f + ".coll");
     REQUIRE(lm.header.libraries.size() == 1);

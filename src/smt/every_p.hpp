@@ -52,6 +52,9 @@ struct EveryPProof {
   std::string model;  // the model the proof is written for (a name or a .coll path)
   std::string expect = "proved";
   std::vector<EveryPInvariant> invariants;
+  // `chunks UNIT INDEX` (allreduce): every slice is chunk INDEX of count cut into chunks of UNIT
+  // elements (program variables), the buffers are modelled by chunk (docs/smt.md).
+  std::string chunk_unit, chunk_index;
 };
 
 // Reads a proof file of `kind every-p` (throws UsageError with file:line on a malformed one).

@@ -3,9 +3,11 @@
 // obligations. Internal to src/smt/every_p*.cpp.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -88,6 +90,10 @@ inline std::string at_block(const std::string& t, const std::string& blk) {
   return rename(t, {{"b", blk}});
 }
 
+// Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
+bool more_collective(Collective c);
+Buf more_input(Collective c, bool chunked);  // rank r's input buffer, by block (or chunk)
+
 class Analyzer {
  public:
   Analyzer(const Model& m, const EveryPProof& pf, EveryPAnalysis& out)
@@ -98,12 +104,14 @@ class Analyzer {
     rooted_ = collective_is_rooted(h.collective);
     barrier_ = h.collective == Collective::Barrier;
     if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
-        !barrier_)
+        !more_collective(h.collective) && !barrier_)
       throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
-                                "reduce-scatter and barrier only)",
+                                "reduce-scatter, barrier, alltoall and allreduce only)",
                                 collective_name(h.collective)),
                     h.loc};
     if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
+    if (chunked() && h.collective != Collective::Allreduce)
+      throw Refused{"the proof's `chunks` line applies to allreduce only", h.loc};
     base_ = "(and (>= p 2) (< p 2147483648) (>= count 0) (< count 2147483648) (<= 0 r) (< r p)";
     base_ += rooted_ ? " (<= 0 root) (< root p))" : " (= root 0))";
     if (h.requires_) base_ = fmt::format("(and {} {})", base_, header_term(*h.requires_));
@@ -111,9 +119,10 @@ class Analyzer {
     if (rooted_) out_.assumptions.push_back("0 <= root < p");
     if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
     Path p0;
-    p0.st.data[h.input] = h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
-                          : barrier_                            ? Buf{"0", "none"}
-                                                                : Buf{"p", "(sm b r 1)"};
+    p0.st.data[h.input] = more_collective(h.collective) ? more_input(h.collective, chunked())
+                          : h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
+                          : barrier_                              ? Buf{"0", "none"}
+                                                                  : Buf{"p", "(sm b r 1)"};
     if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
     std::vector<const Stmt*> todo;
     for (const auto& s : m_.body) todo.push_back(s.get());
@@ -130,6 +139,7 @@ class Analyzer {
   std::string base_;
   int paths_ = 0;
   std::map<std::string, int> loop_seen_;  // counter name -> loops with it so far
+  std::map<const Stmt*, std::string> loop_name_;
 
   // ---- obligations ----
 
@@ -138,6 +148,12 @@ class Analyzer {
               const SourceLoc& loc) {
     EveryPObligation ob;
     ob.name = path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name;
+    // Names are unique (each is a certificate's file name): a second read of a loop gets "-2".
+    for (int n = 2; std::any_of(out_.obligations.begin(), out_.obligations.end(),
+                                [&](const EveryPObligation& o) { return o.name == ob.name; });
+         ++n)
+      ob.name = fmt::format(
+          "{}-{}", path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name, n);
     ob.description = what;
     ob.loc = loc;
     ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
@@ -162,7 +178,10 @@ class Analyzer {
   }
 
   static std::string read_name(const std::string& what, const std::string& where) {
-    return (what.rfind("combine", 0) == 0 ? "combine-" : "read-") + where;
+    return (what.rfind("combine", 0) == 0 ? "combine-"
+            : what.rfind("chunk", 0) == 0 ? "chunk-"
+                                          : "read-") +
+           where;
   }
 
   [[noreturn]] void refuse(const std::string& why, const SourceLoc& loc) {
@@ -244,7 +263,7 @@ class Analyzer {
       case ExprKind::Name: {
         if (e.name == "my_id") return Lin{"0", "r"};
         if (e.name == "p") return Lin{"0", "p"};
-        if (e.name == "count") return Lin{"1", "0"};
+        if (e.name == "count") return chunked() ? Lin{"0", "count"} : Lin{"1", "0"};
         if (e.name == "root" || e.name == "source") return Lin{"0", rooted_ ? "root" : "0"};
         if (st.dead.count(e.name))
           refuse("the loop counter '" + e.name + "' is read after its loop", e.loc);
@@ -326,6 +345,7 @@ class Analyzer {
   // A slice's block range [A, B] (inclusive): v[A * count .. (B + 1) * count - 1].
   std::pair<std::string, std::string> blocks(const Expr& lo, const Expr& hi, const State& st,
                                              const SourceLoc& loc) {
+    if (chunked()) return chunk_slice(lo, hi, st, loc);
     Lin a = int_expr(lo, st), b = int_expr(hi, st);
     auto ak = as_int(a.k), bk = as_int(b.k);
     if (!ak || *ak != 0 || !bk || *bk != -1)
@@ -350,6 +370,7 @@ class Analyzer {
     if (e.kind == ExprKind::Slice && e.args[0]->kind == ExprKind::Name) {
       const Buf& v = data_var(e.args[0]->name, st, e.loc);
       auto [A, B] = blocks(*e.args[1], *e.args[2], st, e.loc);
+      if (chunked()) reads->emplace_back(take_chunk_goal(), chunk_what(e.loc));
       reads->emplace_back(fmt::format("(and (>= {} 0) (<= {} (+ {} 1)) (=> (<= {} {}) (< {} {})))",
                                       A, A, B, A, B, B, v.len),
                           fmt::format("the slice of {} at {} lies inside the buffer",
@@ -407,7 +428,11 @@ class Analyzer {
       nb.blk = fmt::format("(ite (and (<= {} b) (<= b {})) {} (ite (< b {}) {} none))", A, B,
                            at_block(val.blk, sub("b", A)), old.len, old.blk);
       st.data[name] = nb;
-      return fmt::format("(and (>= {} 0) (= {} (+ (- {} {}) 1)))", A, val.len, B, A);
+      std::string fits = fmt::format("(and (>= {} 0) (= {} (+ (- {} {}) 1)))", A, val.len, B, A);
+      if (chunked())
+        fits = fmt::format("(and {} {} {})", fits, take_chunk_goal(),
+                           chunk_home(at_block(val.blk, "0"), A));
+      return fits;
     }
     refuse("the target '" + expr_to_string(target) + "' is outside the fragment", target.loc);
   }
@@ -448,6 +473,7 @@ class Analyzer {
           return;
         }
         case StmtKind::For:
+          if (chunked()) return split_loop(s, todo, at, path);
           loop(s, path);
           ++at;
           continue;
@@ -662,6 +688,17 @@ class Analyzer {
                    const State& exit);
   void round_loop(const Stmt& s, Path& path, const LoopSpec& spec);
   void finish(const Path& path);
+  // every_p_collectives.cpp: the collectives after allgather and reduce-scatter, and chunks.
+  void more_postcondition(const Path& path, const Buf& out);
+  bool chunked() const { return !pf_.chunk_unit.empty(); }
+  void split_loop(const Stmt& s, const std::vector<const Stmt*>& todo, std::size_t at, Path path);
+  std::string chunk_unit_term_;      // the unit's value at the first slice
+  std::string chunk_goal_ = "true";  // the last chunk slice's goal, until its caller takes it
+  std::pair<std::string, std::string> chunk_slice(const Expr& lo, const Expr& hi, const State& st,
+                                                  const SourceLoc& loc);
+  std::string take_chunk_goal() { return std::exchange(chunk_goal_, "true"); }
+  static std::string chunk_what(const SourceLoc& loc);
+  static std::string chunk_home(const std::string& item, const std::string& c);
 };
 
 }  // namespace collv::everyp

@@ -5,8 +5,14 @@
 namespace collv::everyp {
 
 void Analyzer::loop(const Stmt& s, Path& path) {
-  int nth = ++loop_seen_[s.var];
-  std::string lname = nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth);
+  // A loop's name is its counter, with #N for the N-th loop (in program order) with that counter;
+  // a loop explored again on another path keeps its name.
+  auto named = loop_name_.find(&s);
+  if (named == loop_name_.end()) {
+    int nth = ++loop_seen_[s.var];
+    named = loop_name_.emplace(&s, nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth)).first;
+  }
+  std::string lname = named->second;
   int id = ++out_.loops;
   if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t" || s.var == "q")
     refuse("a loop counter named r, b, t, q or p clashes with the invariant language's names",
@@ -324,7 +330,9 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
 void Analyzer::finish(const Path& path) {
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
-  if (h.collective == Collective::Allgather) {
+  if (more_collective(h.collective)) {
+    more_postcondition(path, out);
+  } else if (h.collective == Collective::Allgather) {
     // allgather in MPI's layout: p blocks, block b = rank b's input.
     oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",
            "", "(> count 0)", op2("=", out.len, "p"), h.loc);

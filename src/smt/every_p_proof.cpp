@@ -18,7 +18,11 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
   bool kind = false, model = false, expect = false;
   while (std::getline(f, line)) {
     ++no;
-    auto h = line.find('#');
+    // A comment starts at a '#' that begins a word ('i#2' names the second loop with counter i).
+    std::size_t h = 0;
+    while ((h = line.find('#', h)) != std::string::npos && h > 0 && line[h - 1] != ' ' &&
+           line[h - 1] != '\t')
+      ++h;
     if (h != std::string::npos) line = line.substr(0, h);
     std::istringstream is(line);
     std::string key;
@@ -95,10 +99,17 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.loop, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "chunks") {
+      std::istringstream vs(value);
+      std::string extra;
+      if (!pf.chunk_unit.empty() || !(vs >> pf.chunk_unit >> pf.chunk_index) || (vs >> extra))
+        throw UsageError(fmt::format(
+            "{}:{}: chunks needs UNIT INDEX, two program variables, once (e.g. 'chunks cs c')",
+            path, no));
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard)",
+                      "trips, heard, chunks)",
                       path, no, key.substr(0, 40)));
     }
   }
