@@ -15,12 +15,15 @@
 
 #include <fmt/format.h>
 
+#include "exec/program.hpp"
 #include "exec/timing.hpp"
 #include "lang/check.hpp"
 #include "util/deadline.hpp"
 #include "util/memory.hpp"
 
 namespace collv {
+
+using namespace interp;  // the executor's rooms (exec/machine.hpp)
 
 namespace {
 
@@ -33,136 +36,9 @@ constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 20;
 // The most items one local buffer may hold (a message: at most 65535).
 constexpr std::uint64_t kMaxBufferItems = 1ULL << 28;
 
-enum class IOp {
-  Assign,
-  Send,
-  Recv,
-  JumpIfFalse,
-  Jump,
-  ForInit,
-  ForTest,
-  ForNext,
-  ArrayInit,
-  Irecv,
-  Isend,
-  Wait
-};
 // Outstanding nonblocking requests per node (docs/language.md, "Nonblocking point-to-point"):
 // a limit of collv, checked before a request is added.
 constexpr std::size_t kMaxRequests = 65536;
-
-struct Instr {
-  IOp op;
-  const Stmt* stmt = nullptr;
-  const Expr* cond = nullptr;
-  int limit_slot = -1;  // For: hidden slot holding the evaluated limit
-  std::uint32_t target = 0;
-};
-
-struct Program {
-  std::vector<Instr> code;
-  int num_slots = 0;  // model variables + hidden loop limits
-  // While compiling: the jumps of the `break`s of each enclosing loop, patched at the loop's end.
-  std::vector<std::vector<std::uint32_t>> breaks;
-};
-
-void compile_block(const std::vector<StmtPtr>& body, Program& prog);
-
-void compile_stmt(const Stmt& s, Program& prog) {
-  auto emit = [&](Instr in) {
-    prog.code.push_back(in);
-    return static_cast<std::uint32_t>(prog.code.size() - 1);
-  };
-  switch (s.kind) {
-    case StmtKind::Assign:
-      emit({IOp::Assign, &s});
-      break;
-    case StmtKind::Send:
-      emit({IOp::Send, &s});
-      break;
-    case StmtKind::Receive:
-      emit({IOp::Recv, &s});
-      break;
-    case StmtKind::Irecv:
-      emit({IOp::Irecv, &s});
-      break;
-    case StmtKind::Isend:
-      emit({IOp::Isend, &s});
-      break;
-    case StmtKind::Wait:
-      emit({IOp::Wait, &s});
-      break;
-    case StmtKind::If: {
-      auto jf = emit({IOp::JumpIfFalse, &s, s.cond.get()});
-      compile_block(s.body, prog);
-      if (s.else_body.empty()) {
-        prog.code[jf].target = prog.code.size();
-      } else {
-        auto j = emit({IOp::Jump, &s});
-        prog.code[jf].target = prog.code.size();
-        compile_block(s.else_body, prog);
-        prog.code[j].target = prog.code.size();
-      }
-      break;
-    }
-    case StmtKind::Break:
-      prog.breaks.back().push_back(emit({IOp::Jump, &s}));
-      break;
-    case StmtKind::Array:
-      emit({IOp::ArrayInit, &s});
-      break;
-    case StmtKind::While: {
-      auto test = emit({IOp::JumpIfFalse, &s, s.cond.get()});
-      prog.breaks.emplace_back();
-      compile_block(s.body, prog);
-      Instr back{IOp::Jump, &s};
-      back.target = test;
-      emit(back);
-      prog.code[test].target = prog.code.size();
-      for (auto j : prog.breaks.back()) prog.code[j].target = prog.code.size();
-      prog.breaks.pop_back();
-      break;
-    }
-    case StmtKind::For: {
-      int lim = prog.num_slots++;
-      Instr init{IOp::ForInit, &s};
-      init.limit_slot = lim;
-      emit(init);
-      Instr test_in{IOp::ForTest, &s};
-      test_in.limit_slot = lim;
-      auto test = emit(test_in);
-      prog.breaks.emplace_back();
-      compile_block(s.body, prog);
-      Instr next{IOp::ForNext, &s};
-      next.target = test;
-      emit(next);
-      prog.code[test].target = prog.code.size();
-      for (auto j : prog.breaks.back()) prog.code[j].target = prog.code.size();
-      prog.breaks.pop_back();
-      break;
-    }
-  }
-}
-
-void compile_block(const std::vector<StmtPtr>& body, Program& prog) {
-  for (const auto& s : body) compile_stmt(*s, prog);
-}
-
-// The data variables an expression reads (their values' dependencies flow into its value).
-void data_slots_read(const Expr& e, const Model& m, std::vector<int>& out) {
-  if (e.kind == ExprKind::Name && e.slot >= 0 && e.slot < static_cast<int>(m.var_types.size()) &&
-      m.var_types[e.slot] == Type::Data && std::find(out.begin(), out.end(), e.slot) == out.end())
-    out.push_back(e.slot);
-  for (const auto& a : e.args) data_slots_read(*a, m, out);
-}
-
-bool uses_nonblocking(const std::vector<StmtPtr>& body) {
-  for (const auto& s : body)
-    if (s->kind == StmtKind::Irecv || s->kind == StmtKind::Isend || s->kind == StmtKind::Wait ||
-        uses_nonblocking(s->body) || uses_nonblocking(s->else_body))
-      return true;
-  return false;
-}
 
 // A runtime error of the model at one node.
 struct ModelRuntimeError {
