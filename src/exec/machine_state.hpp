@@ -3,7 +3,8 @@
 // exec/domain*.hpp), the ready lists of the scheduler, the mailboxes, the timing references
 // (exec/timing.hpp), the scratch columns of expression evaluation, failing a run and charging
 // memory. Each room derives from the one below it: MachineState, Evaluator (eval.hpp), Ports
-// (ports.hpp), Requests (requests.hpp), Statements (statements.hpp), Machine (machine.hpp).
+// (ports.hpp), RequestLocks (request_locks.hpp), Requests (requests.hpp), Statements
+// (statements.hpp), Machine (machine.hpp).
 #pragma once
 
 #include <cstdint>
