@@ -18,7 +18,8 @@ namespace collv {
 
 // Folds the SMT engine's verdicts into the executor's, per the chosen engine, and records which
 // engine decided each check (CheckResult::decided_by) and any disagreement.
-void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt, const std::string& engine);
+void merge_engine(std::vector<CheckResult>& exec, std::vector<CheckResult> smt,
+                  const std::string& engine);
 
 // The run's status. In an ordered-domain run of a model that declares `operator commutative`, a
 // failure of operand order only is expected: marked commutative_only and never counted as a
