@@ -1,5 +1,7 @@
 // `collv verify`: runs models over topologies, sizes, sources and domains, judges every invariant
-// and reports as a table, JSON and JUnit XML. Usable as a CI gate through its exit code.
+// and reports as a table, JSON and JUnit XML. Usable as a CI gate through its exit code. This is
+// the command line: the model names resolved to files, --every-p, and the report written; the
+// plan of runs and the strategy of each is verify/plan.hpp (VerifyOptions, verify_plan).
 #pragma once
 
 #include <cstdint>
@@ -12,54 +14,16 @@
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
 #include "import/import.hpp"
+#include "verify/plan.hpp"
 #include "verify/report.hpp"
 
 namespace collv {
-
-class Partition;
-
-struct VerifyOptions {
-  std::vector<std::string> targets;      // model files, model names or directories
-  std::vector<std::string> trace_files;  // schedules as JSON (docs/trace-format.md) to judge
-  bool all = false;                      // every model in the models directory
-  std::string models_dir;
-  std::vector<std::string> topologies;  // explicit specs; empty = the models' families
-  std::optional<std::pair<std::int64_t, std::int64_t>> sizes;  // --sizes A..B
-  std::pair<std::int64_t, std::int64_t> counts{1, 1};          // --count A..B (elements)
-  std::string source = "all";      // "all" or a node id, for rooted collectives
-  std::string domain = "default";  // exact | ordered | fingerprint | all | default (exact+ordered)
-  std::string engine = "exec";     // exec | smt | both
-  std::uint32_t max_p = 64;        // default bound on processors
-  std::uint32_t max_star = 6;      // default bound on the star's n
-  std::string json_file, junit_file, cex_dir;
-  bool quiet = false;       // only the summary line (and why nothing ran, on the error stream)
-  bool runs_table = false;  // --runs: one line per run and every failing run in full
-  bool progress = false;    // progress line on stderr (the CLI sets it when stderr is a tty)
-  RunOptions run;           // limits; domain/root/shift are set per run
-  // --port given on the command line: replaces a schedule file's own port model (MSCCL and
-  // SCCL files are all-port, GOAL single-port, collv JSON says which).
-  std::optional<PortModel> file_port;
-  MscclOptions msccl;  // MSCCL-XML files: --msccl-runtime, --msccl-slots
-  // --collective: what a GOAL file implements (GOAL does not declare it; judge_goal_flow).
-  std::string file_collective;
-  // --strict: the collective's own rules whatever a file or model declares (MPI's positional
-  // layout; operands in rank order, as for a non-commutative operator).
-  bool strict = false;
-  bool every_p = false;  // --every-p: also run the model's proof in proofs/every-p, if any
-  // collv-mpi with more than one process: every run partitioned over them (verify/partition.hpp,
-  // docs/partitioned.md). Every process calls verify() with the same options; rank 0 reports.
-  Partition* partition = nullptr;
-};
 
 // Parses "A..B" (or "A") into a range; throws UsageError.
 std::pair<std::int64_t, std::int64_t> parse_size_range(const std::string& s,
                                                        const std::string& option = "--sizes");
 
-// Called with an engine's extra verdicts for one run (the SMT engine plugs in here); returns the
-// results to merge, or an empty vector.
-using ExtraEngine = std::function<std::vector<CheckResult>(const Model&, const Topology&,
-                                                           const RunOptions&, const Trace&)>;
-
+// verify_plan over the model files o names (--all, directories, model names), with --every-p.
 VerifyReport verify(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& err);
 int run_verify_command(const VerifyOptions& o, const ExtraEngine& smt, std::ostream& out,
                        std::ostream& err);

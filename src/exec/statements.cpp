@@ -1,0 +1,360 @@
+// Statement execution (see statements.hpp).
+#include "exec/statements.hpp"
+
+#include <algorithm>
+
+namespace collv::interp {
+
+void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Instr& in = prog_.code[pc];
+  const Stmt& s = *in.stmt;
+  auto advance_all = [&](std::uint32_t to) {
+    auto& r = ready_[to];
+    r.insert(r.end(), nodes, nodes + cnt);
+    mark_ready(to);
+  };
+  if (has_nb_ && (!acc_[pc].reads.empty() || acc_[pc].write >= 0)) check_access(pc, nodes, cnt);
+  switch (in.op) {
+    case IOp::Assign: {
+      const Expr& tgt = *s.target;
+      int slot = tgt.kind == ExprKind::Name ? tgt.slot : -1;
+      if (slot >= 0 && m_.var_types[slot] == Type::Int) {
+        auto& v = iscratch(0);
+        eval_int(*s.value, nodes, cnt, v.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) ints_[slot].set(nodes[i], v[i]);
+      } else if (tgt.kind == ExprKind::Index && tgt.args[0]->slot >= 0 &&
+                 m_.var_types[static_cast<std::size_t>(tgt.args[0]->slot)] == Type::IntArray) {
+        const int as = tgt.args[0]->slot;
+        auto& v = iscratch(0);
+        eval_int(*s.value, nodes, cnt, v.data(), 1);
+        std::vector<std::int64_t> at(cnt);
+        eval_int(*tgt.args[1], nodes, cnt, at.data(), 1);
+        for (std::size_t i = 0; i < cnt; ++i) {
+          auto& arr = arrays_[as][nodes[i]];
+          if (at[i] < 0 || at[i] >= static_cast<std::int64_t>(arr.size()))
+            rt_error(tgt, nodes[i],
+                     arr.empty() && !array_declared(as, nodes[i])
+                         ? fmt::format("'{}' is used before its 'array' statement ran",
+                                       tgt.args[0]->name)
+                         : fmt::format("index {} is out of range for '{}' of {} elements", at[i],
+                                       tgt.args[0]->name, arr.size()));
+          arr[static_cast<std::size_t>(at[i])] = v[i];
+        }
+      } else if (slot >= 0 && s.value->kind == ExprKind::Binary && s.value->op == Op::Union &&
+                 s.value->args[0]->kind == ExprKind::Name && s.value->args[0]->slot == slot) {
+        // `x := x ∪ y` appends y in place: its work is y's items, not a copy of x (a result
+        // that grows by a block a step was quadratic in its length).
+        const Expr& y = *s.value->args[1];
+        auto& v = dscratch(0);
+        eval_data(y, nodes, cnt, v.data(), 1);
+        auto& col = data_[slot];
+        std::uint64_t items = 0;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          std::uint64_t n = std::uint64_t{col.size_at(nodes[i])} + v[i].size();
+          check_buffer_size(*s.value, nodes[i], n);
+          items += v[i].size();
+        }
+        charge_items(items);
+        ops_ += items;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          if (v[i].empty()) continue;
+          Buffer& dst = col.edit(nodes[i]);
+          for (Item it : v[i]) dst.push_back(it);
+          col.settle(nodes[i]);
+        }
+        track_assign(pc, tgt, nodes, cnt);
+      } else {
+        auto& v = dscratch(0);
+        eval_data(*s.value, nodes, cnt, v.data(), 1);
+        store(tgt, nodes, cnt, v.data(), 1);
+        track_assign(pc, tgt, nodes, cnt);
+      }
+      advance_all(pc + 1);
+      return;
+    }
+    case IOp::ArrayInit: {
+      auto& n = iscratch(0);
+      eval_int(*s.value, nodes, cnt, n.data(), 1);
+      for (std::size_t i = 0; i < cnt; ++i) {
+        if (n[i] < 0 || n[i] > kMaxArrayElements)
+          rt_error(*s.value, nodes[i],
+                   fmt::format("array '{}' of {} elements (at most {})", s.var, n[i],
+                               kMaxArrayElements));
+        auto& arr = arrays_[s.var_slot][nodes[i]];
+        // Work, not statements: an array of n elements costs n operations (a loop that makes
+        // a fresh array of 2^20 elements for ever meets --max-ops, not only the memory limit).
+        ops_ += static_cast<std::uint64_t>(n[i]);
+        if (n[i] > 2 * static_cast<std::int64_t>(kChunk))
+          watch_.charge(static_cast<std::uint64_t>(n[i]) * sizeof(std::int64_t));
+        arr.assign(static_cast<std::size_t>(n[i]), 0);
+        array_ran_[s.var_slot][nodes[i]] = 1;
+      }
+      advance_all(pc + 1);
+      return;
+    }
+    case IOp::JumpIfFalse: {
+      auto& c = iscratch(0);
+      eval_int(*in.cond, nodes, cnt, c.data(), 1);
+      std::size_t taken = 0;
+      for (std::size_t i = 0; i < cnt; ++i) taken += c[i] != 0;
+      if (taken == cnt || taken == 0) {  // the whole chunk goes one way: one copy
+        advance_all(taken ? pc + 1 : in.target);
+        return;
+      }
+      for (std::size_t i = 0; i < cnt; ++i) ready_[c[i] ? pc + 1 : in.target].push_back(nodes[i]);
+      mark_ready(pc + 1);
+      mark_ready(in.target);
+      return;
+    }
+    case IOp::Jump:
+      advance_all(in.target);
+      return;
+    case IOp::ForInit: {
+      auto& a = iscratch(0);
+      eval_int(*s.value, nodes, cnt, a.data(), 1);
+      for (std::size_t i = 0; i < cnt; ++i) ints_[s.var_slot].set(nodes[i], a[i]);
+      eval_int(*s.limit, nodes, cnt, a.data(), 1);
+      for (std::size_t i = 0; i < cnt; ++i) ints_[in.limit_slot].set(nodes[i], a[i]);
+      advance_all(pc + 1);
+      return;
+    }
+    case IOp::ForTest: {
+      const auto& var = ints_[s.var_slot];
+      const auto& lim = ints_[in.limit_slot];
+      std::size_t go_on = 0;
+      for (std::size_t i = 0; i < cnt; ++i) {
+        NodeId v = nodes[i];
+        go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+      }
+      if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
+        advance_all(go_on ? pc + 1 : in.target);
+        return;
+      }
+      for (std::size_t i = 0; i < cnt; ++i) {
+        NodeId v = nodes[i];
+        bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+        ready_[go ? pc + 1 : in.target].push_back(v);
+      }
+      mark_ready(pc + 1);
+      mark_ready(in.target);
+      return;
+    }
+    case IOp::ForNext: {
+      // A counter at INT64_MAX (`to`) or INT64_MIN (`downto`) has no next value: the loop ends
+      // there (the variable keeps it) instead of wrapping round and running again.
+      auto& var = ints_[s.var_slot];
+      const std::uint32_t exit_pc = prog_.code[in.target].target;
+      const std::int64_t last = s.downto ? std::numeric_limits<std::int64_t>::min()
+                                         : std::numeric_limits<std::int64_t>::max();
+      bool any_exit = false;
+      std::size_t at_last = 0;
+      for (std::size_t i = 0; i < cnt; ++i) at_last += var.get(nodes[i]) == last;
+      if (at_last == 0) {  // the usual case: every counter moves on
+        const std::int64_t d = s.downto ? -1 : 1;
+        for (std::size_t i = 0; i < cnt; ++i) var.set(nodes[i], var.get(nodes[i]) + d);
+        advance_all(in.target);
+        return;
+      }
+      for (std::size_t i = 0; i < cnt; ++i) {
+        NodeId v = nodes[i];
+        if (var.get(v) == last) {
+          ready_[exit_pc].push_back(v);
+          any_exit = true;
+        } else {
+          var.set(v, var.get(v) + (s.downto ? -1 : 1));
+          ready_[in.target].push_back(v);
+        }
+      }
+      if (any_exit) mark_ready(exit_pc);
+      mark_ready(in.target);
+      return;
+    }
+    case IOp::Irecv:
+      post_irecv(pc, nodes, cnt);
+      return;
+    case IOp::Wait:
+      run_wait(pc, nodes, cnt);
+      return;
+    case IOp::Isend:
+      post_isend(pc, nodes, cnt);
+      [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
+    case IOp::Send: {
+      auto& val = dscratch(0);
+      eval_data(*s.value, nodes, cnt, val.data(), 1);
+      auto& peer = iscratch(0);
+      eval_int(*s.peer, nodes, cnt, peer.data(), 1);
+      // The destinations first, so that the loop below can prefetch each one's mailbox ahead
+      // of its use (at star:10 and beyond they are cache misses). A node whose peer is an
+      // error stops the loop there, as it did when peers were found one send at a time.
+      auto& dsts = iscratch(1);
+      std::size_t good = 0;
+      try {
+        for (; good < cnt; ++good) dsts[good] = peer_of(s, nodes[good], peer[good]);
+      } catch (const ModelRuntimeError&) {
+      }
+      constexpr std::size_t kAhead = 8;
+      for (std::size_t i = 0; i < good; ++i) {
+        if (i + kAhead < good) {
+          const auto ahead = static_cast<NodeId>(dsts[i + kAhead]);
+          __builtin_prefetch(inbox_.front_addr(ahead), 1);
+          __builtin_prefetch(&waiting_on_[ahead], 0);
+        }
+        NodeId v = nodes[i];
+        const auto dst = static_cast<NodeId>(dsts[i]);
+        if (dst == v) {  // a self-message: queued at the node, no transfer, no step
+          self_send(s, pc, v, std::move(val[i]));
+          continue;
+        }
+        std::uint32_t step = bound_.on_send(v, dst);  // a lower bound; timing.cpp assigns it
+        max_step_ = std::max(max_step_, step);
+        if (step > opts_.max_steps) {
+          fail(RunFailure::Kind::StepLimit,
+               fmt::format("{}: node {} would send at step {} or later, past the step limit {} "
+                           "(raise --max-steps to allow more)",
+                           s.loc.str(), topo_.label(v), step, opts_.max_steps));
+          return;
+        }
+        if (val[i].size() > 0xFFFF)  // a limit of collv's Trace, not an error of the model
+          throw LimitError(fmt::format(
+              "{}: node {} sends a message of {} items; collv records at most 65535 items per "
+              "message (a limit of collv, not a fault of the model)",
+              s.loc.str(), topo_.label(v), val[i].size()));
+        std::uint32_t tid;
+        if (stream_) {
+          // A peer reached along a link is a neighbour by construction: no test (at star:11
+          // each one unranks two permutations).
+          if (!s.along_link && !topo_.adjacent(v, dst))
+            throw StreamRefused(fmt::format(
+                "{}: node {} sends to {}, which is not its neighbour; the link loads of routed "
+                "transfers need the stored trace (a streamed run follows neighbour transfers "
+                "only)",
+                s.loc.str(), topo_.label(v), topo_.label(dst)));
+          stream_->make_room();
+          if (dst < lo_ || dst >= hi_) {  // another process's node (partitioned runs)
+            const auto len = static_cast<std::uint16_t>(val[i].size());
+            const auto line = static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF));
+            tid = stream_->on_send_remote(v, dst, deps_of(pc, v));
+            outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
+            continue;
+          }
+          tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
+                                 static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
+                                 deps_of(pc, v), std::move(val[i]));
+          inbox_.push(dst, tid);
+          wake(v, dst);
+          continue;
+        }
+        if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
+            tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
+          throw LimitError("the run records more than 2^32 transfers or items; it is too large");
+        tid = static_cast<std::uint32_t>(tr_.transfers.size());
+        charge_growth(tr_.payload, val[i].size());
+        charge_growth(tr_.transfers, 1);
+        tr_.transfers.push_back(Transfer{step, v, dst,
+                                         static_cast<std::uint32_t>(tr_.payload.size()),
+                                         static_cast<std::uint16_t>(val[i].size()),
+                                         static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
+        tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
+        timing_.on_send(dep_transfer(deps_of(pc, v)));
+        if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
+        inbox_.push(dst, tid);
+        wake(v, dst);
+      }
+      if (good < cnt) (void)peer_of(s, nodes[good], peer[good]);  // throws its error
+      const std::uint64_t issued = stream_ ? stream_->issued() : tr_.transfers.size();
+      if ((issued & 0xFFFF) < cnt) {
+        check_memory();
+        if (opts_.progress) opts_.progress(issued, max_step_);
+      }
+      advance_all(pc + 1);
+      return;
+    }
+    case IOp::Recv: {
+      auto& peer = iscratch(0);
+      eval_int(*s.peer, nodes, cnt, peer.data(), 1);
+      // Nodes whose message is there receive now; the others wait at this instruction.
+      std::vector<NodeId> got;
+      std::vector<std::uint32_t> tids;
+      std::vector<NodeId> self_got;
+      got.reserve(cnt);
+      tids.reserve(cnt);
+      constexpr std::size_t kAhead = 8;
+      for (std::size_t i = 0; i < cnt; ++i) {
+        if (i + kAhead < cnt) {  // the message a node ahead will look at first: a cache miss
+          const NodeId ahead = nodes[i + kAhead];
+          if (!inbox_.empty(ahead)) {
+            if (stream_)
+              stream_->prefetch(inbox_.front(ahead));
+            else
+              __builtin_prefetch(&tr_.transfers[inbox_.front(ahead)], 0);
+          }
+        }
+        NodeId v = nodes[i];
+        NodeId src = peer_of(s, v, peer[i]);
+        if (src == v) {  // a self-message: the oldest one the node sent itself
+          if (has_nb_ && !match_pending(v, v, kNone)) {
+            waiting_on_[v] = v;
+            blocked_pc_[v] = pc;
+            continue;
+          }
+          if (self_box_.empty() || self_box_[v].empty()) {
+            waiting_on_[v] = v;  // no earlier send to itself: it waits for ever
+            blocked_pc_[v] = pc;
+            continue;
+          }
+          self_got.push_back(v);
+          continue;
+        }
+        // MPI's non-overtaking rule: irecvs posted earlier from src take the first messages.
+        if (has_nb_ && !match_pending(v, src, kNone)) {
+          waiting_on_[v] = src;
+          blocked_pc_[v] = pc;
+          continue;
+        }
+        const std::uint32_t k = inbox_.find(v, [&](std::uint32_t t) { return src_of(t) == src; });
+        if (k == inbox_.size(v)) {
+          waiting_on_[v] = src;
+          blocked_pc_[v] = pc;
+          continue;
+        }
+        std::uint32_t tid = inbox_.take(v, k);
+        if (stream_) {
+          got.push_back(v);
+          tids.push_back(tid);
+          continue;
+        }
+        if (has_nb_) {  // the receive port is ordered when the run ends (check_requests)
+          const std::uint32_t at = tick(v);
+          nb_[v].port.push_back(PortEntry{tid, at, at});
+        } else {
+          timing_.prev_recv[tid] = last_recv_[v];
+          last_recv_[v] = tid;
+        }
+        if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
+        got.push_back(v);
+        tids.push_back(tid);
+      }
+      if (!self_got.empty()) self_receive(s, pc, self_got);
+      if (got.empty()) return;
+      auto& val = dscratch(0);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        if (stream_) {
+          val[i] = stream_->on_receive(tids[i], got[i]);
+          continue;
+        }
+        const Transfer& t = tr_.transfers[tids[i]];
+        val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+        ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
+      }
+      store(*s.target, got.data(), got.size(), val.data(), 1, true);
+      track_receive(*s.target, got.data(), got.size(), tids.data());
+      if (stream_) stream_->resolve(false);
+      auto& r = ready_[pc + 1];
+      r.insert(r.end(), got.begin(), got.end());
+      mark_ready(pc + 1);
+      return;
+    }
+  }
+}
+
+}  // namespace collv::interp

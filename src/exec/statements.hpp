@@ -1,0 +1,19 @@
+// Statement execution, a room of the executor (exec/machine.hpp): one instruction of the program
+// run for a chunk of nodes at the same program point (assignments, arrays, branches, loops,
+// sends and receives; irecv, isend and wait through Requests), moving each node on to its next
+// program point or leaving it waiting for a message.
+#pragma once
+
+#include "exec/requests.hpp"
+
+namespace collv::interp {
+
+class Statements : public Requests {
+ public:
+  using Requests::Requests;
+
+ protected:
+  void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
+};
+
+}  // namespace collv::interp
