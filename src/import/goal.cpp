@@ -653,7 +653,7 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
   // Information flow over the event graph (requires, irequires, messages): for every event, the
   // ranks with an op it depends on (goal_flow.cpp); not asked when the schedule deadlocks.
   if (deadlock.verdict == Verdict::Pass)
-    out.goal_reach = goal_detail::goal_reach(g, order, never, ps.rank_ops_, p, source);
+    out.goal_reach = goal_detail::goal_reach(std::move(g), order, never, ps.rank_ops_, p, source);
 
   if (match.verdict == Verdict::Fail)
     match.note = "receives are matched to sends by (source, destination, tag) in order";
