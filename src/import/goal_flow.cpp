@@ -27,6 +27,7 @@ using import_detail::make_check;
 // Intervals an event may hold on average before the sets give way to RankSearch: the schedules
 // whose sets merge (trees, joined recursive doubling) stay at one or two.
 constexpr std::uint64_t kIntervalsPerEvent = 4;
+std::optional<std::uint64_t> interval_cap_override;
 
 // A set of ranks as a message names it: how many, and the first 16 (the rest are counted, not
 // listed, so a question over 65,536 ranks costs what its answer prints).
@@ -114,6 +115,8 @@ class SetPool {
 
 namespace goal_detail {
 
+void set_interval_cap_for_tests(std::optional<std::uint64_t> cap) { interval_cap_override = cap; }
+
 std::shared_ptr<GoalReach> goal_reach(
     EventGraph&& g, const std::vector<std::uint32_t>& order, const std::vector<bool>& never,
     const std::vector<std::pair<std::uint32_t, std::uint32_t>>& rank_ops, std::uint32_t p,
@@ -126,8 +129,9 @@ std::shared_ptr<GoalReach> goal_reach(
                    fmt::format("{}: the rank sets of {} events", source, ne));
     // The sets are kept for every event; past kIntervalsPerEvent intervals an event on average they
     // stop, and the question is asked rank by rank (RankSearch) instead.
-    SetPool pool(fmt::format("the rank sets of {}'s {} events", source, ne),
-                 kIntervalsPerEvent * ne + (std::uint64_t{1} << 20));
+    SetPool pool(
+        fmt::format("the rank sets of {}'s {} events", source, ne),
+        interval_cap_override.value_or(kIntervalsPerEvent * ne + (std::uint64_t{1} << 20)));
     std::vector<std::uint32_t> set(ne, 0);
     for (std::uint32_t r = 0; r < p; ++r) {
       if (rank_ops[r].first == rank_ops[r].second) continue;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,10 @@ std::shared_ptr<GoalReach> goal_reach(
     EventGraph&& g, const std::vector<std::uint32_t>& order, const std::vector<bool>& never,
     const std::vector<std::pair<std::uint32_t, std::uint32_t>>& rank_ops, std::uint32_t p,
     const std::string& source);
+
+// Tests only: the most intervals the sets may hold before the question is asked rank by rank
+// (nullopt: the default, a few an event plus 2^20), so small files take that path too.
+void set_interval_cap_for_tests(std::optional<std::uint64_t> cap);
 
 // The flow question asked one rank at a time over a kept graph (goal_search.cpp), for when the
 // sets of every event do not fit: each answer is exact, found by walking the events an event
