@@ -3,6 +3,8 @@
 // op of which rank depends on, and the question of the collective the user names.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -26,7 +28,7 @@ using import_detail::make_check;
 
 // Intervals an event may hold on average before the sets give way to RankSearch: the schedules
 // whose sets merge (trees, joined recursive doubling) stay at one or two.
-constexpr std::uint64_t kIntervalsPerEvent = 4;
+constexpr std::uint64_t kIntervalsPerEvent = 2;
 std::optional<std::uint64_t> interval_cap_override;
 
 // A set of ranks as a message names it: how many, and the first 16 (the rest are counted, not
@@ -59,7 +61,12 @@ struct Ranks {
 class SetPool {
  public:
   // At most `cap` intervals in all (LimitError past it, as past --max-memory).
+  // The arrays are reserved at the cap (address space; pages are touched as sets are added), so
+  // they never double: a doubling held the old and the new array together, near twice the cap.
   SetPool(std::string what, std::uint64_t cap) : watch_(std::move(what)), cap_(cap) {
+    pool_.reserve(cap);
+    at_.reserve(cap + 1);
+    len_.reserve(cap + 1);
     at_.push_back(0);
     len_.push_back(0);
   }
@@ -86,19 +93,16 @@ class SetPool {
   }
   const RankInterval* data(std::uint32_t s) const { return pool_.data() + at_[s]; }
   std::uint32_t size(std::uint32_t s) const { return len_[s]; }
+  std::size_t total() const { return pool_.size(); }
 
  private:
   std::uint32_t add(const std::vector<RankInterval>& v) {
     if (at_.size() == std::numeric_limits<std::uint32_t>::max())
       throw LimitError("more than 2^32 distinct rank sets");
+    // A set holds at least one interval, so the sets are at most the cap too.
     if (pool_.size() + v.size() > cap_)
       throw LimitError(fmt::format("the rank sets of the events passed {} intervals", cap_));
-    // Charged before a vector doubles: the old and the new array live together.
-    if (pool_.size() + v.size() > pool_.capacity())
-      watch_.charge(std::max<std::size_t>(pool_.capacity() + v.size(), 1024) * 2 *
-                    sizeof(RankInterval));
-    if (at_.size() == at_.capacity())
-      watch_.charge(std::max<std::size_t>(at_.capacity(), 1024) * 2 * 12);
+    watch_.charge(v.size() * sizeof(RankInterval) + 12);
     at_.push_back(pool_.size());
     len_.push_back(static_cast<std::uint32_t>(v.size()));
     pool_.insert(pool_.end(), v.begin(), v.end());
@@ -180,6 +184,8 @@ std::shared_ptr<GoalReach> goal_reach(
       reach->heard.insert(reach->heard.end(), all.begin(), all.begin() + kept);
       reach->off[r + 1] = reach->heard.size();
     }
+    if (getenv("COLLV_DEBUG_POOL"))
+      fprintf(stderr, "POOL %zu intervals, %zu events\n", pool.total(), ne);
     reach->computed = true;
   } catch (const LimitError& e) {
     // Over the limits: the sets are dropped (never guessed) and the graph is kept, for the
