@@ -3,8 +3,6 @@
 // op of which rank depends on, and the question of the collective the user names.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -93,7 +91,6 @@ class SetPool {
   }
   const RankInterval* data(std::uint32_t s) const { return pool_.data() + at_[s]; }
   std::uint32_t size(std::uint32_t s) const { return len_[s]; }
-  std::size_t total() const { return pool_.size(); }
 
  private:
   std::uint32_t add(const std::vector<RankInterval>& v) {
@@ -184,8 +181,6 @@ std::shared_ptr<GoalReach> goal_reach(
       reach->heard.insert(reach->heard.end(), all.begin(), all.begin() + kept);
       reach->off[r + 1] = reach->heard.size();
     }
-    if (getenv("COLLV_DEBUG_POOL"))
-      fprintf(stderr, "POOL %zu intervals, %zu events\n", pool.total(), ne);
     reach->computed = true;
   } catch (const LimitError& e) {
     // Over the limits: the sets are dropped (never guessed) and the graph is kept, for the
