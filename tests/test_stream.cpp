@@ -175,6 +175,30 @@ TEST_CASE("verify streams a run whose trace would take over a quarter of --max-m
   CHECK(j["results"][0]["checks"]["postcondition"] == "fail");
 }
 
+TEST_CASE("the stored trace's estimate counts a whole buffer per message of one", "[stream][cli]") {
+  // MPICH's recursive doubling sends its whole buffer: at p = 512, count = 2,048 the trace holds
+  // 512 x 9 messages of 2,048 items (75 MB), over a quarter of --max-memory 100, so verify
+  // streams it. Counting one item a message (the estimate before) kept the trace.
+  std::string out;
+  int rc = collv::test::run_cli("verify " + kRoot +
+                                    "/models/mpich/allreduce_recursive_doubling.coll -t "
+                                    "complete:512 -c 2048 -d fingerprint --max-memory 100 --json -",
+                                out);
+  INFO(out);
+  CHECK(rc == 0);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["results"][0]["streamed"] == true);
+  CHECK(j["results"][0]["checks"]["postcondition"] == "pass");
+  // At count 2 the messages are small: the trace (under 1 MB) is kept.
+  rc = collv::test::run_cli("verify " + kRoot +
+                                "/models/mpich/allreduce_recursive_doubling.coll -t complete:512 "
+                                "-c 2 -d fingerprint --max-memory 100 --json -",
+                            out);
+  CHECK(rc == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(!j["results"][0].contains("streamed"));
+}
+
 TEST_CASE("a chunked timing window holds what it spans, not a second copy", "[stream]") {
   // 8-byte entries: a chunk is 2^13 of them. A window sliding over ten chunks' ids with a span of
   // two chunks and a bit keeps every live entry and never holds more than the chunks its span

@@ -374,8 +374,15 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   std::uint64_t est = sat_mul(p, per_node);
   std::uint64_t stored = 0;  // the trace, if it is kept
   if (tr.claimed_steps && *tr.claimed_steps > 0) {
-    std::uint64_t per_transfer =
-        sizeof(Transfer) + sizeof(Item) + 16;  // + timing records (exec/timing.hpp)
+    // The payload: where every send sends a whole data variable, a message carries a buffer
+    // (elems items: MPICH's recursive doubling at p = count = 4,096 stores 1.6 GB of it); where
+    // some send a slice (Open MPI's ring), one item a message is counted, a lower bound (the
+    // run's MemoryWatch stops it near the limit if it is too low).
+    std::uint64_t whole = 0, other = 0;
+    count_sends(m.body, whole, other);
+    const std::uint64_t items = whole > 0 && other == 0 ? elems : 1;
+    std::uint64_t per_transfer = sat_add(sizeof(Transfer) + 16,  // + timing records (timing.hpp)
+                                         sat_mul(items, sizeof(Item)));
     if (reduction && opts.domain != DomainKind::Fingerprint) per_transfer += 96;
     // A run never takes more than --max-steps steps, whatever the claim (`at most 2^70`).
     auto steps =

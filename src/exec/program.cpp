@@ -104,4 +104,13 @@ bool uses_nonblocking(const std::vector<StmtPtr>& body) {
   return false;
 }
 
+void count_sends(const std::vector<StmtPtr>& body, std::uint64_t& whole, std::uint64_t& other) {
+  for (const auto& s : body) {
+    if ((s->kind == StmtKind::Send || s->kind == StmtKind::Isend) && s->value)
+      ++(s->value->kind == ExprKind::Name && s->value->type == Type::Data ? whole : other);
+    count_sends(s->body, whole, other);
+    count_sends(s->else_body, whole, other);
+  }
+}
+
 }  // namespace collv::interp

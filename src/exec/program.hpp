@@ -49,5 +49,8 @@ void data_slots_read(const Expr& e, const Model& m, std::vector<int>& out);
 // Whether the body posts irecvs or isends or waits (docs/language.md, "Nonblocking
 // point-to-point").
 bool uses_nonblocking(const std::vector<StmtPtr>& body);
+// Counts the sends and isends of the body that send a whole data variable and those that send
+// anything else (a slice, an element, an expression): for the stored trace's estimate.
+void count_sends(const std::vector<StmtPtr>& body, std::uint64_t& whole, std::uint64_t& other);
 
 }  // namespace collv::interp

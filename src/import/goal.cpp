@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "import/goal_reach.hpp"
 #include "import/import.hpp"
@@ -37,7 +39,7 @@ using import_detail::make_check;
 // arrays) is checked against --max-memory before anything is allocated for them.
 constexpr std::uint64_t kMaxRanks = std::uint64_t{1} << 24;
 constexpr std::uint64_t kBytesPerRank = 256;
-constexpr std::uint64_t kMaxOps = 10'000'000;   // ops in the whole file
+constexpr std::uint64_t kMaxOps = 10'000'000;   // ops in the whole file (< 2^31: GoalDep)
 constexpr std::uint64_t kMaxDeps = 40'000'000;  // requires/irequires in the whole file
 constexpr std::uint32_t kNever = std::numeric_limits<std::uint32_t>::max();
 
@@ -46,7 +48,7 @@ enum class GoalKind : std::uint8_t { Send, Recv, Calc };
 struct GoalOp {
   std::uint64_t size = 0;  // bytes (send, recv) or the calc's amount
   std::uint64_t tag = 0;
-  std::uint64_t label_at = 0;  // the label: label_len bytes of the text from here
+  std::uint64_t label_at = 0;  // the label: label_len bytes of the Parser's labels_ from here
   std::uint32_t peer = 0;
   std::uint32_t rank = 0;
   std::uint32_t line = 0, col = 0;
@@ -55,9 +57,11 @@ struct GoalOp {
   GoalKind kind = GoalKind::Calc;
 };
 
-struct GoalDep {
-  std::uint32_t a, b;  // op indices: a waits for b
-  bool immediate;      // irequires: a starts after b starts
+struct GoalDep {          // 8 bytes (ops are fewer than 2^31: kMaxOps)
+  std::uint32_t a;        // op a waits for op b
+  std::uint32_t b_and_i;  // b, and bit 31: irequires (a starts after b starts)
+  std::uint32_t b() const { return b_and_i & 0x7FFFFFFFu; }
+  bool immediate() const { return (b_and_i >> 31) != 0; }
 };
 
 struct GoalTok {
@@ -71,6 +75,13 @@ class Parser {
       : text_(text), src_(src), watch_(fmt::format("reading {}", src)) {}
 
   void parse() {
+    // At most one op or dependency a line: both arrays are reserved at the line count (address
+    // space; pages are touched as they fill), so neither doubles (a doubling of the ops held
+    // 400 MB at once for a 278 MB file).
+    const std::uint64_t lines =
+        static_cast<std::uint64_t>(std::count(text_.begin(), text_.end(), '\n')) + 1;
+    ops_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(lines, kMaxOps)));
+    deps_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(lines, kMaxDeps)));
     std::size_t pos = 0;
     std::uint32_t line = 0;
     bool in_rank = false;
@@ -83,6 +94,7 @@ class Parser {
       std::size_t eol = text_.find('\n', pos);
       if (eol == std::string::npos) eol = text_.size();
       ++line;
+      const std::size_t line_at = pos;
       const std::vector<GoalTok>& t = tokens(pos, eol, line);
       pos = eol + 1;
       if (t.empty()) continue;
@@ -106,6 +118,7 @@ class Parser {
       if (!in_rank) {
         if (t[0].text != "rank" || t.size() != 3 || t[2].text != "{")
           err(t[0].col, "expected `rank R {`");
+        release_before(line_at);  // no label of an earlier rank is looked up again
         std::uint64_t r = number(t[1], line, "rank");
         if (r >= num_ranks_)
           err(t[1].col, fmt::format("rank {} is outside 0..{}", r, num_ranks_ - 1));
@@ -137,7 +150,7 @@ class Parser {
         if (deps_.size() >= kMaxDeps)
           err(t[0].col, fmt::format("more than {} dependencies", kMaxDeps));
         grow(deps_);
-        deps_.push_back({a, b, t[1].text == "irequires"});
+        deps_.push_back({a, b | (t[1].text == "irequires" ? 0x80000000u : 0u)});
         continue;
       }
       // An op: [LABEL:] send SIZEb to R [tag T] [cpu N] [nic N] | recv SIZEb from R [tag T]
@@ -148,6 +161,7 @@ class Parser {
       op.line = line;
       op.col = t[0].col;
       std::size_t v = 0;  // index of the verb
+      std::string_view op_label;
       if (t[0].text != "send" && t[0].text != "recv" && t[0].text != "calc") {
         if (t[0].text.size() < 2 || t[0].text.back() != ':')
           err(t[0].col, "expected `LABEL: send|recv|calc ...`, `lA requires lB`, or `}`");
@@ -158,8 +172,13 @@ class Parser {
         if (label.size() > 4096) err(t[0].col, "a label of more than 4096 bytes");
         if (labels.count(label))
           err(t[0].col, fmt::format("label `{}` is defined twice in rank {}", label, cur_rank));
-        op.label_at = static_cast<std::uint64_t>(label.data() - text_.data());
+        // Kept apart (the text is dropped after parsing; labels name ops in messages).
+        if (labels_.size() + label.size() > labels_.capacity())
+          watch_.charge(std::max<std::size_t>(labels_.capacity(), 64) * 2 + label.size());
+        op.label_at = labels_.size();
         op.label_len = static_cast<std::uint16_t>(label.size());
+        labels_.append(label);
+        op_label = label;
         if (t.size() < 2) err(t[0].col, "the label has no op");
         v = 1;
       }
@@ -214,9 +233,7 @@ class Parser {
         k += 2;
       }
       if (ops_.size() >= kMaxOps) err(t[0].col, fmt::format("more than {} ops", kMaxOps));
-      if (op.label_len)
-        labels.emplace(std::string_view(text_).substr(op.label_at, op.label_len),
-                       static_cast<std::uint32_t>(ops_.size()));
+      if (op.label_len) labels.emplace(op_label, static_cast<std::uint32_t>(ops_.size()));
       grow(ops_);
       ops_.push_back(op);
     }
@@ -231,6 +248,7 @@ class Parser {
 
   std::uint32_t num_ranks_ = 0;
   std::vector<GoalOp> ops_;
+  std::string labels_;  // every op's label, one after another (GoalOp::label_at)
   std::vector<GoalDep> deps_;
   // Rank r's ops are ops_[first, second): a rank's block is read once, its ops back to back.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> rank_ops_;
@@ -241,6 +259,8 @@ class Parser {
   void grow(std::vector<T>& v) {
     if (v.size() == v.capacity())
       watch_.charge(std::max<std::size_t>(v.capacity(), 64) * 2 * sizeof(T));
+    else
+      watch_.charge(sizeof(T));  // reserved (parse): its pages are touched as items are added
   }
 
   static bool identifier(std::string_view s) {
@@ -339,7 +359,20 @@ class Parser {
     return v;
   }
 
-  const std::string& text_;
+  // Gives the pages of the text before `upto` back to the system (madvise): what was parsed is
+  // never read again (the ops keep their labels apart), so the resident text shrinks as the ops
+  // grow, and a 278 MB file's peak is not the text plus its ops. In steps of at least 1 MiB.
+  void release_before(std::size_t upto) {
+    static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const auto base = reinterpret_cast<std::uintptr_t>(text_.data());
+    const std::uintptr_t from = (base + released_ + page - 1) / page * page;
+    const std::uintptr_t to = (base + upto) / page * page;
+    if (to < from + (std::uintptr_t{1} << 20)) return;
+    madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    released_ = to - base;
+  }
+  const std::string& text_;  // import_goal's own copy, dropped after parsing
+  std::size_t released_ = 0;
   const std::string& src_;
   MemoryWatch watch_;
   std::vector<GoalTok> toks_;
@@ -351,9 +384,9 @@ const char* kind_name(GoalKind k) {
   return k == GoalKind::Send ? "send" : k == GoalKind::Recv ? "recv" : "calc";
 }
 
-std::string op_name(const GoalOp& o, const std::string& text) {
+std::string op_name(const GoalOp& o, const std::string& labels) {
   std::string label =
-      o.label_len ? std::string(text, o.label_at, o.label_len) : fmt::format("(line {})", o.line);
+      o.label_len ? std::string(labels, o.label_at, o.label_len) : fmt::format("(line {})", o.line);
   if (o.kind == GoalKind::Calc) return fmt::format("rank {} {} (calc {})", o.rank, label, o.size);
   return fmt::format("rank {} {} ({} {}b {} {} tag {})", o.rank, label, kind_name(o.kind), o.size,
                      o.kind == GoalKind::Send ? "to" : "from", o.peer, o.tag);
@@ -400,9 +433,13 @@ class FreeSteps {
 
 }  // namespace
 
-ImportedSchedule import_goal(const std::string& text, const std::string& source) {
+ImportedSchedule import_goal(std::string text, const std::string& source) {
   Parser ps(text, source);
   ps.parse();
+  // The text is done with (the ops keep their labels apart): a file of 278 MB is not held while
+  // its event graph is built and judged.
+  std::string().swap(text);
+  const std::string& labels = ps.labels_;
   const std::uint32_t p = ps.num_ranks_;
   std::vector<GoalOp>& ops = ps.ops_;
   const std::uint32_t n = static_cast<std::uint32_t>(ops.size());
@@ -462,8 +499,8 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
         c.nodes = {s.rank, r.rank};
         c.message =
             fmt::format("{}:{}:{}: {} receives {}b but its send {} (line {}) sends {}b", source,
-                        r.line, r.col, op_name(r, text), r.size,
-                        std::string_view(text).substr(s.label_at, s.label_len), s.line, s.size);
+                        r.line, r.col, op_name(r, labels), r.size,
+                        std::string_view(labels).substr(s.label_at, s.label_len), s.line, s.size);
         add_violation(match, std::move(c));
       }
     }
@@ -472,7 +509,7 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
       Counterexample c;
       c.nodes = {s.rank, s.peer};
       c.message = fmt::format("{}:{}:{}: {} has no matching receive at rank {}", source, s.line,
-                              s.col, op_name(s, text), s.peer);
+                              s.col, op_name(s, labels), s.peer);
       add_violation(match, std::move(c));
     }
     for (std::size_t q = ri + m; q < re; ++q) {
@@ -480,7 +517,7 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
       Counterexample c;
       c.nodes = {r.peer, r.rank};
       c.message = fmt::format("{}:{}:{}: {} has no matching send at rank {}", source, r.line, r.col,
-                              op_name(r, text), r.peer);
+                              op_name(r, labels), r.peer);
       add_violation(match, std::move(c));
     }
     si = se;
@@ -497,7 +534,8 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
     std::vector<std::uint32_t>& off = g.off;
     off.assign(std::size_t{ne} + 1, 0);
     auto each_edge = [&](auto&& edge) {
-      for (const GoalDep& d : ps.deps_) edge(d.immediate ? 2 * d.b : 2 * d.b + 1, 2 * d.a, 0u);
+      for (const GoalDep& d : ps.deps_)
+        edge(d.immediate() ? 2 * d.b() : 2 * d.b() + 1, 2 * d.a, 0u);
       for (std::uint32_t i = 0; i < n; ++i) {
         const GoalOp& o = ops[i];
         // A send is injected in one step (eager: it does not wait for its receive); a receive
@@ -598,7 +636,7 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
     for (std::uint32_t e : cyc) {
       const GoalOp& o = ops[e / 2];
       msg += fmt::format("{}{} of {} (line {})", msg.empty() ? "" : " -> ", e % 2 ? "end" : "start",
-                         op_name(o, text), o.line);
+                         op_name(o, labels), o.line);
       if (nodes.empty() || nodes.back() != o.rank) nodes.push_back(o.rank);
     }
     std::uint32_t blocked = 0;
@@ -649,11 +687,18 @@ ImportedSchedule import_goal(const std::string& text, const std::string& source)
     t.transfers.push_back(x);
   }
   t.compute_stats();
+  // What flow does not need is freed before its sets are built: the ops, their labels, the
+  // times and counts per event (at 65,536 ranks of recursive doubling, 330 MB).
+  std::vector<std::uint32_t>().swap(happened);
+  std::vector<std::uint32_t>().swap(time);
+  std::vector<std::uint32_t>().swap(left);
+  std::vector<GoalOp>().swap(ps.ops_);
+  std::string().swap(ps.labels_);
 
   // Information flow over the event graph (requires, irequires, messages): for every event, the
   // ranks with an op it depends on (goal_flow.cpp); not asked when the schedule deadlocks.
   if (deadlock.verdict == Verdict::Pass)
-    out.goal_reach = goal_detail::goal_reach(g, order, never, ps.rank_ops_, p, source);
+    out.goal_reach = goal_detail::goal_reach(std::move(g), order, never, ps.rank_ops_, p, source);
 
   if (match.verdict == Verdict::Fail)
     match.note = "receives are matched to sends by (source, destination, tag) in order";

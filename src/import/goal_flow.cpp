@@ -24,6 +24,11 @@ namespace {
 using import_detail::add_violation;
 using import_detail::make_check;
 
+// Intervals an event may hold on average before the sets give way to RankSearch: the schedules
+// whose sets merge (trees, joined recursive doubling) stay at one or two.
+constexpr std::uint64_t kIntervalsPerEvent = 2;
+std::optional<std::uint64_t> interval_cap_override;
+
 // A set of ranks as a message names it: how many, and the first 16 (the rest are counted, not
 // listed, so a question over 65,536 ranks costs what its answer prints).
 struct Ranks {
@@ -53,7 +58,13 @@ struct Ranks {
 // hear no one new share one set.
 class SetPool {
  public:
-  explicit SetPool(std::string what) : watch_(std::move(what)) {
+  // At most `cap` intervals in all (LimitError past it, as past --max-memory).
+  // The arrays are reserved at the cap (address space; pages are touched as sets are added), so
+  // they never double: a doubling held the old and the new array together, near twice the cap.
+  SetPool(std::string what, std::uint64_t cap) : watch_(std::move(what)), cap_(cap) {
+    pool_.reserve(cap);
+    at_.reserve(cap + 1);
+    len_.reserve(cap + 1);
     at_.push_back(0);
     len_.push_back(0);
   }
@@ -85,18 +96,17 @@ class SetPool {
   std::uint32_t add(const std::vector<RankInterval>& v) {
     if (at_.size() == std::numeric_limits<std::uint32_t>::max())
       throw LimitError("more than 2^32 distinct rank sets");
-    // Charged before a vector doubles: the old and the new array live together.
-    if (pool_.size() + v.size() > pool_.capacity())
-      watch_.charge(std::max<std::size_t>(pool_.capacity() + v.size(), 1024) * 2 *
-                    sizeof(RankInterval));
-    if (at_.size() == at_.capacity())
-      watch_.charge(std::max<std::size_t>(at_.capacity(), 1024) * 2 * 12);
+    // A set holds at least one interval, so the sets are at most the cap too.
+    if (pool_.size() + v.size() > cap_)
+      throw LimitError(fmt::format("the rank sets of the events passed {} intervals", cap_));
+    watch_.charge(v.size() * sizeof(RankInterval) + 12);
     at_.push_back(pool_.size());
     len_.push_back(static_cast<std::uint32_t>(v.size()));
     pool_.insert(pool_.end(), v.begin(), v.end());
     return static_cast<std::uint32_t>(at_.size() - 1);
   }
   MemoryWatch watch_;
+  std::uint64_t cap_;
   std::vector<RankInterval> pool_, scratch_;
   std::vector<std::uint64_t> at_;
   std::vector<std::uint32_t> len_;
@@ -106,8 +116,10 @@ class SetPool {
 
 namespace goal_detail {
 
+void set_interval_cap_for_tests(std::optional<std::uint64_t> cap) { interval_cap_override = cap; }
+
 std::shared_ptr<GoalReach> goal_reach(
-    const EventGraph& g, const std::vector<std::uint32_t>& order, const std::vector<bool>& never,
+    EventGraph&& g, const std::vector<std::uint32_t>& order, const std::vector<bool>& never,
     const std::vector<std::pair<std::uint32_t, std::uint32_t>>& rank_ops, std::uint32_t p,
     const std::string& source) {
   auto reach = std::make_shared<GoalReach>();
@@ -116,7 +128,11 @@ std::shared_ptr<GoalReach> goal_reach(
   try {
     require_memory(ne * 4 + std::uint64_t{p} * 24,
                    fmt::format("{}: the rank sets of {} events", source, ne));
-    SetPool pool(fmt::format("the rank sets of {}'s {} events", source, ne));
+    // The sets are kept for every event; past kIntervalsPerEvent intervals an event on average they
+    // stop, and the question is asked rank by rank (RankSearch) instead.
+    SetPool pool(
+        fmt::format("the rank sets of {}'s {} events", source, ne),
+        interval_cap_override.value_or(kIntervalsPerEvent * ne + (std::uint64_t{1} << 20)));
     std::vector<std::uint32_t> set(ne, 0);
     for (std::uint32_t r = 0; r < p; ++r) {
       if (rank_ops[r].first == rank_ops[r].second) continue;
@@ -167,12 +183,16 @@ std::shared_ptr<GoalReach> goal_reach(
     }
     reach->computed = true;
   } catch (const LimitError& e) {
-    // Over --max-memory: the sets are dropped and flow is undecided (exit 3), never guessed.
+    // Over the limits: the sets are dropped (never guessed) and the graph is kept, for the
+    // question asked rank by rank (judge_goal_flow).
     reach->computed = false;
     reach->why_not = e.what();
     reach->off.clear();
     reach->heard.clear();
     reach->hears_all.clear();
+    reach->graph = std::move(g);
+    reach->never = never;
+    reach->rank_ops = rank_ops;
   }
   return reach;
 }
@@ -220,12 +240,56 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
     throw UsageError(
         fmt::format("--source {} is not a rank of the GOAL file (0..{})", *root, p - 1));
   const std::uint32_t R = root.value_or(0);
+  // Rank r's heard set (and whether one op of r hears every rank): from the sets when they were
+  // computed, else walked for r alone (RankSearch); false when the walks' budget is spent.
+  std::optional<goal_detail::RankSearch> search;
   if (!g.computed) {
-    flow.verdict = Verdict::Unknown;
-    flow.note = "not decided: " + g.why_not;
-    *it = flow;
-    return;
+    std::string why;
+    if (q == Q::Default)
+      why = "; without --collective the question needs every rank's set";
+    else if (g.graph.off.empty())
+      why = "";
+    else
+      try {
+        search.emplace(g, "the GOAL file");
+      } catch (const LimitError& e) {
+        why = std::string("; ") + e.what();
+      }
+    if (!search) {
+      flow.verdict = Verdict::Unknown;
+      flow.note = "not decided: " + g.why_not + why;
+      *it = flow;
+      return;
+    }
   }
+  std::vector<RankInterval> iv;  // the last rank's intervals
+  bool iv_all = false;
+  auto heard_of = [&](std::uint32_t r) {
+    if (!search) {
+      iv.assign(g.heard.begin() + static_cast<std::ptrdiff_t>(g.off[r]),
+                g.heard.begin() + static_cast<std::ptrdiff_t>(g.off[r + 1]));
+      iv_all = g.hears_all[r];
+      return true;
+    }
+    if (q == Q::Everyone) {
+      iv_all = search->heard(r, iv);
+    } else {
+      search->from_rank(r, false, iv);
+      iv_all = false;
+    }
+    return !search->spent();
+  };
+  // Ranks below `below` that the last rank never depends on: the gaps between its intervals.
+  auto unheard = [&](std::uint32_t below) {
+    Ranks v;
+    std::uint32_t at = 0;
+    for (std::size_t k = 0; k < iv.size() && at < below; ++k) {
+      v.add_range(at, std::min(iv[k].lo, below));
+      at = iv[k].hi;
+    }
+    if (at < below) v.add_range(at, below);
+    return v;
+  };
   // hears(r, src): some op of r depends on an op of src (or r == src).
   auto hears = [&](std::uint32_t r, std::uint32_t src) {
     auto b = g.heard.begin() + static_cast<std::ptrdiff_t>(g.off[r]);
@@ -236,20 +300,17 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
   };
   auto deaf_to = [&](std::uint32_t src) {  // ranks that never depend on src
     Ranks v;
+    if (search) {  // the gaps of what src's ops reach (a forward walk)
+      search->from_rank(src, true, iv);
+      return unheard(p);
+    }
     for (std::uint32_t r = 0; r < p; ++r)
       if (!hears(r, src)) v.add(r);
     return v;
   };
-  // Ranks below `below` that r never depends on: the gaps between r's intervals.
   auto unheard_by = [&](std::uint32_t r, std::uint32_t below) {
-    Ranks v;
-    std::uint32_t at = 0;
-    for (std::uint64_t k = g.off[r]; k < g.off[r + 1] && at < below; ++k) {
-      v.add_range(at, std::min(g.heard[k].lo, below));
-      at = g.heard[k].hi;
-    }
-    if (at < below) v.add_range(at, below);
-    return v;
+    heard_of(r);
+    return unheard(below);
   };
   auto fail = [&](const std::vector<std::uint32_t>& nodes, std::string msg) {
     Counterexample c;
@@ -257,11 +318,17 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
     c.message = std::move(msg);
     add_violation(flow, std::move(c));
   };
+  // Rank by rank, the question stops at the first kMaxFailing failing ranks (a failure is
+  // decided by one) or when the walks' budget is spent; `judged` counts the ranks asked.
+  constexpr std::size_t kMaxFailing = 8;
+  std::uint32_t judged = 0;
+  auto more = [&] { return !search || (!search->spent() && flow.violation_count < kMaxFailing); };
   const std::string via = "(through requires, irequires and messages)";
   switch (q) {
     case Q::FromRoot: {
       auto v = deaf_to(R);
-      if (!v.empty())
+      judged = search && search->spent() ? 0 : p;
+      if (judged && !v.empty())
         fail(v.first, fmt::format("{} of {} ranks never depend on root {} {}: rank(s) {}", v.size(),
                                   p, R, via, v.list()));
       what = fmt::format("{} from root {}: every rank depends on the root", collective, R);
@@ -269,16 +336,19 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
     }
     case Q::ToRoot: {
       auto v = unheard_by(R, p);
-      if (!v.empty())
+      judged = search && search->spent() ? 0 : p;
+      if (judged && !v.empty())
         fail({R}, fmt::format("root {} never depends on {} of {} ranks {}: rank(s) {}", R, v.size(),
                               p, via, v.list()));
       what = fmt::format("{} to root {}: the root depends on every rank", collective, R);
       break;
     }
     case Q::Everyone: {
-      for (std::uint32_t r = 0; r < p; ++r) {
-        if (g.hears_all[r]) continue;
-        auto v = unheard_by(r, p);
+      for (std::uint32_t r = 0; r < p && more(); ++r) {
+        if (!heard_of(r)) break;
+        ++judged;
+        if (iv_all) continue;
+        auto v = unheard(p);
         fail({r}, v.empty()
                       ? fmt::format("rank {} has no op that depends on every rank's ops (each "
                                     "rank reaches some op of it, none reaches one op)",
@@ -288,22 +358,17 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
       what = collective + ": every rank has an op that depends on every rank's ops";
       break;
     }
-    case Q::AllPairs: {
-      for (std::uint32_t r = 0; r < p; ++r) {
-        auto v = unheard_by(r, p);
-        if (!v.empty())
-          fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, v.list(), via));
-      }
-      what = collective + ": every rank depends on every rank";
-      break;
-    }
+    case Q::AllPairs:
     case Q::Prefix: {
-      for (std::uint32_t r = 0; r < p; ++r) {
-        auto v = unheard_by(r, r);
+      for (std::uint32_t r = 0; r < p && more(); ++r) {
+        if (!heard_of(r)) break;
+        ++judged;
+        auto v = unheard(q == Q::Prefix ? r : p);
         if (!v.empty())
           fail({r}, fmt::format("rank {} never depends on rank(s) {} {}", r, v.list(), via));
       }
-      what = "scan: every rank depends on every lower rank";
+      what = q == Q::Prefix ? "scan: every rank depends on every lower rank"
+                            : collective + ": every rank depends on every rank";
       break;
     }
     case Q::Default: {
@@ -360,6 +425,20 @@ void judge_goal_flow(ImportedSchedule& s, const std::string& collective,
     }
   }
   flow.note = "question asked: " + what;
+  if (search) {
+    const std::string how = fmt::format(
+        "asked rank by rank, walking the events each op depends on ({} of {} ranks judged), as "
+        "the sets of every event did not fit: {}",
+        judged, p, g.why_not);
+    if (flow.verdict == Verdict::Fail) {
+      flow.note += "; " + how;
+    } else if (judged < p) {
+      flow.verdict = Verdict::Unknown;
+      flow.note = "not decided: the walks' budget was spent; " + how;
+    } else {
+      flow.note += "; " + how;
+    }
+  }
   *it = flow;
 }
 

@@ -96,7 +96,7 @@ ImportedSchedule import_schedule(const std::string& path, const MscclOptions& ms
     case ScheduleFormat::MscclJson:
       return import_msccl_json(text, path);
     case ScheduleFormat::Goal:
-      return import_goal(text, path);
+      return import_goal(std::move(text), path);
     case ScheduleFormat::TraceJson:
       break;
   }

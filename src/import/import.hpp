@@ -71,7 +71,7 @@ ImportedSchedule import_schedule(const std::string& path, const MscclOptions& ms
 ImportedSchedule import_msccl_xml(const std::string& text, const std::string& source,
                                   const MscclOptions& msccl = {});
 ImportedSchedule import_msccl_json(const std::string& text, const std::string& source);
-ImportedSchedule import_goal(const std::string& text, const std::string& source);
+ImportedSchedule import_goal(std::string text, const std::string& source);
 
 // GOAL names no collective: `flow` asks who must reach whom for `collective` (collv's names plus
 // "incast" and "outcast"; empty: the default, some rank reaches every rank or every rank reaches

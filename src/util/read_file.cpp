@@ -17,6 +17,12 @@ std::string read_file_bounded(const std::string& path, std::uint64_t max_bytes,
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("cannot read " + path);
   std::string text;
+  // A regular file's size is known: reserved at once, the text never doubles (a doubling held
+  // the old and the new copy together: 768 MB of resident memory for a 278 MB file).
+  std::error_code ec;
+  const std::uint64_t known =
+      std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (!ec && known > 0 && known <= max_bytes) text.reserve(static_cast<std::size_t>(known) + 1);
   char buf[1 << 16];
   while (f) {
     if (deadline_passed()) check_deadline("reading " + path);  // --timeout: a slow pipe
