@@ -405,6 +405,56 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "collv mpi --conformance: a barrier model is compared by its messages; a model of another "
+    "barrier algorithm fails",
+    "[mpi][mpi-blindspots][mpi-pattern]") {
+  const std::string src = COLLV_SOURCE_DIR;
+  // A model with its library line replaced, in a temporary file.
+  auto relabel = [](const std::string& model, const std::string& from, const std::string& to) {
+    std::string t = test::slurp(model);
+    auto k = t.find(from);
+    REQUIRE(k != std::string::npos);
+    t.replace(k, from.size(), to);
+    std::string f = test::unique_temp("collv_barrier_model") + ".coll";
+    std::ofstream(f) << t;
+    return f;
+  };
+  std::string out;
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    const std::string diss = src + "/models/mpich/barrier_dissemination.coll";
+    int rc = test::run_cli("mpi --conformance " + diss + " --sizes 3..5 --count 1", out, "", 300);
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("pass          " + diss));
+    // Open MPI's linear barrier (everyone to rank 0 and back) declared as MPICH's dissemination.
+    const std::string f = relabel(src + "/models/openmpi/barrier_linear.coll",
+                                  "openmpi 4.1 coll_tuned_barrier_algorithm = 1",
+                                  "mpich 4.0 MPIR_CVAR_BARRIER_INTRA_ALGORITHM = dissemination");
+    rc = test::run_cli("mpi --conformance " + f + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 3: the library sends no "
+                                    "more, the model sends 0 bytes to rank 3"));
+    fs::remove(f);
+  }
+  if (test::have_mpi("mpicc.openmpi") && test::have_mpi("mpirun.openmpi")) {
+    const std::string bruck = src + "/models/openmpi/barrier_bruck.coll";
+    int rc = test::run_cli("mpi --conformance " + bruck + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 0);
+    // The Bruck barrier declared as the double ring: other per-peer counts.
+    const std::string f =
+        relabel(bruck, "coll_tuned_barrier_algorithm = 4", "coll_tuned_barrier_algorithm = 2");
+    rc = test::run_cli("mpi --conformance " + f + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0 sends 4 messages to rank 1 (0 bytes), the "
+                                    "model 2 (0 bytes)"));
+    fs::remove(f);
+  }
+}
+
+TEST_CASE(
     "mpi judge: a barrier that lets a rank leave before another entered fails, and a "
     "v-collective's receive buffer keeps the elements between blocks unwritten",
     "[mpi][mpi-blindspots]") {
