@@ -12,6 +12,7 @@
 #   bash scripts/mpi-sweep.sh [OUT]      (default: mpi-sweep/)
 #   SIZES=2..12 COUNTS="0..2 13" IMPLS="openmpi mpich" COLLS="allreduce bcast" bash scripts/mpi-sweep.sh
 #   REDUCTION_OPS=noncommutative (the operations a reduction runs under; default both)
+#   ROOT=last (collv mpi --root for the rooted collectives; default sample: 0, p/2, p-1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-mpi-sweep}
@@ -22,6 +23,7 @@ IMPLS=${IMPLS:-openmpi mpich}
 COLLS=${COLLS:-allreduce reduce reduce_scatter reduce_scatter_block allgather bcast scan exscan alltoall gather scatter allgatherv gatherv scatterv alltoallv barrier}
 TIMEOUT=${TIMEOUT:-30}
 REDUCTION_OPS=${REDUCTION_OPS:-commutative noncommutative}
+ROOT=${ROOT:-sample}
 mkdir -p "$OUT"
 [ -x "$COLLV" ] || { echo "mpi-sweep: no $COLLV (build it first)"; exit 2; }
 
@@ -38,7 +40,7 @@ for impl in $IMPLS; do
           f="$OUT/$impl-$coll-$alg-$op-c$counts.json"
           [ -s "$f" ] && continue   # resumable: a report already written is kept
           "$COLLV" mpi --impl "$impl" --collective "$coll" --algorithm "$alg" --sizes "$SIZES" \
-            --count "$counts" --op "$op" --timeout "$TIMEOUT" --quiet --json "$f.tmp" \
+            --count "$counts" --root "$ROOT" --op "$op" --timeout "$TIMEOUT" --quiet --json "$f.tmp" \
             >/dev/null 2>"$f.err"
           rc=$?
           if [ -s "$f.tmp" ]; then mv "$f.tmp" "$f"; else echo "{\"exit\": $rc}" >"$f"; fi
