@@ -113,7 +113,7 @@ print()
 for key, fl in details:
     print(f"- **{key[0]} {key[1]} {key[2]}, {key[3]}**: {len(fl)} failing runs at p = {ranges(set(f[0] for f in fl))}, counts {ranges(set(f[1] for f in fl))}.")
     p, c, st, checks, msg, rep = fl[0]
-    print(f"  First: p={p} count={c}: {checks}: {msg[:400]}")
+    print(f"  First: p={p} count={c}: {checks}: {' '.join(msg.split())[:400]}")
     print(f"  Reproduce: `{rep}`")
 EOF
 echo "mpi-sweep: $OUT/table.md"
