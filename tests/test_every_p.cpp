@@ -289,11 +289,11 @@ TEST_CASE("every-p: verify --every-p reports the proof under the model (text and
           "[every-p]") {
   std::string out;
   std::string args = "verify " + kRing + " " + kRoot +
-                     "/models/mpich/allgather_bruck.coll -t complete:4 --every-p";
+                     "/models/mpich/allgather_recursive_doubling.coll -t complete:4 --every-p";
   REQUIRE(collv::test::run_cli(args, out) == kExitOk);
   CHECK(out.find("  ^ every p: proved for every p and count (") != std::string::npos);
   CHECK(out.find("allgather_ring.proof") != std::string::npos);
-  // One line: the Bruck model has no proof, so nothing is said of it.
+  // One line: the recursive-doubling model has no proof, so nothing is said of it.
   CHECK(out.find("every p:") == out.rfind("every p:"));
   REQUIRE(collv::test::run_cli(args + " --json -", out) == kExitOk);
   CHECK(out.find("\"every_p\": \"proved for every p and count (") != std::string::npos);

@@ -42,7 +42,7 @@ namespace collv {
 // `invariant LOOP VAR block TERM` (data). LOOP is the loop's counter name (`i`, or `i#2` for the
 // second loop with that counter).
 struct EveryPInvariant {
-  std::string loop, var, part;  // part: "value", "length" or "block"
+  std::string loop, var, part;  // part: "value", "length", "block", "trips", "heard"
   std::string term;
   int line = 0;
 };

@@ -40,6 +40,9 @@ struct State {
   std::map<std::string, Lin> ints;
   std::map<std::string, Buf> data;
   std::set<std::string> dead;  // loop counters after their loop
+  // A barrier's causal knowledge (a Bool term over r and a free rank q): r has heard, through a
+  // chain of messages, from rank q's entry. Every rank starts knowing only itself.
+  std::string know = "(= q r)";
 };
 
 // A send of the path, for the receives that match it by index (the k-th receive of every rank
@@ -49,8 +52,9 @@ struct SendEvent {
   std::string idx;  // its index; in a loop, the index of the first iteration's send
   std::string lo, hi, iter;
   int loop_id = 0;
-  bool before_recv = false;   // in a loop: the send precedes the body's receive
-  std::string dst, len, blk;  // templates over r (and iter)
+  bool before_recv = false;    // in a loop: the send precedes the body's receive
+  std::string dst, len, blk;   // templates over r (and iter)
+  std::string know = "false";  // a barrier's: what the sender knows when it sends (over r, q)
 };
 
 struct Path {
@@ -65,9 +69,16 @@ struct Path {
 // Items: none (identity items), (it RANK BLOCK) the input block BLOCK of rank RANK, and (sm BLOCK
 // LO N) the sum, in this order, of block BLOCK of the inputs of ranks LO, LO + 1, ..., LO + N - 1
 // (mod p), N <= p: each contribution once.
+// (define-fun pow2 ...) and (define-fun clog2 ...): pow2 k = 2^k for 0 <= k <= 32 (0 outside),
+// clog2 x = the least c >= 0 with x <= 2^c, for x <= 2^32 (every_p_doubling.cpp).
+std::string pow2_defs();
+
 inline const std::string kPrelude =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
-    "Int)))))\n";
+    "Int)))))\n"
+    // Powers of two and ceil(log2 x) on the 32-bit range (x < 2^31), as finite case splits: the
+    // doubling loops' masks and the `clog2` of headers stay quantifier-free and linear.
+    + pow2_defs();
 
 inline bool mentions(const std::string& t, const std::string& id) {
   return rename(t, {{id, id + "_x"}}) != t;
@@ -85,9 +96,11 @@ class Analyzer {
   void run() {
     const auto& h = m_.header;
     rooted_ = collective_is_rooted(h.collective);
-    if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter)
-      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather and "
-                                "reduce-scatter only)",
+    barrier_ = h.collective == Collective::Barrier;
+    if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
+        !barrier_)
+      throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
+                                "reduce-scatter and barrier only)",
                                 collective_name(h.collective)),
                     h.loc};
     if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
@@ -98,8 +111,9 @@ class Analyzer {
     if (rooted_) out_.assumptions.push_back("0 <= root < p");
     if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
     Path p0;
-    p0.st.data[h.input] =
-        h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"} : Buf{"p", "(sm b r 1)"};
+    p0.st.data[h.input] = h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
+                          : barrier_                            ? Buf{"0", "none"}
+                                                                : Buf{"p", "(sm b r 1)"};
     if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
     std::vector<const Stmt*> todo;
     for (const auto& s : m_.body) todo.push_back(s.get());
@@ -112,6 +126,7 @@ class Analyzer {
   const EveryPProof& pf_;
   EveryPAnalysis& out_;
   bool rooted_ = false;
+  bool barrier_ = false;  // tracks State::know; the postcondition is causal
   std::string base_;
   int paths_ = 0;
   std::map<std::string, int> loop_seen_;  // counter name -> loops with it so far
@@ -128,7 +143,8 @@ class Analyzer {
     ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
                 "(declare-const p Int)\n(declare-const count Int)\n(declare-const root Int)\n"
                 "(declare-const r Int)\n(declare-const a Bool)\n" +
-                path.decls + decls + fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
+                (barrier_ ? "(declare-const q Int)\n" : "") + path.decls + decls +
+                fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
     if (hyp != "true") ob.script += fmt::format("(assert {})\n", hyp);
     ob.script += fmt::format("(assert (=> a (not {})))\n", goal);
     out_.obligations.push_back(std::move(ob));
@@ -163,6 +179,16 @@ class Analyzer {
         refuse("the name '" + e.name + "' in a header formula is not in the fragment", e.loc);
       case ExprKind::Cond:
         return ite(header_term(*e.args[0]), header_term(*e.args[1]), header_term(*e.args[2]));
+      case ExprKind::Call:
+        // clog2 of x in 1 .. 2^32, where the query's clog2 is exact; elsewhere an unknown value
+        // (the executor refuses x < 1), so no claim that needs it can be proved.
+        if (e.name == "clog2" && e.args.size() == 1) {
+          std::string x = header_term(*e.args[0]);
+          return fmt::format(
+              "(ite (and (>= {} 1) (<= {} 4294967296)) (clog2 {}) (clog2_undefined {}))", x, x, x,
+              x);
+        }
+        break;
       case ExprKind::Unary:
         if (e.op == Op::Neg) return sub("0", header_term(*e.args[0]));
         if (e.op == Op::Not) return fmt::format("(not {})", header_term(*e.args[0]));
@@ -241,6 +267,9 @@ class Analyzer {
         }
         break;
       case ExprKind::Call:
+        // len(v): v's length in elements, its blocks times count.
+        if (e.name == "len" && e.args.size() == 1 && e.args[0]->kind == ExprKind::Name)
+          return Lin{data_var(e.args[0]->name, st, e.loc).len, "0"};
         if ((e.name == "min" || e.name == "max") && e.args.size() == 2) {
           Lin a = int_expr(*e.args[0], st), b = int_expr(*e.args[1], st);
           std::string c = op2(e.name == "min" ? "<=" : ">=", render(a), render(b));
@@ -326,6 +355,12 @@ class Analyzer {
                           fmt::format("the slice of {} at {} lies inside the buffer",
                                       e.args[0]->name, e.loc.str()));
       return Buf{add(sub(B, A), "1"), at_block(v.blk, add(A, "b"))};
+    }
+    if (e.kind == ExprKind::Binary && e.op == Op::Union) {
+      // a ∪ b: a's blocks, then b's.
+      Buf x = data_expr(*e.args[0], st, reads), y = data_expr(*e.args[1], st, reads);
+      return Buf{add(x.len, y.len), fmt::format("(ite (< b {}) {} {})", x.len, x.blk,
+                                                at_block(y.blk, sub("b", x.len)))};
     }
     if (e.kind == ExprKind::Binary && e.op == Op::Add) {
       // a + b, block by block: two sums of the same block over adjacent ranges of ranks (the
@@ -416,6 +451,10 @@ class Analyzer {
           loop(s, path);
           ++at;
           continue;
+        case StmtKind::While:
+          while_loop(s, path);
+          ++at;
+          continue;
         case StmtKind::Send:
         case StmtKind::Receive:
           if (s.along_link) refuse("`along link` is outside the fragment", s.loc);
@@ -463,6 +502,7 @@ class Analyzer {
                        const std::string& iter) {
     std::set<std::string> vars = {"r", "p", "count", "root", counter};
     if (inv.part == "block") vars.insert("b");
+    if (inv.part == "heard") vars.insert("q");
     std::string why = check_user_term(inv.term, vars);
     if (!why.empty())
       throw Refused{fmt::format("{}:{}: invariant term: {}", pf_.path, inv.line, why),
@@ -485,7 +525,7 @@ class Analyzer {
   // iteration `iter`, the loop's own send counts for earlier iterations (and the same one when it
   // precedes the receive).
   struct Incoming {
-    std::string exists = "false", len = "0", blk = "none", dst = "(- 1)";
+    std::string exists = "false", len = "0", blk = "none", dst = "(- 1)", know = "false";
   };
   Incoming incoming(const Path& path, const std::string& K, int cur_loop, const std::string& iter) {
     Incoming in;
@@ -505,6 +545,7 @@ class Analyzer {
       in.len = ite(cond, rename(e.len, ren), in.len);
       in.blk = ite(cond, rename(e.blk, ren), in.blk);
       in.dst = ite(cond, rename(e.dst, ren), in.dst);
+      if (barrier_) in.know = ite(cond, rename(e.know, ren), in.know);
     }
     return in;
   }
@@ -536,6 +577,9 @@ class Analyzer {
                          overlap(buf.blk, at_block(in.blk, "t"))),
              true, b.loc});
     std::string f = write(*b.target, Buf{in.len, in.blk}, st);
+    // A barrier's receive: r now knows what its source knew when it sent (the send of the same
+    // index, an earlier statement of the source).
+    if (barrier_) st.know = fmt::format("(or {} {})", st.know, in.know);
     if (f != "true")
       obs.push_back({fmt::format("fill-line-{}", b.loc.line),
                      "the message fills the receive's slice exactly", f, true, b.loc});
@@ -550,6 +594,7 @@ class Analyzer {
       Buf m = data_expr(*s.value, path.st, &reads);
       e.len = m.len;
       e.blk = m.blk;
+      e.know = path.st.know;
       for (const auto& [g, what] : reads)
         oblige(path, read_name(what, fmt::format("line-{}", s.loc.line)), what,
                "(declare-const b Int)\n", "(> count 0)", g, s.loc);
@@ -576,6 +621,7 @@ class Analyzer {
       l = Lin{rename(l.c, {{"src_r", srcp}}), rename(l.k, {{"src_r", srcp}})};
     for (auto& [n, bf] : st.data)
       bf = Buf{rename(bf.len, {{"src_r", srcp}}), rename(bf.blk, {{"src_r", srcp}})};
+    st.know = rename(st.know, {{"src_r", srcp}});
     path.st = st;
     path.nrecv = add(path.nrecv, "1");
   }
@@ -599,7 +645,22 @@ class Analyzer {
     return false;
   }
 
+  // A round loop: `for` (every_p_loop.cpp), or `while` with a ghost iteration counter k and the
+  // trip count the proof states (every_p_doubling.cpp); both run round_loop on the body.
+  struct LoopSpec {
+    std::string lname;           // the proof's name for the loop: the counter, or `while`
+    std::string counter;         // the name the proof's terms use for the iteration
+    bool ghost = false;          // a while loop's counter: not a program variable
+    std::string lot, hit;        // first and last iteration (terms free of r)
+    const Expr* cond = nullptr;  // a while loop's condition: holds at lot..hit, not at hit + 1
+    int id = 0;
+  };
   void loop(const Stmt& s, Path& path);
+  void while_loop(const Stmt& s, Path& path);
+  std::string while_holds(const LoopSpec& spec, const State& st);
+  void while_trips(const Stmt& s, const Path& path, const LoopSpec& spec, const State& head,
+                   const State& exit);
+  void round_loop(const Stmt& s, Path& path, const LoopSpec& spec);
   void finish(const Path& path);
 };
 

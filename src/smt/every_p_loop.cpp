@@ -8,8 +8,9 @@ void Analyzer::loop(const Stmt& s, Path& path) {
   int nth = ++loop_seen_[s.var];
   std::string lname = nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth);
   int id = ++out_.loops;
-  if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t")
-    refuse("a loop counter named r, b, t or p clashes with the invariant language's names", s.loc);
+  if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t" || s.var == "q")
+    refuse("a loop counter named r, b, t, q or p clashes with the invariant language's names",
+           s.loc);
   Lin lo = int_expr(*s.value, path.st), hi = int_expr(*s.limit, path.st);
   if (s.downto) refuse("a `downto` loop is outside the fragment", s.loc);
   std::string lot = render(lo), hit = render(hi);
@@ -18,6 +19,12 @@ void Analyzer::loop(const Stmt& s, Path& path) {
         "the loop's trip count depends on my_id: outside the fragment (every rank must run "
         "the same rounds)",
         s.loc);
+  round_loop(s, path, LoopSpec{lname, s.var, false, lot, hit, nullptr, id});
+}
+
+void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
+  const std::string &lname = spec.lname, &lot = spec.lot, &hit = spec.hit;
+  const int id = spec.id;
   std::string iter = fmt::format("i_L{}", id);
   std::string loop_where = fmt::format("loop {} ({})", lname, s.loc.str());
   // The body: assignments, one send and one receive, in either order.
@@ -35,8 +42,11 @@ void Analyzer::loop(const Stmt& s, Path& path) {
              b->loc);
     }
   }
-  if (!snd || !rcv)
-    refuse("a loop without one send and one receive is outside the fragment", s.loc);
+  // A local loop (no send and no receive: a rotation, a copy) is an induction without rounds.
+  const bool local_loop = !snd && !rcv;
+  if (!local_loop && (!snd || !rcv))
+    refuse("a loop with a send and no receive, or a receive and no send, is outside the fragment",
+           s.loc);
   bool send_first = false;
   for (const auto& b : s.body) {
     if (b.get() == snd) send_first = true;
@@ -47,11 +57,13 @@ void Analyzer::loop(const Stmt& s, Path& path) {
   // without one has no value at the head (a read before the body writes it is refused).
   std::set<std::string> vars, local;
   assigned(s.body, vars);
-  if (vars.count(s.var))
+  if (!spec.ghost && vars.count(s.var))
     refuse("the loop assigns its own counter '" + s.var + "': outside the fragment", s.loc);
   State head = path.st;
-  head.ints[s.var] = Lin{"0", iter};
-  head.dead.erase(s.var);
+  if (!spec.ghost) {
+    head.ints[s.var] = Lin{"0", iter};
+    head.dead.erase(s.var);
+  }
   for (const auto& v : std::set<std::string>(vars)) {
     bool is_data = false;
     for (std::size_t k = 0; k < m_.var_names.size(); ++k)
@@ -64,7 +76,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
         vars.erase(v);
         continue;
       }
-      head.ints[v] = Lin{"0", inv_term(*inv, s.var, iter)};
+      head.ints[v] = Lin{"0", inv_term(*inv, spec.counter, iter)};
     } else {
       const EveryPInvariant* li = invariant(lname, v, "length");
       const EveryPInvariant* bi = invariant(lname, v, "block");
@@ -79,8 +91,18 @@ void Analyzer::loop(const Stmt& s, Path& path) {
                            "{} length TERM' and 'invariant {} {} block TERM'",
                            loop_where, v, lname, v, lname, v),
                s.loc);
-      head.data[v] = Buf{inv_term(*li, s.var, iter), inv_term(*bi, s.var, iter)};
+      head.data[v] = Buf{inv_term(*li, spec.counter, iter), inv_term(*bi, spec.counter, iter)};
     }
+  }
+  // A barrier's knowledge: the proof's `heard LOOP TERM` (a Bool term over r, q and the counter).
+  if (barrier_) {
+    const EveryPInvariant* hv = invariant(lname, "#heard", "heard");
+    if (!hv)
+      refuse(fmt::format("{} is a barrier's round loop: the proof needs 'heard {} TERM' (what "
+                         "rank r has heard from rank q at the head of an iteration)",
+                         loop_where, lname),
+             s.loc);
+    head.know = inv_term(*hv, spec.counter, iter);
   }
   auto head_at = [&](const std::string& t) {  // the closed forms at iteration t
     State h = head;
@@ -88,8 +110,15 @@ void Analyzer::loop(const Stmt& s, Path& path) {
       if (vars.count(v)) l.k = rename(l.k, {{iter, t}});
     for (auto& [v, b] : h.data)
       if (vars.count(v)) b = Buf{rename(b.len, {{iter, t}}), rename(b.blk, {{iter, t}})};
+    h.know = rename(h.know, {{iter, t}});
     return h;
   };
+  if (barrier_)
+    oblige(path, fmt::format("initiation-heard-loop-{}", lname),
+           fmt::format("before {}, what r has heard equals the proof's `heard` at the first "
+                       "iteration",
+                       loop_where),
+           "", "(and (<= 0 q) (< q p))", op2("=", path.st.know, head_at(lot).know), s.loc);
 
   // Initiation: the state before the loop is the closed forms at the first iteration (not needed
   // for a variable the body writes before reading it).
@@ -143,7 +172,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
   ev.iter = iter;
   ev.loop_id = id;
   ev.before_recv = send_first;
-  {
+  if (!local_loop) {
     State st = head;
     State next = head_at(add(iter, "1"));
     bool after_recv = false;
@@ -156,12 +185,14 @@ void Analyzer::loop(const Stmt& s, Path& path) {
                              loop_where, rv),
                  b->loc);
         st.data[rv] = next.data.at(rv);
+        st.know = next.know;  // a barrier's: what r knows from its receive on
         after_recv = true;
       } else if (b.get() == snd) {
         ev.dst = render(int_expr(*b->peer, st));
         Buf m = data_expr(*b->value, st, &reads);
         ev.len = m.len;
         ev.blk = m.blk;
+        ev.know = st.know;
         break;
       } else {
         assign(*b, st);
@@ -182,7 +213,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
       }
     }
   }
-  path.sends.push_back(ev);
+  if (!local_loop) path.sends.push_back(ev);
 
   // One iteration of r from the head, with the real receive.
   std::vector<Pending> obs;
@@ -200,12 +231,16 @@ void Analyzer::loop(const Stmt& s, Path& path) {
       "(declare-const {} Int)\n(declare-const src_r Int)\n(declare-const b Int)\n"
       "(declare-const t Int)\n(declare-const k Int)\n",
       iter);
-  std::string hyp =
-      fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit, src);
+  std::string hyp = fmt::format("(and (<= {} {}) (<= {} {}) (= src_r {}))", lot, iter, iter, hit,
+                                local_loop ? "(- 1)" : src);
+  // A while loop runs iteration lot..hit exactly (its `trips-...` obligations): its condition
+  // holds at the head of each, and the consecution may use it.
+  if (spec.cond) hyp = fmt::format("(and {} {})", hyp, while_holds(spec, head));
   std::string hypc = fmt::format("(and {} (> count 0))", hyp);
-  oblige(path, fmt::format("send-dst-loop-{}", lname),
-         fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
-         fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
+  if (snd)
+    oblige(path, fmt::format("send-dst-loop-{}", lname),
+           fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
+           fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
   for (const auto& o : obs)
     oblige(path, o.name, o.what + " (" + loop_where + ")", decls, o.data ? hypc : hyp, o.goal,
            o.loc);
@@ -237,14 +272,25 @@ void Analyzer::loop(const Stmt& s, Path& path) {
              s.loc);
     }
   }
+  if (barrier_)
+    oblige(path, fmt::format("consecution-heard-loop-{}", lname),
+           fmt::format("{}: if the invariants hold for every rank at every iteration up to i, "
+                       "what r has heard (its own, and what its source knew when it sent) is the "
+                       "proof's `heard` at i + 1",
+                       loop_where),
+           decls, fmt::format("(and {} (<= 0 q) (< q p))", hyp), op2("=", st.know, next.know),
+           s.loc);
+  if (spec.cond) while_trips(s, path, spec, head, head_at(add(hit, "1")));
   // After the loop: the closed forms at the exit index; sends and receives add the trip count.
   std::string exit = fmt::format("x_L{}", id);
   path.decls +=
       fmt::format("(declare-const {} Int)\n(assert (= {} (ite (>= (+ {} 1) {}) (+ {} 1) {})))\n",
                   exit, exit, hit, lot, hit, lot);
   State after = head_at(exit);
-  after.ints.erase(s.var);
-  after.dead.insert(s.var);
+  if (!spec.ghost) {
+    after.ints.erase(s.var);
+    after.dead.insert(s.var);
+  }
   for (const auto& v : local) {
     after.ints.erase(v);
     after.data.erase(v);
@@ -269,8 +315,10 @@ void Analyzer::loop(const Stmt& s, Path& path) {
   }
   path.st = after;
   std::string trips = fmt::format("(- {} {})", exit, lot);
-  path.nsend = add(path.nsend, trips);
-  path.nrecv = add(path.nrecv, trips);
+  if (!local_loop) {
+    path.nsend = add(path.nsend, trips);
+    path.nrecv = add(path.nrecv, trips);
+  }
 }
 
 void Analyzer::finish(const Path& path) {
@@ -283,6 +331,13 @@ void Analyzer::finish(const Path& path) {
     oblige(path, "postcondition-blocks", "block b of the output is rank b's input (MPI's layout)",
            "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
            op2("=", out.blk, "(it b 0)"), h.loc);
+  } else if (barrier_) {
+    // barrier: every rank, when it leaves, has heard (through a chain of messages, each sent
+    // after its sender heard what it passes on) from every rank's entry.
+    oblige(path, "postcondition-heard",
+           "when r leaves, it has heard from every rank q (causal order: the barrier's "
+           "postcondition)",
+           "", "(and (<= 0 q) (< q p))", path.st.know, h.loc);
   } else {
     // reduce-scatter: rank r ends with one block, block r summed over all p ranks (from rank 0
     // up, unless the model declares a commutative operator).

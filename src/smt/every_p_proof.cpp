@@ -76,9 +76,30 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
               fmt::format("{}:{}: invariant {} {} {} is given twice (first on line {})", path, no,
                           inv.loop, inv.var, inv.part, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "trips" || key == "heard") {
+      // `trips LOOP TERM` (a while loop's trip count), `heard LOOP TERM` (a barrier's knowledge):
+      // kept as invariants of the pseudo-variables #trips and #heard.
+      std::istringstream vs(value);
+      EveryPInvariant inv;
+      inv.line = no;
+      inv.part = key;
+      inv.var = "#" + key;
+      vs >> inv.loop;
+      std::getline(vs, inv.term);
+      auto tb = inv.term.find_first_not_of(" \t");
+      inv.term = tb == std::string::npos ? "" : inv.term.substr(tb);
+      if (inv.loop.empty() || inv.term.empty())
+        throw UsageError(fmt::format("{}:{}: {} needs LOOP TERM", path, no, key));
+      for (const auto& o : pf.invariants)
+        if (o.loop == inv.loop && o.var == inv.var)
+          throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
+                                       key, inv.loop, o.line));
+      pf.invariants.push_back(inv);
     } else {
-      throw UsageError(fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant)",
-                                   path, no, key.substr(0, 40)));
+      throw UsageError(
+          fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
+                      "trips, heard)",
+                      path, no, key.substr(0, 40)));
     }
   }
   if (!kind) throw UsageError(path + ": missing 'kind every-p'");
