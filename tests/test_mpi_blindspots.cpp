@@ -405,7 +405,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "collv mpi --conformance: a barrier model is compared by its messages; a model of another "
+    "collv mpi --conformance: a barrier model is compared by its messages, and a model of another "
     "barrier algorithm fails",
     "[mpi][mpi-blindspots][mpi-pattern]") {
   const std::string src = COLLV_SOURCE_DIR;
