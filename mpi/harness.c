@@ -60,6 +60,7 @@
  * position k in call c is the matrix of mix(r, k, c, 0..3) (below; collv computes the same); the
  * result region is written as {"k":"outm","buf":[[a,b,c,d],...]}, to be the product in rank
  * order. */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,94 @@ typedef struct {
   int32_t idx;
   int32_t tag; /* the call's number, plus kOutOfOrder */
 } elem;
+
+/* MPICH's messages (docs/mpi.md, "Message patterns"): MPICH's collectives send through its
+ * internal point-to-point (MPIC_Send and the like, not exported, so PMPI sees nothing), which the
+ * ch4:ucx device hands to UCX through the exported functions below, called through libmpich's PLT.
+ * The harness defines them (the executable's definitions come first in the lookup), records the
+ * endpoint and size of every send made inside the collective, and calls UCX's own (RTLD_NEXT).
+ * With COLLV_MPI_TRACE=1 (collv sets it against a model) each call writes, after its result,
+ *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L}
+ * the messages this rank sent during the call in the order it posted them (rank -1: an endpoint
+ * the harness did not map; bytes -1: a datatype whose size UCX does not show), L those beyond the
+ * harness's log or sent as UCX active messages (not MPICH's tagged point-to-point). Endpoints are
+ * mapped to ranks before the first count: each rank sends every rank (itself included) one
+ * message on a communicator of its own and notes the endpoint UCX is handed; when a peer's
+ * message did not pass through UCX (a build with MPICH's shared-memory transport, another
+ * device), nothing is logged and collv says the pattern was not compared. */
+#if defined(MPICH_VERSION) && defined(__has_include)
+#if __has_include(<ucp/api/ucp.h>) && __has_include(<dlfcn.h>)
+#define COLLV_TRACE_UCX 1
+#include <dlfcn.h>
+#include <ucp/api/ucp.h>
+#endif
+#endif
+
+enum { kTraceMax = 1 << 16 };
+static int trace_enabled; /* COLLV_MPI_TRACE=1 and the library is MPICH over UCX */
+static int trace_on;      /* inside the collective */
+static int trace_dest = -1; /* mapping: the rank the harness's own send goes to */
+static const void* trace_ep[64];
+static int trace_to[kTraceMax];
+static long long trace_bytes[kTraceMax];
+static int trace_n, trace_lost;
+
+#ifdef COLLV_TRACE_UCX
+static void trace_send(ucp_ep_h ep, const void* buffer, size_t count,
+                       const ucp_request_param_t* param) {
+  if (trace_dest >= 0 && trace_dest < 64) trace_ep[trace_dest] = ep;
+  if (!trace_on) return;
+  if (trace_n >= kTraceMax) {
+    ++trace_lost;
+    return;
+  }
+  int to = -1;
+  for (int i = 0; i < 64; ++i)
+    if (trace_ep[i] && trace_ep[i] == ep) to = i;
+  long long bytes = (long long)count; /* UCX's default datatype: bytes */
+  if (param && (param->op_attr_mask & UCP_OP_ATTR_FIELD_DATATYPE)) {
+    ucp_datatype_t dt = param->datatype;
+    if ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_CONTIG) {
+      bytes = (long long)(count * (size_t)(dt >> UCP_DATATYPE_SHIFT));
+    } else if ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_IOV) {
+      const ucp_dt_iov_t* iov = (const ucp_dt_iov_t*)buffer; /* count entries */
+      bytes = 0;
+      for (size_t i = 0; i < count; ++i) bytes += (long long)iov[i].length;
+    } else {
+      bytes = -1;
+    }
+  }
+  trace_to[trace_n] = to;
+  trace_bytes[trace_n] = bytes;
+  ++trace_n;
+}
+
+typedef ucs_status_ptr_t (*send_nbx_fn)(ucp_ep_h, const void*, size_t, ucp_tag_t,
+                                        const ucp_request_param_t*);
+ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void* buffer, size_t count, ucp_tag_t tag,
+                                  const ucp_request_param_t* param) {
+  static send_nbx_fn real;
+  if (!real) real = (send_nbx_fn)dlsym(RTLD_NEXT, "ucp_tag_send_nbx");
+  trace_send(ep, buffer, count, param);
+  return real(ep, buffer, count, tag, param);
+}
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void* buffer, size_t count,
+                                       ucp_tag_t tag, const ucp_request_param_t* param) {
+  static send_nbx_fn real;
+  if (!real) real = (send_nbx_fn)dlsym(RTLD_NEXT, "ucp_tag_send_sync_nbx");
+  trace_send(ep, buffer, count, param);
+  return real(ep, buffer, count, tag, param);
+}
+typedef ucs_status_ptr_t (*am_send_nb_fn)(ucp_ep_h, uint16_t, const void*, size_t,
+                                          ucp_datatype_t, ucp_send_callback_t, unsigned);
+ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void* buffer, size_t count,
+                                ucp_datatype_t datatype, ucp_send_callback_t cb, unsigned flags) {
+  static am_send_nb_fn real;
+  if (!real) real = (am_send_nb_fn)dlsym(RTLD_NEXT, "ucp_am_send_nb");
+  if (trace_on) ++trace_lost; /* not a tagged message: its peer and size are not logged */
+  return real(ep, id, buffer, count, datatype, cb, flags);
+}
+#endif
 
 #define CALLS 2
 static const int32_t kOutOfOrder = 1 << 30;
@@ -603,6 +692,36 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
   return 0;
 }
 
+/* Maps UCX endpoints to ranks (COLLV_MPI_TRACE=1, MPICH over UCX): every rank sends every
+ * rank one message on the harness's own communicator, a shift at a time, and notes the endpoint
+ * UCX is handed for it. Tracing stays off unless every peer's endpoint was seen (another device,
+ * or a build without the interposer, logs nothing, which would read as "no message"). */
+static void map_endpoints(MPI_Comm comm) {
+  const char* want = getenv("COLLV_MPI_TRACE");
+  if (!want || strcmp(want, "1") != 0) return;
+  for (int k = 0; k < size; ++k) {
+    int to = (rank + k) % size, from = (rank - k + size) % size, x = rank, y = -1;
+    trace_dest = to;
+    MPI_Sendrecv(&x, 1, MPI_INT, to, 7, &y, 1, MPI_INT, from, 7, comm, MPI_STATUS_IGNORE);
+    trace_dest = -1;
+  }
+  int seen = 1;
+  for (int d = 0; d < size && d < 64; ++d)
+    if (d != rank && !trace_ep[d]) seen = 0;
+  for (int a = 0; a < size && a < 64; ++a)
+    for (int b = a + 1; b < size && b < 64; ++b)
+      if (trace_ep[a] && trace_ep[a] == trace_ep[b]) seen = 0; /* one endpoint, two ranks */
+  MPI_Allreduce(&seen, &trace_enabled, 1, MPI_INT, MPI_MIN, comm);
+}
+
+static void write_sent(void) {
+  fputs("{\"k\":\"sent\",\"to\":[", out);
+  for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%d", i ? "," : "", trace_to[i]);
+  fputs("],\"bytes\":[", out);
+  for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%lld", i ? "," : "", trace_bytes[i]);
+  fprintf(out, "],\"lost\":%d}\n", trace_lost);
+}
+
 /* Messages sent and never received: those on MPI_COMM_WORLD that a receive of any source and
  * tag matches (received here, so that the next count starts clean), and the library's own count
  * of unexpected messages per sender where it exports one (Open MPI). Run between two barriers on
@@ -711,6 +830,7 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm sync; /* the harness's own barriers: no message on the collective's communicator */
   MPI_Comm_dup(MPI_COMM_WORLD, &sync);
+  map_endpoints(sync);
 
   int rc = 0;
   for (int count = lo; count <= hi && rc == 0; ++count) {
@@ -725,8 +845,12 @@ int main(int argc, char** argv) {
     }
     for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
       fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
+      trace_n = trace_lost = 0;
+      trace_on = trace_enabled;
       rc = builtin || matrix ? run_values(coll, count, root, inplace, matrix, mtype, mop)
                              : run_one(coll, count, root, inplace, inject, op);
+      trace_on = 0;
+      if (trace_enabled && rc == 0) write_sent();
     }
     if (rc == 0) check_unmatched(sync);
     fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);

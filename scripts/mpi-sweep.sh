@@ -2,23 +2,28 @@
 # The sweep of docs/mpi.md: every selectable algorithm of allreduce, reduce, reduce_scatter,
 # reduce_scatter_block, allgather, bcast, scan, exscan, alltoall, gather, scatter, allgatherv,
 # gatherv, scatterv, alltoallv and barrier in Open MPI
-# and MPICH, judged by `collv mpi` at p = 1..12, under a commutative and (for the reductions) a
-# non-commutative user operation, root p-1 for the rooted collectives. Slow (about an hour on a
-# shared 2-core machine): run it in the background. Writes one JSON report per library,
+# and MPICH, judged by `collv mpi` at p = 2..12, under a commutative and (for the reductions) a
+# non-commutative user operation, for the rooted collectives the roots 0, p/2 and p-1 (collv
+# mpi's default). Slow (hours on a shared 2-core machine): run it in the background. Writes one
+# JSON report per library,
 # collective, algorithm, operation and count range into OUT, and OUT/table.md, the table that
 # docs/mpi.md shows.
 #
 #   bash scripts/mpi-sweep.sh [OUT]      (default: mpi-sweep/)
-#   SIZES=1..12 COUNTS="0..2 13" IMPLS="openmpi mpich" COLLS="allreduce bcast" bash scripts/mpi-sweep.sh
+#   SIZES=2..12 COUNTS="0..2 13" IMPLS="openmpi mpich" COLLS="allreduce bcast" bash scripts/mpi-sweep.sh
+#   REDUCTION_OPS=noncommutative (the operations a reduction runs under; default both)
+#   ROOT=last (collv mpi --root for the rooted collectives; default sample: 0, p/2, p-1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-mpi-sweep}
 COLLV=${COLLV:-./build/release/collv}
-SIZES=${SIZES:-1..12}
+SIZES=${SIZES:-2..12}
 COUNTS=${COUNTS:-0..2 13}
 IMPLS=${IMPLS:-openmpi mpich}
 COLLS=${COLLS:-allreduce reduce reduce_scatter reduce_scatter_block allgather bcast scan exscan alltoall gather scatter allgatherv gatherv scatterv alltoallv barrier}
 TIMEOUT=${TIMEOUT:-30}
+REDUCTION_OPS=${REDUCTION_OPS:-commutative noncommutative}
+ROOT=${ROOT:-sample}
 mkdir -p "$OUT"
 [ -x "$COLLV" ] || { echo "mpi-sweep: no $COLLV (build it first)"; exit 2; }
 
@@ -28,14 +33,14 @@ for impl in $IMPLS; do
   for coll in $COLLS; do
     algs=$("$COLLV" mpi --impl "$impl" --collective "$coll" --list-algorithms | tail -n +2)
     ops="commutative"
-    if reduction "$coll"; then ops="commutative noncommutative"; fi
+    if reduction "$coll"; then ops="$REDUCTION_OPS"; fi
     for alg in $algs; do
       for op in $ops; do
         for counts in $COUNTS; do
           f="$OUT/$impl-$coll-$alg-$op-c$counts.json"
           [ -s "$f" ] && continue   # resumable: a report already written is kept
           "$COLLV" mpi --impl "$impl" --collective "$coll" --algorithm "$alg" --sizes "$SIZES" \
-            --count "$counts" --root last --op "$op" --timeout "$TIMEOUT" --quiet --json "$f.tmp" \
+            --count "$counts" --root "$ROOT" --op "$op" --timeout "$TIMEOUT" --quiet --json "$f.tmp" \
             >/dev/null 2>"$f.err"
           rc=$?
           if [ -s "$f.tmp" ]; then mv "$f.tmp" "$f"; else echo "{\"exit\": $rc}" >"$f"; fi
@@ -108,7 +113,7 @@ print()
 for key, fl in details:
     print(f"- **{key[0]} {key[1]} {key[2]}, {key[3]}**: {len(fl)} failing runs at p = {ranges(set(f[0] for f in fl))}, counts {ranges(set(f[1] for f in fl))}.")
     p, c, st, checks, msg, rep = fl[0]
-    print(f"  First: p={p} count={c}: {checks}: {msg[:400]}")
+    print(f"  First: p={p} count={c}: {checks}: {' '.join(msg.split())[:400]}")
     print(f"  Reproduce: `{rep}`")
 EOF
 echo "mpi-sweep: $OUT/table.md"

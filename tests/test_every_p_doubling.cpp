@@ -215,7 +215,7 @@ TEST_CASE(
   std::string all = all_lines(r);
   // The rounds (the while loop) and the rotation (a local for loop: no rounds, no match).
   for (const char* n :
-       {"consecution-tmp-loop-while ", "nodup-tmp-line-23 ", "read-loop-while ",
+       {"consecution-tmp-loop-while ", "nodup-tmp-line-25 ", "read-loop-while ",
         "trips-exit-loop-while ", "initiation-result-loop-i ", "consecution-result-loop-i ",
         "read-loop-i ", "postcondition-blocks ", "steps "})
     CHECK(all.find(n) != std::string::npos);
@@ -247,7 +247,7 @@ TEST_CASE(
   r = prove_texts(collv::test::slurp(bruck),
                   with(proof, "(it (mod (+ r b) p) 0)", "(it (mod (- r b) p) 0)"));
   CHECK(r.exit == kExitInconclusive);
-  CHECK(r.failed_obligation == "nodup-tmp-line-23");
+  CHECK(r.failed_obligation == "nodup-tmp-line-25");
   r = prove_texts(collv::test::slurp(bruck),
                   with(proof, "invariant i result length i", "invariant i result length (+ i 1)"));
   CHECK(r.exit == kExitInconclusive);

@@ -336,31 +336,122 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "collv mpi --model: a model nothing of whose runs can be compared is inconclusive "
-    "(exit 3), never passed",
-    "[mpi][mpi-blindspots]") {
-  if (!test::have_mpi("mpicc.mpich") || !test::have_mpi("mpiexec.mpich")) {
-    WARN("MPICH is not installed (mpicc.mpich): skipped");
-    return;
-  }
-  // A broadcast under MPICH: no combination to compare, no per-peer message counts to read.
-  const std::string model = std::string(COLLV_SOURCE_DIR) + "/models/mpich/bcast_binomial.coll";
+    "collv mpi --model: a collective without a reduction is compared by its message pattern "
+    "(MPICH and Open MPI): a flat broadcast declared as the binomial one fails, the binomial "
+    "model passes, and a pattern no model of whole elements describes is inconclusive",
+    "[mpi][mpi-blindspots][mpi-pattern]") {
+  const std::string src = COLLV_SOURCE_DIR;
+  const std::string flat = src + "/tests/data/mpi/bcast_flat_as_binomial.coll";
   std::string out;
-  int rc = test::run_cli(
-      "mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
-      "--count 2 --root 0 --model " +
-          model,
-      out, "", 120);
-  INFO(out);
-  CHECK(rc == 3);
-  CHECK_THAT(out, Catch::Contains("nothing of them could be compared with the model"));
-  rc = test::run_cli("mpi --conformance " + model + " --sizes 3 --count 2 --root 0", out, "", 120);
-  CHECK(rc == 3);
-  CHECK_THAT(out, Catch::Contains("inconclusive  " + model + " (no compare: "));
-  // The runs themselves pass without --model.
-  CHECK(test::run_cli("mpi --impl mpich --collective bcast --algorithm binomial --sizes 3 "
-                      "--count 2 --root 0",
-                      out, "", 120) == 0);
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    const std::string model = src + "/models/mpich/bcast_binomial.coll";
+    // The right model: every message of every rank, in order, is the model's.
+    int rc = test::run_cli(
+        "mpi --impl mpich --collective bcast --algorithm binomial --sizes 3..4 --count 0..2 "
+        "--model " +
+            model,
+        out, "", 300);
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK(out.find("messages: not checked") == std::string::npos);
+    // A flat broadcast declared as MPICH's binomial: its results are right, its messages not.
+    rc = test::run_cli(
+        "mpi --impl mpich --collective bcast --algorithm binomial --sizes 4 --count 2 --root 0 "
+        "--model " +
+            flat,
+        out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 32 "
+                                    "bytes to rank 2, the model sends 32 bytes to rank 1"));
+    // MPICH's scatter for a broadcast cuts the buffer in bytes (8 of a 16-byte element at
+    // p = 4, count 1): a model of whole elements cannot be compared: inconclusive, not passed.
+    rc = test::run_cli(
+        "mpi --impl mpich --collective bcast --algorithm scatter_ring_allgather --sizes 4 "
+        "--count 1 --root 0 --model " +
+            src + "/models/mpich/bcast_scatter_ring_allgather.coll",
+        out, "", 120);
+    INFO(out);
+    CHECK(rc == 3);
+    CHECK_THAT(out, Catch::Contains("part of an element of 16 bytes"));
+    // Without the interposer's pattern (a library over another transport logs nothing), the
+    // model is not compared and the model's verdict is inconclusive, never passed: the same run
+    // with COLLV_MPI_TRACE unset by a wrapper.
+    const std::string wrap = test::unique_temp("collv_mpi_notrace") + ".sh";
+    std::ofstream(wrap) << "#!/bin/sh\nunset COLLV_MPI_TRACE\nexec mpiexec.mpich \"$@\"\n";
+    fs::permissions(wrap, fs::perms::owner_all);
+    rc = test::run_cli(
+        "mpi --conformance " + model + " --sizes 3 --count 2 --root 0 --mpirun " + wrap, out, "",
+        120);
+    INFO(out);
+    CHECK(rc == 3);
+    CHECK_THAT(out, Catch::Contains("inconclusive  " + model + " (no compare: "));
+    fs::remove(wrap);
+  } else {
+    WARN("MPICH is not installed (mpicc.mpich): its part skipped");
+  }
+  if (test::have_mpi("mpicc.openmpi") && test::have_mpi("mpirun.openmpi")) {
+    // Open MPI: per-peer counts from its pml monitoring (no order): the flat broadcast sends
+    // rank 3 what the binomial tree has rank 2 send.
+    int rc = test::run_cli(
+        "mpi --impl openmpi --collective bcast --algorithm binomial --sizes 4 --count 2 --root 0 "
+        "--model " +
+            flat,
+        out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0 sends 0 messages to rank 3"));
+  }
+}
+
+TEST_CASE(
+    "collv mpi --conformance: a barrier model is compared by its messages, and a model of another "
+    "barrier algorithm fails",
+    "[mpi][mpi-blindspots][mpi-pattern]") {
+  const std::string src = COLLV_SOURCE_DIR;
+  // A model with its library line replaced, in a temporary file.
+  auto relabel = [](const std::string& model, const std::string& from, const std::string& to) {
+    std::string t = test::slurp(model);
+    auto k = t.find(from);
+    REQUIRE(k != std::string::npos);
+    t.replace(k, from.size(), to);
+    std::string f = test::unique_temp("collv_barrier_model") + ".coll";
+    std::ofstream(f) << t;
+    return f;
+  };
+  std::string out;
+  if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
+    const std::string diss = src + "/models/mpich/barrier_dissemination.coll";
+    int rc = test::run_cli("mpi --conformance " + diss + " --sizes 3..5 --count 1", out, "", 300);
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("pass          " + diss));
+    // Open MPI's linear barrier (everyone to rank 0 and back) declared as MPICH's dissemination.
+    const std::string f = relabel(src + "/models/openmpi/barrier_linear.coll",
+                                  "openmpi 4.1 coll_tuned_barrier_algorithm = 1",
+                                  "mpich 4.0 MPIR_CVAR_BARRIER_INTRA_ALGORITHM = dissemination");
+    rc = test::run_cli("mpi --conformance " + f + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 3: the library sends no "
+                                    "more, the model sends 0 bytes to rank 3"));
+    fs::remove(f);
+  }
+  if (test::have_mpi("mpicc.openmpi") && test::have_mpi("mpirun.openmpi")) {
+    const std::string bruck = src + "/models/openmpi/barrier_bruck.coll";
+    int rc = test::run_cli("mpi --conformance " + bruck + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 0);
+    // The Bruck barrier declared as the double ring: other per-peer counts.
+    const std::string f =
+        relabel(bruck, "coll_tuned_barrier_algorithm = 4", "coll_tuned_barrier_algorithm = 2");
+    rc = test::run_cli("mpi --conformance " + f + " --sizes 4 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("messages: rank 0 sends 4 messages to rank 1 (0 bytes), the "
+                                    "model 2 (0 bytes)"));
+    fs::remove(f);
+  }
 }
 
 TEST_CASE(

@@ -125,10 +125,21 @@ struct PeerMessages {
 };
 inline constexpr std::uint64_t kHarnessElemBytes = 16;
 
-// A model's run at p, count, root: its combinations and its transfers per sender and receiver.
+// One message a rank sent: its receiver and its size in bytes (-1: not known).
+struct SentMessage {
+  std::int64_t to = -1;
+  std::int64_t bytes = -1;
+  bool operator==(const SentMessage&) const = default;
+};
+// Per rank, the messages it sent in the order it posted them.
+using SentMessages = std::vector<std::vector<SentMessage>>;
+
+// A model's run at p, count, root: its combinations and its transfers per sender and receiver,
+// and per rank its sends in program order (a send to itself left out).
 struct ModelRunResult {
   MpiCombinations combinations;
   PeerMessages messages;
+  SentMessages sends;
 };
 // Throws LimitError when the run stops at max_ops (or the step limit): undecided, not wrong.
 ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
@@ -142,6 +153,17 @@ std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::
 // The check "messages": the first rank and peer (in rank order) whose message counts, or bytes,
 // differ between the library (its monitoring, less the baseline launch's) and the model.
 CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model);
+
+// The message pattern the harness logged (its "sent" lines: the messages each rank posted during
+// each call, through the UCX interposer, docs/mpi.md): [call][rank]. Returns nullopt and sets
+// why_not when some rank logged no pattern for a call, or a message whose receiver or size it
+// could not tell, or messages it could not log.
+std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p,
+                                                       std::string& why_not);
+// The check "messages" by pattern: at every rank and call, the library's messages (receiver and
+// bytes, in posting order; its messages to itself left out) are the model's sends in program
+// order. Fails at the first rank, call and message that differ.
+CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model);
 
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

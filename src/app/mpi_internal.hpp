@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -55,6 +56,14 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
 std::string upper(std::string s);
 std::string algorithm_name(const MpiOptions& o);
 std::string shell_quote(const std::string& s);
+
+// A harness "sent" line's messages and how many it could not log; false (why set) when the line
+// is not in that form.
+struct SentLine {
+  std::vector<SentMessage> messages;
+  std::int64_t lost = 0;
+};
+bool read_sent_line(const nlohmann::json& j, std::string& why, SentLine* into = nullptr);
 
 int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

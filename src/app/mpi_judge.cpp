@@ -460,6 +460,11 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                                r, n, n == 1 ? "" : "s", q));
         }
       }
+    } else if (k == "sent") {
+      // The messages the rank sent during the call (MPICH over UCX): compared with a model's
+      // transfers by `messages` (mpi_pattern.cpp); here only its form is checked.
+      std::string why;
+      if (!read_sent_line(j, why)) bad_line(where, "sent: " + why);
     } else if (k == "error") {
       const auto m = j.find("message");
       if (m == j.end() || !m->is_string()) bad_line(where, "\"message\" must be a string");

@@ -72,12 +72,16 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
   }
   // Its transfers, empty ones included (a send of an empty range is a message); a send to
   // oneself is no transfer in collv's executor.
+  // The executor records a transfer when its send executes: per sender, program order.
   res.messages = PeerMessages(p);
+  res.sends.resize(static_cast<std::size_t>(p));
   for (const Transfer& x : tr.transfers) {
     if (x.src >= static_cast<NodeId>(p) || x.dst >= static_cast<NodeId>(p) || x.src == x.dst)
       continue;
     ++res.messages.msgs[x.src][x.dst];
     res.messages.bytes[x.src][x.dst] += kHarnessElemBytes * x.payload_len;
+    res.sends[x.src].push_back({static_cast<std::int64_t>(x.dst),
+                                static_cast<std::int64_t>(kHarnessElemBytes * x.payload_len)});
   }
   return res;
 }
