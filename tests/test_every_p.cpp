@@ -112,6 +112,9 @@ TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant
   for (const std::string& dir : {kProofs, kProofs + "/mutants"})
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.path().extension() != ".proof") continue;
+      // NCCL's ring all-reduce and its mutant take a minute or more of Z3 (77 obligations): the
+      // [slow] all-reduce test below proves the one and refuses the other.
+      if (e.path().filename().string().rfind("allreduce_ring_nccl", 0) == 0) continue;
       EveryPProof pf = parse_every_p_proof(e.path().string());
       std::string model = (e.path().parent_path() / pf.model).string();
       EveryPOutcome r = prove(model, e.path().string());
