@@ -1227,6 +1227,7 @@ class Machine : public SliceMachine {
         for (std::size_t i = 0; i < got.size(); ++i) {
           if (stream_) {
             val[i] = stream_->on_receive(tids[i], got[i]);
+            ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
             continue;
           }
           const Transfer& t = tr_.transfers[tids[i]];
@@ -1299,6 +1300,10 @@ class Machine : public SliceMachine {
     std::vector<PortEntry> port;  // this node's receives from other nodes, posting order
     std::uint32_t clock = 0;      // the node's program points: posts, receives, waits
     std::vector<Lock> locks;
+    // The wait the node is blocked in (run_wait): its program point, its requests and the first
+    // one not yet matched.
+    std::uint32_t wait_pc = kNone, wait_pos = 0;
+    std::vector<std::uint32_t> wait_list;
   };
   // The node's next program point.
   std::uint32_t tick(NodeId v) {
@@ -1746,6 +1751,7 @@ class Machine : public SliceMachine {
     } else {
       const Transfer& t = tr_.transfers[r.tid];
       val.assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+      ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
       if (recv_count_[v] == kMaxDepSeq)
         throw LimitError(fmt::format(
             "node {} receives more than {} messages; collv's timing counts at most that many per "
@@ -1781,58 +1787,63 @@ class Machine : public SliceMachine {
   }
 
   // `wait R`, `waitall R1, ...`, `waitall`: a node goes on once every listed request is
-  // matched; until then it waits for the source of the first one that is not.
+  // matched; until then it waits for the source of the first one that is not (in the list's
+  // order; for a bare `waitall`, posting order). The list is read, checked and kept when the node
+  // reaches the wait; each wake-up goes on from the first request not yet matched, so a wait is
+  // linear in its requests however often the node is woken (reading and searching the whole
+  // list again at every wake-up made 3,000 requests from 3,000 peers quadratic, and a search for
+  // a request listed twice cubic).
   void run_wait(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
     const Stmt& s = *prog_.code[pc].stmt;
-    std::vector<std::vector<std::int64_t>> hs(s.requests.size(), std::vector<std::int64_t>(cnt));
-    for (std::size_t k = 0; k < s.requests.size(); ++k)
-      eval_int(*s.requests[k], nodes, cnt, hs[k].data(), 1);
+    std::vector<NodeId> fresh;  // the nodes that reach the wait now (not woken in it)
+    for (std::size_t i = 0; i < cnt; ++i)
+      if (nb_[nodes[i]].wait_pc != pc) fresh.push_back(nodes[i]);
+    std::vector<std::vector<std::int64_t>> hs(s.requests.size());
+    for (std::size_t k = 0; k < s.requests.size() && !fresh.empty(); ++k) {
+      hs[k].resize(fresh.size());
+      eval_int(*s.requests[k], fresh.data(), fresh.size(), hs[k].data(), 1);
+    }
     std::vector<NodeId> done;
-    std::vector<std::uint32_t> list;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> dup;
+    std::size_t f = 0;  // the next node of `fresh`
     for (std::size_t i = 0; i < cnt; ++i) {
       const NodeId v = nodes[i];
       NbNode& n = nb_[v];
-      list.clear();
-      if (s.requests.empty()) {
-        // `waitall`: every outstanding request. Each source's irecvs are matched in posting order
-        // as far as its messages go (amortized constant time per request: going through the
-        // whole list at every wake-up made 10,000 irecvs quadratic); the node waits for the
-        // source of the oldest request still unmatched, as the loop below would.
-        std::uint32_t oldest = kNone;
-        NodeId oldest_src = 0;
-        for (auto it = n.unmatched.begin(); it != n.unmatched.end();) {
-          const auto next = std::next(it);
-          const NodeId src = it->first;
-          if (!match_pending(v, src, kNone) && it->second.front() < oldest) {
-            oldest = it->second.front();
-            oldest_src = src;
+      if (n.wait_pc != pc) {
+        const std::size_t j = f++;
+        std::vector<std::uint32_t>& list = n.wait_list;
+        list.clear();
+        n.wait_pos = 0;
+        if (s.requests.empty()) {  // `waitall`: every outstanding request, in posting order
+          for (const auto& kv : n.reqs) list.push_back(kv.first);
+        } else {
+          for (std::size_t k = 0; k < s.requests.size(); ++k) {
+            const std::int64_t h = hs[k][j];
+            if (h <= 0 || h > std::numeric_limits<std::uint32_t>::max() ||
+                !n.reqs.count(static_cast<std::uint32_t>(h)))
+              rt_error(*s.requests[k], v,
+                       fmt::format("{} is not an outstanding request at this node (never posted, "
+                                   "or already completed by a wait)",
+                                   h));
+            list.push_back(static_cast<std::uint32_t>(h));
           }
-          it = next;  // match_pending erased `it` if it matched them all
+          // A request listed twice: sorted (handle, place) pairs put its places side by side.
+          dup.clear();
+          for (std::uint32_t k = 0; k < list.size(); ++k) dup.emplace_back(list[k], k);
+          std::sort(dup.begin(), dup.end());
+          std::uint32_t first = kNone;  // the first place that repeats an earlier one
+          for (std::size_t k = 1; k < dup.size(); ++k)
+            if (dup[k].first == dup[k - 1].first) first = std::min(first, dup[k].second);
+          if (first != kNone)
+            rt_error(*s.requests[first], v, fmt::format("request {} is listed twice", list[first]));
         }
-        if (oldest != kNone) {
-          waiting_on_[v] = oldest_src;
-          blocked_pc_[v] = pc;
-          continue;
-        }
-        for (const auto& kv : n.reqs) list.push_back(kv.first);
-      } else {
-        for (std::size_t k = 0; k < s.requests.size(); ++k) {
-          const std::int64_t h = hs[k][i];
-          if (h <= 0 || h > std::numeric_limits<std::uint32_t>::max() ||
-              !n.reqs.count(static_cast<std::uint32_t>(h)))
-            rt_error(*s.requests[k], v,
-                     fmt::format("{} is not an outstanding request at this node (never posted, "
-                                 "or already completed by a wait)",
-                                 h));
-          if (std::find(list.begin(), list.end(), static_cast<std::uint32_t>(h)) != list.end())
-            rt_error(*s.requests[k], v, fmt::format("request {} is listed twice", h));
-          list.push_back(static_cast<std::uint32_t>(h));
-        }
+        n.wait_pc = pc;
       }
+      std::vector<std::uint32_t>& list = n.wait_list;
       bool all = true;
-      for (std::uint32_t h : list) {
-        Request& r = n.reqs.at(h);
-        if (r.recv && !r.matched && !match_pending(v, r.peer, h)) {
+      for (; n.wait_pos < list.size(); ++n.wait_pos) {
+        Request& r = n.reqs.at(list[n.wait_pos]);
+        if (r.recv && !r.matched && !match_pending(v, r.peer, list[n.wait_pos])) {
           waiting_on_[v] = r.peer;
           blocked_pc_[v] = pc;
           all = false;
@@ -1844,6 +1855,8 @@ class Machine : public SliceMachine {
       std::sort(list.begin(), list.end());
       const std::uint32_t at = tick(v);
       for (std::uint32_t h : list) complete(v, h, at);
+      n.wait_pc = kNone;
+      if (list.capacity() > 1024) std::vector<std::uint32_t>().swap(list);
       done.push_back(v);
     }
     if (done.empty()) return;
@@ -2414,14 +2427,12 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   if (m.header.cost) {
     // m is the sources' message size in items: the run's count (per block for the blocked
     // collectives), or 1 when the model sets `elements` itself (its formula then counts items).
-    double msize = m.header.elements ? 1.0 : static_cast<double>(opts.count);
-    auto e1 = env, e2 = env;
-    e1["ts"] = 1, e1["tw"] = 0, e1["m"] = msize;
-    e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
-    std::string what = "'cost' on " + t.spec();
+    auto ce = env;
+    ce["m"] = m.header.elements ? 1.0 : static_cast<double>(opts.count);
     tr.cost_at_most = m.header.cost_at_most;
-    tr.claimed_ts = header_value(m.header, *m.header.cost, e1, what, &t).approx;
-    tr.claimed_tw = header_value(m.header, *m.header.cost, e2, what, &t).approx;
+    CostClaim c = header_cost(m.header, *m.header.cost, ce, "'cost' on " + t.spec(), &t);
+    tr.claimed_ts = c.ts.approx;
+    tr.claimed_tw = c.tw.approx;
   }
 
   // Up-front memory estimate: variable columns; the trace if the claimed step count holds
