@@ -411,14 +411,14 @@ TEST_CASE("the memory limit holds when large messages fill the trace", "[limits]
   CHECK(held <= 300.0 * 1.1);
 }
 
-TEST_CASE("verify --engine smt returns near its --timeout, asserting included", "[limits][slow]") {
+TEST_CASE("verify --engine smt returns near its --timeout, reading included", "[limits]") {
   // Z3 spent 140 s asserting one query of a 4,096-item trace past --timeout 5000 (ms): its own
-  // timeout covers the search only. A watchdog interrupts it; a hang guard, not a speed goal.
-  // Known gap: Z3's parser answers no interrupt, and parsing this 2.2 MB query alone takes about
-  // 30 s of CPU (2026-11-28), so the guard is 90 s and the test is [slow] (not under ASan).
+  // timeout covers the search only, and its reader answers no interrupt (reading this 2.2 MB
+  // query alone took about 30 s of CPU). A watchdog interrupts the search, and a large query is
+  // read in pieces with the time checked between them (2 s now); a hang guard, not a speed goal.
   std::string out;
   CHECK(cli("verify allgather_neighbor_exchange -t complete:2 -d fingerprint -c 4096 --engine smt "
             "--timeout 2000",
-            out, 90) == 3);
+            out, 15) == 3);
   CHECK(has(out, "time limit of --timeout 2000 ms"));
 }
