@@ -210,7 +210,10 @@ Result Solver::check(const std::vector<std::string>& assumptions,
   // A large query is read in pieces, with the time checked between them: Z3 reads a script
   // without looking at an interrupt, and the nodup query of a 4,096-item trace (2.2 MB, 8,192
   // chained bit-vector definitions) took 30 s of CPU to read past a --timeout of 2 s.
-  const bool in_pieces = script_.size() > limits_.read_in_pieces_above;
+  // Queries for a named logic (synthesis: QF_FD) keep the parsed path: Z3's command reader
+  // solves them otherwise (a star:4 all-reduce lower bound in 6 steps, 0.5 s parsed, timed out at
+  // 60 s), and their scripts are flat clauses, which Z3 reads fast.
+  const bool in_pieces = logic_.empty() && script_.size() > limits_.read_in_pieces_above;
   if (!impl_ || (in_pieces && (dirty_ || !impl_->read))) impl_ = std::make_unique<Impl>();
   z3::context& ctx = impl_->ctx;
   // A little after Z3's own timeout, so that a search stopped by Z3 reports as before.

@@ -39,7 +39,7 @@ struct Limits {
   std::uint64_t bytes_per_term = 1024;
   // A script longer than this (bytes) is read in pieces through Z3's command reader, with the
   // time checked between them (Z3 reads a script without looking at an interrupt); a shorter
-  // one is parsed at once.
+  // one is parsed at once, and so is a query for a named logic (synthesis: QF_FD).
   std::uint64_t read_in_pieces_above = 256 * 1024;
 };
 
