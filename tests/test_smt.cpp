@@ -20,6 +20,7 @@
 #include "smt/prove.hpp"
 #include "smt/solver.hpp"
 #include "smt/synth.hpp"
+#include "util/deadline.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -183,6 +184,8 @@ TEST_CASE("solver: unsat with a core, sat with values, size cap and timeout are 
 TEST_CASE("solver: a query read in pieces answers as one parsed at once", "[smt][limits]") {
   // Every script read through Z3's command reader (read_in_pieces_above 0): the same answers,
   // cores, values (a negative one too) and reasons as the parsed path above.
+  // A query is read in pieces under a command's --timeout only (util/deadline).
+  set_deadline_ms(600000);
   smt::Limits pieces{5000, 1000};
   pieces.read_in_pieces_above = 0;
   smt::Solver s(pieces);
@@ -219,6 +222,7 @@ TEST_CASE("solver: a query read in pieces answers as one parsed at once", "[smt]
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
   CHECK(r3.answer == smt::Answer::Unknown);
   CHECK(r3.reason.find("timeout after 500 ms (Z3 had read ") == 0);
+  set_deadline_ms(0);
 }
 
 TEST_CASE("smt engine agrees with the executor's checkers on every model", "[smt]") {

@@ -213,7 +213,11 @@ Result Solver::check(const std::vector<std::string>& assumptions,
   // Queries for a named logic (synthesis: QF_FD) keep the parsed path: Z3's command reader
   // solves them otherwise (a star:4 all-reduce lower bound in 6 steps, 0.5 s parsed, timed out at
   // 60 s), and their scripts are flat clauses, which Z3 reads fast.
-  const bool in_pieces = logic_.empty() && script_.size() > limits_.read_in_pieces_above;
+  // Only under a command's --timeout (util/deadline), the wall-clock bound the reading must hold:
+  // without it the queries are parsed at once as before (the command reader has not been
+  // measured on the 86 MB certificates of proofs/slow).
+  const bool in_pieces = logic_.empty() && script_.size() > limits_.read_in_pieces_above &&
+                         deadline_remaining_ms() != UINT64_MAX;
   if (!impl_ || (in_pieces && (dirty_ || !impl_->read))) impl_ = std::make_unique<Impl>();
   z3::context& ctx = impl_->ctx;
   // A little after Z3's own timeout, so that a search stopped by Z3 reports as before.
