@@ -3,6 +3,7 @@
 // (true and deliberately false variants), certificates re-checked by the z3 executable.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "smt/prove.hpp"
 #include "smt/solver.hpp"
 #include "smt/synth.hpp"
+#include "util/deadline.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -177,6 +179,50 @@ TEST_CASE("solver: unsat with a core, sat with values, size cap and timeout are 
   CHECK(smt::run_smt2_script(text, 5000, 1 << 20).answer == smt::Answer::Unsat);
   CHECK(smt::run_smt2_script(s.to_smt2(smt::Answer::Sat, {"b"}), 5000, 1 << 20).answer ==
         smt::Answer::Sat);
+}
+
+TEST_CASE("solver: a query read in pieces answers as one parsed at once", "[smt][limits]") {
+  // Every script read through Z3's command reader (read_in_pieces_above 0): the same answers,
+  // cores, values (a negative one too) and reasons as the parsed path above.
+  // A query is read in pieces under a command's --timeout only (util/deadline).
+  set_deadline_ms(600000);
+  smt::Limits pieces{5000, 1000};
+  pieces.read_in_pieces_above = 0;
+  smt::Solver s(pieces);
+  s.declare("x", "Int");
+  s.declare("a", "Bool");
+  s.declare("b", "Bool");
+  s.add("(define-fun y () Int (+ x 1))");
+  s.add("(assert (=> a (not (= y (+ 1 x)))))");
+  s.add("(assert (=> b (< (* 2 y) (- 7))))");
+  auto r = s.check({"a"});
+  CHECK(r.answer == smt::Answer::Unsat);
+  REQUIRE(r.core.size() == 1);
+  CHECK(r.core[0] == "a");
+  auto r2 = s.check({"b"}, {"x", "a"});
+  REQUIRE(r2.answer == smt::Answer::Sat);
+  REQUIRE(r2.values.count("x"));
+  CHECK(r2.values.at("x").rfind("(- ", 0) == 0);  // x <= -6, written as Z3 writes it
+  CHECK(r2.values.count("a") == 1);
+  CHECK(s.check({"a", "b"}).core.size() >= 1);
+  // A script Z3 takes many seconds to read (8,192 chained definitions of 8,192-bit vectors, as
+  // the nodup query of a 4,096-item trace): stopped between pieces at the time limit, unknown
+  // with the reason. Read at once it took about 30 s of CPU past a limit of 2 s; a hang guard.
+  smt::Limits quick{500, 1000};
+  quick.read_in_pieces_above = 0;
+  smt::Solver chain(quick);
+  std::string text = "(declare-const a Bool)\n(define-fun h0 () (_ BitVec 8192) (_ bv0 8192))\n";
+  for (int k = 1; k < 8192; ++k)
+    text += "(define-fun h" + std::to_string(k) + " () (_ BitVec 8192) (bvor h" +
+            std::to_string(k - 1) + " (bvshl (_ bv1 8192) (_ bv" + std::to_string(k) +
+            " 8192))))\n";
+  chain.add(text + "(assert (=> a (= h8191 (_ bv0 8192))))");
+  auto t0 = std::chrono::steady_clock::now();
+  auto r3 = chain.check({"a"});
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
+  CHECK(r3.answer == smt::Answer::Unknown);
+  CHECK(r3.reason.find("timeout after 500 ms (Z3 had read ") == 0);
+  set_deadline_ms(0);
 }
 
 TEST_CASE("smt engine agrees with the executor's checkers on every model", "[smt]") {

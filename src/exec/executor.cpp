@@ -336,14 +336,12 @@ Trace run_model_once(const Model& m, const Topology& t, const RunOptions& opts,
   if (m.header.cost) {
     // m is the sources' message size in items: the run's count (per block for the blocked
     // collectives), or 1 when the model sets `elements` itself (its formula then counts items).
-    double msize = m.header.elements ? 1.0 : static_cast<double>(opts.count);
-    auto e1 = env, e2 = env;
-    e1["ts"] = 1, e1["tw"] = 0, e1["m"] = msize;
-    e2["ts"] = 0, e2["tw"] = 1, e2["m"] = msize;
-    std::string what = "'cost' on " + t.spec();
+    auto ce = env;
+    ce["m"] = m.header.elements ? 1.0 : static_cast<double>(opts.count);
     tr.cost_at_most = m.header.cost_at_most;
-    tr.claimed_ts = header_value(m.header, *m.header.cost, e1, what, &t).approx;
-    tr.claimed_tw = header_value(m.header, *m.header.cost, e2, what, &t).approx;
+    CostClaim c = header_cost(m.header, *m.header.cost, ce, "'cost' on " + t.spec(), &t);
+    tr.claimed_ts = c.ts.approx;
+    tr.claimed_tw = c.tw.approx;
   }
 
   // Up-front memory estimate: variable columns; the trace if the claimed step count holds

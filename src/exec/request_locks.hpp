@@ -75,6 +75,10 @@ struct NbNode {
   std::vector<PortEntry> port;  // this node's receives from other nodes, posting order
   std::uint32_t clock = 0;      // the node's program points: posts, receives, waits
   std::vector<Lock> locks;
+  // The wait the node is blocked in (run_wait): its program point, its requests and the first
+  // one not yet matched.
+  std::uint32_t wait_pc = kNone, wait_pos = 0;
+  std::vector<std::uint32_t> wait_list;
 };
 struct Access {
   std::vector<int> reads;          // data slots an instruction reads

@@ -178,6 +178,7 @@ void Requests::complete(NodeId v, std::uint32_t h, std::uint32_t at) {
   } else {
     const Transfer& t = tr_.transfers[r.tid];
     val.assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+    ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
     if (recv_count_[v] == kMaxDepSeq)
       throw LimitError(fmt::format(
           "node {} receives more than {} messages; collv's timing counts at most that many per "
@@ -213,58 +214,63 @@ void Requests::complete(NodeId v, std::uint32_t h, std::uint32_t at) {
 }
 
 // `wait R`, `waitall R1, ...`, `waitall`: a node goes on once every listed request is
-// matched; until then it waits for the source of the first one that is not.
+// matched; until then it waits for the source of the first one that is not (in the list's
+// order; for a bare `waitall`, posting order). The list is read, checked and kept when the node
+// reaches the wait; each wake-up goes on from the first request not yet matched, so a wait is
+// linear in its requests however often the node is woken (reading and searching the whole
+// list again at every wake-up made 3,000 requests from 3,000 peers quadratic, and a search for
+// a request listed twice cubic).
 void Requests::run_wait(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
   const Stmt& s = *prog_.code[pc].stmt;
-  std::vector<std::vector<std::int64_t>> hs(s.requests.size(), std::vector<std::int64_t>(cnt));
-  for (std::size_t k = 0; k < s.requests.size(); ++k)
-    eval_int(*s.requests[k], nodes, cnt, hs[k].data(), 1);
+  std::vector<NodeId> fresh;  // the nodes that reach the wait now (not woken in it)
+  for (std::size_t i = 0; i < cnt; ++i)
+    if (nb_[nodes[i]].wait_pc != pc) fresh.push_back(nodes[i]);
+  std::vector<std::vector<std::int64_t>> hs(s.requests.size());
+  for (std::size_t k = 0; k < s.requests.size() && !fresh.empty(); ++k) {
+    hs[k].resize(fresh.size());
+    eval_int(*s.requests[k], fresh.data(), fresh.size(), hs[k].data(), 1);
+  }
   std::vector<NodeId> done;
-  std::vector<std::uint32_t> list;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> dup;
+  std::size_t f = 0;  // the next node of `fresh`
   for (std::size_t i = 0; i < cnt; ++i) {
     const NodeId v = nodes[i];
     NbNode& n = nb_[v];
-    list.clear();
-    if (s.requests.empty()) {
-      // `waitall`: every outstanding request. Each source's irecvs are matched in posting order
-      // as far as its messages go (amortized constant time per request: going through the
-      // whole list at every wake-up made 10,000 irecvs quadratic); the node waits for the
-      // source of the oldest request still unmatched, as the loop below would.
-      std::uint32_t oldest = kNone;
-      NodeId oldest_src = 0;
-      for (auto it = n.unmatched.begin(); it != n.unmatched.end();) {
-        const auto next = std::next(it);
-        const NodeId src = it->first;
-        if (!match_pending(v, src, kNone) && it->second.front() < oldest) {
-          oldest = it->second.front();
-          oldest_src = src;
+    if (n.wait_pc != pc) {
+      const std::size_t j = f++;
+      std::vector<std::uint32_t>& list = n.wait_list;
+      list.clear();
+      n.wait_pos = 0;
+      if (s.requests.empty()) {  // `waitall`: every outstanding request, in posting order
+        for (const auto& kv : n.reqs) list.push_back(kv.first);
+      } else {
+        for (std::size_t k = 0; k < s.requests.size(); ++k) {
+          const std::int64_t h = hs[k][j];
+          if (h <= 0 || h > std::numeric_limits<std::uint32_t>::max() ||
+              !n.reqs.count(static_cast<std::uint32_t>(h)))
+            rt_error(*s.requests[k], v,
+                     fmt::format("{} is not an outstanding request at this node (never posted, "
+                                 "or already completed by a wait)",
+                                 h));
+          list.push_back(static_cast<std::uint32_t>(h));
         }
-        it = next;  // match_pending erased `it` if it matched them all
+        // A request listed twice: sorted (handle, place) pairs put its places side by side.
+        dup.clear();
+        for (std::uint32_t k = 0; k < list.size(); ++k) dup.emplace_back(list[k], k);
+        std::sort(dup.begin(), dup.end());
+        std::uint32_t first = kNone;  // the first place that repeats an earlier one
+        for (std::size_t k = 1; k < dup.size(); ++k)
+          if (dup[k].first == dup[k - 1].first) first = std::min(first, dup[k].second);
+        if (first != kNone)
+          rt_error(*s.requests[first], v, fmt::format("request {} is listed twice", list[first]));
       }
-      if (oldest != kNone) {
-        waiting_on_[v] = oldest_src;
-        blocked_pc_[v] = pc;
-        continue;
-      }
-      for (const auto& kv : n.reqs) list.push_back(kv.first);
-    } else {
-      for (std::size_t k = 0; k < s.requests.size(); ++k) {
-        const std::int64_t h = hs[k][i];
-        if (h <= 0 || h > std::numeric_limits<std::uint32_t>::max() ||
-            !n.reqs.count(static_cast<std::uint32_t>(h)))
-          rt_error(*s.requests[k], v,
-                   fmt::format("{} is not an outstanding request at this node (never posted, "
-                               "or already completed by a wait)",
-                               h));
-        if (std::find(list.begin(), list.end(), static_cast<std::uint32_t>(h)) != list.end())
-          rt_error(*s.requests[k], v, fmt::format("request {} is listed twice", h));
-        list.push_back(static_cast<std::uint32_t>(h));
-      }
+      n.wait_pc = pc;
     }
+    std::vector<std::uint32_t>& list = n.wait_list;
     bool all = true;
-    for (std::uint32_t h : list) {
-      Request& r = n.reqs.at(h);
-      if (r.recv && !r.matched && !match_pending(v, r.peer, h)) {
+    for (; n.wait_pos < list.size(); ++n.wait_pos) {
+      Request& r = n.reqs.at(list[n.wait_pos]);
+      if (r.recv && !r.matched && !match_pending(v, r.peer, list[n.wait_pos])) {
         waiting_on_[v] = r.peer;
         blocked_pc_[v] = pc;
         all = false;
@@ -276,6 +282,8 @@ void Requests::run_wait(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) 
     std::sort(list.begin(), list.end());
     const std::uint32_t at = tick(v);
     for (std::uint32_t h : list) complete(v, h, at);
+    n.wait_pc = kNone;
+    if (list.capacity() > 1024) std::vector<std::uint32_t>().swap(list);
     done.push_back(v);
   }
   if (done.empty()) return;

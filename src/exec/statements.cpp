@@ -340,6 +340,7 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       for (std::size_t i = 0; i < got.size(); ++i) {
         if (stream_) {
           val[i] = stream_->on_receive(tids[i], got[i]);
+          ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
           continue;
         }
         const Transfer& t = tr_.transfers[tids[i]];

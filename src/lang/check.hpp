@@ -47,12 +47,21 @@ HeaderNumber eval_header_exact(const Expr& e, const std::map<std::string, double
 double eval_header_expr(const Expr& e, const std::map<std::string, double>& env,
                         const std::string& what, const Topology* t = nullptr);
 
+// A `cost` claim: the formula's value at ts = 1, tw = 0 (the coefficient of ts) and at ts = 0,
+// tw = 1 (of tw*m), with m and the header names from the environment. A part that names neither
+// ts nor tw counts in both.
+struct CostClaim {
+  HeaderNumber ts, tw;
+};
+
 // The values of a model's header formulas computed so far, by formula, environment and `what`: a
 // formula is evaluated once per model and size, not once per run (a `cost` summing 10^6 terms
 // took 1.6 s, and a verify sweep makes thousands of runs). Shared by the runs of one model.
 struct HeaderMemo {
   std::mutex mu;
   std::map<std::string, HeaderNumber> values;
+  std::map<std::string, CostClaim> costs;
+  std::uint64_t evaluations = 0;  // formulas evaluated (not found here): values and costs
 };
 
 // eval_header_exact through h's memo (h.memo null: evaluated each time). e is one of h's formulas
@@ -60,6 +69,13 @@ struct HeaderMemo {
 HeaderNumber header_value(const ModelHeader& h, const Expr& e,
                           const std::map<std::string, double>& env, const std::string& what,
                           const Topology* t = nullptr);
+
+// A `cost` formula's claim through h's memo, from one evaluation: the loader has checked that
+// the formula uses ts and tw linearly only (docs/language.md), so it is evaluated once as
+// c + a*ts + b*tw (its parts without ts and tw once), not once for ts and again for tw. env
+// holds m and the header names, not ts and tw.
+CostClaim header_cost(const ModelHeader& h, const Expr& e, const std::map<std::string, double>& env,
+                      const std::string& what, const Topology* t = nullptr);
 
 // Where the expression's text starts (an operator node's own position is its operator's).
 const SourceLoc& expr_start(const Expr& e);

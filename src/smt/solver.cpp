@@ -3,9 +3,11 @@
 
 #include <z3++.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -75,11 +77,60 @@ class Watchdog {
   std::thread thread_;
 };
 
+// The end of the script's next piece from `from`: after the first command that ends at or past
+// from + size (a ')' at depth 0), or the script's end. Comments and quoted symbols and strings
+// are skipped, so a parenthesis in them does not count.
+std::size_t next_piece(const std::string& s, std::size_t from, std::size_t size) {
+  int depth = 0;
+  for (std::size_t i = from; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == ';') {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (c == '|' || c == '"') {
+      for (++i; i < s.size() && s[i] != c; ++i) {
+      }
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0 && i + 1 - from >= size) {
+      return i + 1;
+    }
+  }
+  return s.size();
+}
+
+// The top-level lists of an answer such as "((x 0)\n (y (- 1)))" or "(a b)": their texts, or
+// its atoms.
+std::vector<std::string> answer_items(const std::string& text) {
+  std::vector<std::string> items;
+  auto open = text.find('(');
+  if (open == std::string::npos) return items;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = open + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (depth == 0 && c == ')') break;
+    if (c == '(') {
+      if (depth++ == 0) start = i;
+    } else if (c == ')') {
+      if (--depth == 0) items.push_back(text.substr(start, i + 1 - start));
+    } else if (depth == 0 && !std::isspace(static_cast<unsigned char>(c))) {
+      std::size_t e = i;
+      while (e < text.size() && !std::isspace(static_cast<unsigned char>(text[e])) &&
+             text[e] != '(' && text[e] != ')')
+        ++e;
+      items.push_back(text.substr(i, e - i));
+      i = e - 1;
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 struct Solver::Impl {
   z3::context ctx;  // declared first: everything below lives in it
   std::unique_ptr<z3::solver> solver;
+  bool read = false;  // the query is in the context's command reader (read in pieces)
   Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -156,10 +207,32 @@ Result Solver::check(const std::vector<std::string>& assumptions,
                              deadline_ms())
                : fmt::format("timeout after {} ms", limits_.timeout_ms);
   };
-  if (!impl_) impl_ = std::make_unique<Impl>();
+  // A large query is read in pieces, with the time checked between them: Z3 reads a script
+  // without looking at an interrupt, and the nodup query of a 4,096-item trace (2.2 MB, 8,192
+  // chained bit-vector definitions) took 30 s of CPU to read past a --timeout of 2 s.
+  // Queries for a named logic (synthesis: QF_FD) keep the parsed path: Z3's command reader
+  // solves them otherwise (a star:4 all-reduce lower bound in 6 steps, 0.5 s parsed, timed out at
+  // 60 s), and their scripts are flat clauses, which Z3 reads fast.
+  // Only under a command's --timeout (util/deadline), the wall-clock bound the reading must hold:
+  // without it the queries are parsed at once as before (the command reader has not been
+  // measured on the 86 MB certificates of proofs/slow).
+  const bool in_pieces = logic_.empty() && script_.size() > limits_.read_in_pieces_above &&
+                         deadline_remaining_ms() != UINT64_MAX;
+  if (!impl_ || (in_pieces && (dirty_ || !impl_->read))) impl_ = std::make_unique<Impl>();
   z3::context& ctx = impl_->ctx;
   // A little after Z3's own timeout, so that a search stopped by Z3 reports as before.
   Watchdog dog(ctx, t0 + std::chrono::milliseconds(std::uint64_t{ms} + 100));
+  if (in_pieces) {
+    check_in_pieces(
+        r, assumptions, value_names, ms, [&] { return dog.fired(); }, timed_out);
+    dog.stop();
+    if (dog.fired()) {  // an interrupted context is not used again
+      impl_.reset();
+      dirty_ = true;
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
   try {
     if (dirty_ || !impl_->solver) {
       impl_->solver = logic_.empty() ? std::make_unique<z3::solver>(ctx)
@@ -210,6 +283,82 @@ Result Solver::check(const std::vector<std::string>& assumptions,
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+void Solver::check_in_pieces(Result& r, const std::vector<std::string>& assumptions,
+                             const std::vector<std::string>& value_names, unsigned ms,
+                             const std::function<bool()>& fired,
+                             const std::function<std::string()>& timed_out) {
+  z3::context& ctx = impl_->ctx;
+  auto eval = [&](const std::string& text) {
+    const char* out = Z3_eval_smtlib2_string(ctx, text.c_str());
+    std::string o = out ? out : "";
+    if (o.find("(error") != std::string::npos && !fired())
+      throw InternalError("internal error: Z3 rejected a query collv built: " +
+                          o.substr(0, std::min<std::size_t>(o.size(), 300)));
+    return o;
+  };
+  auto stopped = [&] {
+    r.answer = Answer::Unknown;
+    r.reason = timed_out();
+  };
+  if (!impl_->read) {
+    // The context's command reader is made by its first command, with the options of that
+    // moment: unsat cores on for it alone.
+    Z3_global_param_set("unsat_core", "true");
+    eval(logic_.empty() ? "" : "(set-logic " + logic_ + ")");
+    Z3_global_param_set("unsat_core", "false");
+    constexpr std::size_t kPiece = 4096;  // bytes: a piece of chained definitions reads in ms
+    for (std::size_t at = 0; at < script_.size();) {
+      const std::size_t end = next_piece(script_, at, kPiece);
+      eval(script_.substr(at, end - at));
+      at = end;
+      if (at < script_.size() && (fired() || deadline_passed())) {
+        stopped();
+        r.reason += fmt::format(" (Z3 had read {} of the query's {} bytes)", at, script_.size());
+        return;
+      }
+    }
+    impl_->read = true;
+    dirty_ = false;
+  }
+  eval(fmt::format("(set-option :timeout {})", ms));
+  std::string cmd = "(check-sat-assuming (";
+  for (std::size_t i = 0; i < assumptions.size(); ++i) cmd += (i ? " " : "") + assumptions[i];
+  const std::string out = eval(cmd + "))");
+  const std::string answer = out.substr(0, out.find_first_of(" \r\n"));
+  if (answer == "unsat") {
+    r.answer = Answer::Unsat;
+    r.core = answer_items(eval("(get-unsat-core)"));
+  } else if (answer == "sat") {
+    r.answer = Answer::Sat;
+    std::vector<std::string> names;
+    for (const auto& n : value_names) {
+      auto it = sorts_.find(n);
+      std::string sort = it == sorts_.end() ? "Int" : it->second;
+      if (sort == "Bool" || sort == "Int") names.push_back(n);
+    }
+    if (!names.empty()) {
+      std::string q = "(get-value (";
+      for (std::size_t i = 0; i < names.size(); ++i) q += (i ? " " : "") + names[i];
+      for (const std::string& pair : answer_items(eval(q + "))"))) {
+        // "(name value)"
+        std::size_t b = pair.find_first_not_of(" \t\r\n", 1);
+        std::size_t e = pair.find_first_of(" \t\r\n", b);
+        if (b == std::string::npos || e == std::string::npos) continue;
+        std::size_t v = pair.find_first_not_of(" \t\r\n", e);
+        r.values[pair.substr(b, e - b)] = pair.substr(v, pair.size() - 1 - v);
+      }
+    }
+  } else {
+    r.answer = Answer::Unknown;
+    auto items = answer_items(eval("(get-info :reason-unknown)"));
+    r.reason = items.size() >= 2 ? items[1] : "unknown";
+    if (r.reason.size() >= 2 && r.reason.front() == '"')
+      r.reason = r.reason.substr(1, r.reason.size() - 2);
+    if (r.reason == "canceled" || r.reason == "timeout" || r.reason == "interrupted" || fired())
+      stopped();
+  }
 }
 
 std::string Solver::to_smt2(Answer expected, const std::vector<std::string>& assumptions,

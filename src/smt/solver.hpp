@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,10 @@ struct Limits {
   // 4 KB per term on hypercube:7 and :8), so the limit can be overshot there by a small factor
   // (docs/smt.md has the measurements), never by an unbounded one.
   std::uint64_t bytes_per_term = 1024;
+  // A script longer than this (bytes) is read in pieces through Z3's command reader, with the
+  // time checked between them (Z3 reads a script without looking at an interrupt); a shorter
+  // one is parsed at once, and so is a query for a named logic (synthesis: QF_FD).
+  std::uint64_t read_in_pieces_above = 256 * 1024;
 };
 
 struct Result {
@@ -99,6 +104,13 @@ class Solver {
                              const std::string& comment = "") const;
 
  private:
+  // check() for a script read in pieces (Limits::read_in_pieces_above): the script goes to the
+  // context's command reader piece by piece, stopping at the time limit (`fired`, or the
+  // command's --timeout) between pieces; the check, core, values and reason are commands too.
+  void check_in_pieces(Result& r, const std::vector<std::string>& assumptions,
+                       const std::vector<std::string>& value_names, unsigned ms,
+                       const std::function<bool()>& fired,
+                       const std::function<std::string()>& timed_out);
   struct Impl;
   std::unique_ptr<Impl> impl_;  // holds the z3::context (declared first there) and the solver
   Limits limits_;

@@ -680,12 +680,10 @@ class Engine {
     }
     CheckResult cost = result("cost", Verdict::NotChecked, "the model claims no cost formula");
     if (m_.header.cost && !stopped) {
-      auto e1 = env, e2 = env;
-      e1["ts"] = 1, e1["tw"] = 0, e1["m"] = 1;
-      e2["ts"] = 0, e2["tw"] = 1, e2["m"] = 1;
-      std::string what = "'cost' on " + topology_spec();
-      double cts = header_value(m_.header, *m_.header.cost, e1, what).approx;
-      double ctw = header_value(m_.header, *m_.header.cost, e2, what).approx;
+      auto ce = env;
+      ce["m"] = 1;
+      CostClaim claim = header_cost(m_.header, *m_.header.cost, ce, "'cost' on " + topology_spec());
+      double cts = claim.ts.approx, ctw = claim.tw.approx;
       auto near = [](double a, double b) {
         return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b));
       };
