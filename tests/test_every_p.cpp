@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "smt/solver.hpp"
 #include "util/exit_codes.hpp"
+#include "verify/report.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -288,7 +289,7 @@ TEST_CASE("every-p: the command ties a proof to its model, --model applies it el
   CHECK(collv::test::run_cli("prove " + kProofs + "/mutants", out) == kExitOk);
 }
 
-TEST_CASE("every-p: verify --every-p reports the proof under the model (text and JSON)",
+TEST_CASE("every-p: verify --every-p reports the proof under the model (text, JSON and JUnit)",
           "[every-p]") {
   std::string out;
   std::string args = "verify " + kRing + " " + kRoot +
@@ -300,6 +301,26 @@ TEST_CASE("every-p: verify --every-p reports the proof under the model (text and
   CHECK(out.find("every p:") == out.rfind("every p:"));
   REQUIRE(collv::test::run_cli(args + " --json -", out) == kExitOk);
   CHECK(out.find("\"every_p\": \"proved for every p and count (") != std::string::npos);
+  // JUnit: one testcase for the proved model, passing (no <skipped>), its text as a property.
+  REQUIRE(collv::test::run_cli(args + " --junit -", out) == kExitOk);
+  auto at = out.find("name=\"every-p\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(out.find("name=\"every-p\"", at + 1) == std::string::npos);
+  auto end = out.find("</testcase>", at);
+  CHECK(out.substr(at, end - at).find("value=\"proved for every p and count (") !=
+        std::string::npos);
+  CHECK(out.substr(at, end - at).find("<skipped") == std::string::npos);
+  // A proof that did not go through is skipped with its reason, never a pass.
+  collv::VerifyReport rep;
+  collv::VerifyGroup g;
+  g.model = "m";
+  g.family = "complete";
+  g.every_p = "disproved: postcondition-blocks fails at p = 65";
+  rep.groups.push_back(g);
+  std::string x = collv::report_to_junit(rep);
+  CHECK(x.find("<skipped message=\"not proved for every p: disproved: postcondition-blocks") !=
+        std::string::npos);
+  CHECK(x.find("skipped=\"1\"") != std::string::npos);
   // Without the flag nothing is run or said.
   REQUIRE(collv::test::run_cli("verify " + kRing + " -t complete:4", out) == kExitOk);
   CHECK(out.find("every p") == std::string::npos);

@@ -253,6 +253,24 @@ std::string report_to_junit(const VerifyReport& rep) {
       body += "    </testcase>\n";
     }
   }
+  // `verify --every-p`: one testcase per model with a proof. Informational, as in the text and
+  // JSON reports (verify's exit code is its runs'): proved passes, anything else is skipped with
+  // what stopped the proof, never a pass.
+  for (const auto& G : rep.groups) {
+    if (G.every_p.empty()) continue;
+    ++tests;
+    body += fmt::format("    <testcase classname=\"{}\" name=\"every-p\">\n",
+                        xml_escape(G.model + " on " + G.family));
+    body +=
+        fmt::format("      <properties><property name=\"every_p\" value=\"{}\"/></properties>\n",
+                    xml_escape(G.every_p));
+    if (G.every_p.rfind("proved for every p", 0) != 0) {
+      ++skipped;
+      body += fmt::format("      <skipped message=\"not proved for every p: {}\"/>\n",
+                          xml_escape(G.every_p));
+    }
+    body += "    </testcase>\n";
+  }
   // A model that ran nothing is an error, not an empty pass.
   for (std::size_t g : rep.nothing_checked()) {
     const VerifyGroup& G = rep.groups[g];
