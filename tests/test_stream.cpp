@@ -179,6 +179,12 @@ TEST_CASE("the stored trace's estimate counts a whole buffer per message of one"
   // MPICH's recursive doubling sends its whole buffer: at p = 512, count = 2,048 the trace holds
   // 512 x 9 messages of 2,048 items (75 MB), over a quarter of --max-memory 100, so verify
   // streams it. Counting one item a message (the estimate before) kept the trace.
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer the process's resident size passes 100 MiB by itself (shadow memory),
+  // so the run stops at the limit before the estimate matters: the release build tests it.
+  WARN("skipped under AddressSanitizer: the release build tests the estimate");
+  return;
+#endif
   std::string out;
   int rc = collv::test::run_cli("verify " + kRoot +
                                     "/models/mpich/allreduce_recursive_doubling.coll -t "
