@@ -1,0 +1,8 @@
+; pairwise pof2 path, pure bit-vectors (ranks, p, masks (_ BitVec 32), p < 2^31): the partner is a rank
+; expect: unsat
+; measured (z3 4.8.12, shared 2-core machine, load ~5): 0.27 s
+(declare-const p (_ BitVec 32))(declare-const r (_ BitVec 32))(declare-const i (_ BitVec 32))
+(assert (and (bvuge p #x00000002) (bvult p #x80000000) (bvult r p) (bvuge i #x00000001) (bvult i p)))
+(assert (= (bvand p (bvsub p #x00000001)) #x00000000))
+(assert (not (bvult (bvxor r i) p)))
+(check-sat)

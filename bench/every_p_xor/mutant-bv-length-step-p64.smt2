@@ -1,0 +1,17 @@
+; MUTANT of bv-length-step.smt2: past p = 64 the length closed form drops the smear term (F = r | t)
+; expect: sat
+; measured: see scripts/every-p-xor-timings.sh
+(declare-const p (_ BitVec 32))(declare-const r (_ BitVec 32))(declare-const i (_ BitVec 32))
+(define-fun smear ((y (_ BitVec 32))) (_ BitVec 32)
+  (let ((a (bvor y (bvlshr y #x00000001))))
+  (let ((b (bvor a (bvlshr a #x00000002))))
+  (let ((c (bvor b (bvlshr b #x00000004))))
+  (let ((d (bvor c (bvlshr c #x00000008))))
+  (bvor d (bvlshr d #x00000010)))))))
+(define-fun F ((t (_ BitVec 32))) (_ BitVec 32) (ite (bvuge p #x00000080) (bvor r t) (bvor (bvor r t) (bvlshr (smear (bvand r t)) #x00000001))))
+(assert (and (bvuge p #x00000002) (bvult p #x80000000) (bvult r p) (bvuge i #x00000001) (bvult i p)))
+(assert (= (bvand p (bvsub p #x00000001)) #x00000000))
+(define-fun x () (_ BitVec 32) (bvxor r i))
+(define-fun Fm () (_ BitVec 32) (F (bvsub i #x00000001)))
+(assert (not (= (F i) (ite (bvuge Fm x) Fm x))))
+(check-sat)

@@ -1,0 +1,12 @@
+; as int2bv-involution, with 32-bit shadows of the Int constants (p = bv2int P, ...)
+; expect: unsat
+; measured (z3 4.8.12, shared 2-core machine, load ~5): 0.18 s
+(define-fun bxor ((x Int) (y Int)) Int (bv2int (bvxor ((_ int2bv 32) x) ((_ int2bv 32) y))))
+(define-fun band ((x Int) (y Int)) Int (bv2int (bvand ((_ int2bv 32) x) ((_ int2bv 32) y))))
+(define-fun bor ((x Int) (y Int)) Int (bv2int (bvor ((_ int2bv 32) x) ((_ int2bv 32) y))))
+(declare-const p Int)(declare-const r Int)(declare-const i Int)
+(declare-const P (_ BitVec 32))(declare-const R (_ BitVec 32))(declare-const II (_ BitVec 32))(assert (= p (bv2int P)))(assert (= r (bv2int R)))(assert (= i (bv2int II)))
+(assert (and (>= p 2) (< p 2147483648) (<= 0 r) (< r p) (<= 1 i) (<= i (- p 1))))
+(assert (= (band p (- p 1)) 0))
+(assert (not (= (bxor (bxor r i) i) r)))
+(check-sat)
