@@ -65,8 +65,11 @@ TEST_CASE(
     "[every-p]") {
   // The partner is a rank, the partner's partner is r, result's length step (pairwise, pof2 path),
   // the recursive-doubling knowledge step.
+  // The recursive-doubling all-reduce's data step after the fold: rank order of the partners,
+  // adjacent ranges of old ranks, aligned groups of new ranks.
   for (const char* f : {"bv-partner-in-range.smt2", "bv-involution.smt2", "bv-length-step.smt2",
-                        "bv-heard-step.smt2"}) {
+                        "bv-heard-step.smt2", "bv-rd-ranges-order.smt2",
+                        "bv-rd-ranges-adjacent.smt2", "bv-rd-ranges-groups.smt2"}) {
     INFO(f);
     CHECK(answers_of(collv::test::slurp(kXor + f)) == std::vector<smt::Answer>{U});
   }
