@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "app/every_p_cmd.hpp"
+#include "check/checks.hpp"
 #include "cli.hpp"
 #include "exec/executor.hpp"
 #include "util/exit_codes.hpp"
@@ -85,6 +86,45 @@ TEST_CASE(
       INFO("root " << root << " p " << p);
       CHECK((t.failure.kind == RunFailure::Kind::None) == (root == 0));
     }
+}
+
+TEST_CASE(
+    "every-p: Open MPI's linear scatter is proved for every p, root and count; keeping block 0 "
+    "at the root (wrong only for roots other than 0) is disproved at root 1",
+    "[every-p]") {
+  const std::string lin = kRoot + "/models/openmpi/scatter_basic_linear.coll";
+  EveryPOutcome r = prove_file(lin, kProofs + "/scatter_basic_linear_ompi.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitOk);
+  const std::string m = kProofs + "/mutants/scatter_basic_linear_root0.coll";
+  r = prove_file(m, kProofs + "/mutants/scatter_basic_linear_root0.proof");
+  INFO(r.note);
+  CHECK(r.exit == kExitViolation);
+  CHECK(r.failed_obligation == "postcondition-blocks");
+  CHECK(r.p == 2);
+  CHECK(r.root == 1);
+  CHECK(r.note.find("executor on complete:2 count 1, root = 1: postcondition fails") !=
+        std::string::npos);
+  Model model = parse_model_file(m);
+  for (std::uint32_t root : {0u, 1u, 3u}) {
+    RunOptions ro;
+    ro.count = 2;
+    ro.root = root;
+    Trace t = run_model(model, Topology::parse("complete:6"), ro);
+    bool fails = t.failure.kind != RunFailure::Kind::None;
+    for (const auto& cr : check_trace(t, CheckOptions{}))
+      fails = fails || cr.verdict == Verdict::Fail;
+    INFO("root " << root);
+    CHECK(fails == (root != 0));
+  }
+  // The root's own block kept at the wrong iteration (the branch at i = root taken at i <> root
+  // is not the fragment's once-only shape), or a send that reads what that branch writes.
+  const std::string text = collv::test::slurp(lin);
+  r = prove_text(replaced(text, "if i = root then", "if i <> root then"));
+  CHECK(r.exit == kExitInconclusive);
+  r = prove_text(replaced(text, "send x[i * E .. i * E + E - 1] to i;", "send result to i;"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("reads 'result'") != std::string::npos);
 }
 
 TEST_CASE("every-p: a linear broadcast wrong only past p = 64 is disproved at p = 65",

@@ -6,7 +6,8 @@
 namespace collv::everyp {
 
 bool more_collective(Collective c) {
-  return c == Collective::Alltoall || c == Collective::Allreduce || c == Collective::Broadcast;
+  return c == Collective::Alltoall || c == Collective::Allreduce || c == Collective::Broadcast ||
+         c == Collective::Scatter;
 }
 
 Buf more_input(Collective c, bool chunked) {
@@ -14,6 +15,8 @@ Buf more_input(Collective c, bool chunked) {
   if (c == Collective::Alltoall) return Buf{"p", "(it r b)"};
   // broadcast: the root's buffer is its one block; the others' start empty (as the executor's).
   if (c == Collective::Broadcast) return Buf{"(ite (= r root) 1 0)", "(it root 0)"};
+  // scatter: the root's input is p blocks, block b for rank b; the others' start empty.
+  if (c == Collective::Scatter) return Buf{"(ite (= r root) p 0)", "(it root b)"};
   // allreduce: count elements of r's own contribution, one block, or p chunks (chunk b: the
   // input's elements of chunk b).
   return Buf{chunked ? "p" : "1", "(sm b r 1)"};
@@ -27,6 +30,14 @@ void Analyzer::more_postcondition(const Path& path, const Buf& out) {
            "(> count 0)", op2("=", out.len, "1"), h.loc);
     oblige(path, "postcondition-blocks", "the buffer is the root's input", "", "(> count 0)",
            op2("=", at_block(out.blk, "0"), "(it root 0)"), h.loc);
+    return;
+  }
+  if (h.collective == Collective::Scatter) {
+    // scatter in MPI's layout: rank r ends with block r of the root's input, nothing else.
+    oblige(path, "postcondition-length", "the output is count elements (one block)", "",
+           "(> count 0)", op2("=", out.len, "1"), h.loc);
+    oblige(path, "postcondition-blocks", "the output is block r of the root's input (MPI's layout)",
+           "", "(> count 0)", op2("=", at_block(out.blk, "0"), "(it root r)"), h.loc);
     return;
   }
   if (h.collective == Collective::Alltoall) {

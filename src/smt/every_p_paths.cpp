@@ -10,10 +10,11 @@ void Analyzer::run() {
   barrier_ = h.collective == Collective::Barrier;
   if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
       !more_collective(h.collective) && !barrier_)
-    throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
-                              "reduce-scatter, barrier, alltoall, allreduce and broadcast only)",
-                              collective_name(h.collective)),
-                  h.loc};
+    throw Refused{
+        fmt::format("collective {} is not in the fragment yet (allgather, "
+                    "reduce-scatter, barrier, alltoall, allreduce, broadcast and scatter only)",
+                    collective_name(h.collective)),
+        h.loc};
   if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
   if (chunked() && h.collective != Collective::Allreduce)
     throw Refused{"the proof's `chunks` line applies to allreduce only", h.loc};

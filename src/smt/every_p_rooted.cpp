@@ -87,37 +87,72 @@ void Analyzer::rooted_loop(const Stmt& s, Path& path) {
   st.ints[s.var] = Lin{"0", iter};
   st.dead.erase(s.var);
   std::string trips = fmt::format("(ite (<= {} {}) (+ (- {} {}) 1) 0)", lot, hit, hit, lot);
-  std::string total = "0";
+  // The body: sends, each possibly under `if COUNTER <> E` or `if COUNTER = E` (E free of the
+  // counter); the branch taken at COUNTER = E alone may instead be assignments, which run once, at
+  // iteration E: they are read after the loop (the loop changes nothing else, and no send reads
+  // what they write).
+  struct Guarded {
+    const Stmt* snd;
+    std::string guard, count;
+  };
+  std::vector<Guarded> body;
+  const std::vector<StmtPtr>* once = nullptr;
+  std::string once_at, once_in;
+  const char* shape_why =
+      "in a rooted program's loop only sends, each possibly under `if COUNTER <> E` or `if "
+      "COUNTER = E` (E free of the counter; the branch at COUNTER = E may be assignments), are in "
+      "the fragment";
   for (const auto& b : s.body) {
-    // A send, or `if COUNTER <> E then send ... endif` (or =), E free of the counter.
-    const Stmt* snd = b.get();
-    std::string guard = "true", count = trips;
-    if (b->kind == StmtKind::If) {
-      const Expr& c = *b->cond;
-      bool shape = b->body.size() == 1 && b->else_body.empty() &&
-                   b->body[0]->kind == StmtKind::Send && c.kind == ExprKind::Binary &&
-                   (c.op == Op::Ne || c.op == Op::Eq);
-      const Expr* other = nullptr;
-      if (shape && c.args[0]->kind == ExprKind::Name && c.args[0]->name == s.var)
-        other = c.args[1].get();
-      else if (shape && c.args[1]->kind == ExprKind::Name && c.args[1]->name == s.var)
-        other = c.args[0].get();
-      if (!other || reads_name(*other, s.var))
-        refuse(
-            "in a rooted program's loop only sends, each possibly under `if COUNTER <> E` "
-            "or `if COUNTER = E` (E free of the counter), are in the fragment",
-            b->loc);
-      std::string E = render(int_expr(*other, path.st));
-      guard = bool_expr(c, st);
-      std::string in = fmt::format("(ite (and (<= {} {}) (<= {} {})) 1 0)", lot, E, E, hit);
-      count = c.op == Op::Ne ? sub(trips, in) : in;
-      snd = b->body[0].get();
-    } else if (b->kind != StmtKind::Send) {
-      refuse(
-          "in a rooted program's loop only sends, each possibly under `if COUNTER <> E` or "
-          "`if COUNTER = E`, are in the fragment",
-          b->loc);
+    if (b->kind == StmtKind::Send) {
+      body.push_back({b.get(), "true", trips});
+      continue;
     }
+    if (b->kind != StmtKind::If) refuse(shape_why, b->loc);
+    const Expr& c = *b->cond;
+    const Expr* other = nullptr;
+    if (c.kind == ExprKind::Binary && (c.op == Op::Ne || c.op == Op::Eq)) {
+      if (c.args[0]->kind == ExprKind::Name && c.args[0]->name == s.var)
+        other = c.args[1].get();
+      else if (c.args[1]->kind == ExprKind::Name && c.args[1]->name == s.var)
+        other = c.args[0].get();
+    }
+    if (!other || reads_name(*other, s.var)) refuse(shape_why, b->loc);
+    std::string E = render(int_expr(*other, path.st));
+    std::string in = fmt::format("(and (<= {} {}) (<= {} {}))", lot, E, E, hit);
+    std::string g = bool_expr(c, st), n1 = ite(in, "1", "0");
+    // (branch, its guard, its sends' count, taken at COUNTER = E alone)
+    const std::vector<StmtPtr>* eq_branch = c.op == Op::Eq ? &b->body : &b->else_body;
+    for (const auto* br : {&b->body, &b->else_body}) {
+      bool then = br == &b->body;
+      std::string guard = then ? g : fmt::format("(not {})", g);
+      std::string count = (c.op == Op::Eq) == then ? n1 : sub(trips, n1);
+      if (br->empty()) continue;
+      if (br->size() == 1 && (*br)[0]->kind == StmtKind::Send) {
+        body.push_back({(*br)[0].get(), guard, count});
+        continue;
+      }
+      bool assigns = br == eq_branch && !once;
+      for (const auto& a : *br) assigns = assigns && a->kind == StmtKind::Assign;
+      if (!assigns) refuse(shape_why, (*br)[0]->loc);
+      once = br;
+      once_at = E;
+      once_in = in;
+    }
+  }
+  if (once) {
+    std::set<std::string> written;
+    assigned(*once, written);
+    for (const auto& g : body)
+      for (const auto& w : written)
+        if (reads_name(*g.snd->value, w) || reads_name(*g.snd->peer, w))
+          refuse("a send in the loop reads '" + w + "', which the loop assigns", g.snd->loc);
+    if (written.count(s.var))
+      refuse("the loop assigns its own counter '" + s.var + "': outside the fragment", s.loc);
+  }
+  std::string total = "0";
+  for (const auto& g : body) {
+    const Stmt* snd = g.snd;
+    const std::string &guard = g.guard, &count = g.count;
     if (snd->along_link) refuse("`along link` is outside the fragment", snd->loc);
     SendEvent e;
     e.in_loop = true;
@@ -144,6 +179,35 @@ void Analyzer::rooted_loop(const Stmt& s, Path& path) {
     total = add(total, count);
   }
   path.nsend = add(path.nsend, total);
+  if (once) {
+    // The assignments of iteration E, on the state before the loop with the counter at E; where
+    // E is not an iteration they do not run.
+    State at = path.st;
+    at.ints[s.var] = Lin{"0", once_at};
+    at.dead.erase(s.var);
+    Path tmp = path;
+    tmp.pc = fmt::format("(and {} {})", path.pc, once_in);
+    tmp.st = at;
+    for (const auto& a : *once) straight(*a, tmp);
+    std::set<std::string> written;
+    assigned(*once, written);
+    for (const auto& w : written) {
+      if (tmp.st.ints.count(w)) {
+        Lin before = path.st.ints.count(w) ? path.st.ints.at(w) : Lin{};
+        if (!path.st.ints.count(w))
+          refuse("'" + w + "' has no value before the loop that assigns it once", s.loc);
+        path.st.ints[w] =
+            Lin{ite(once_in, tmp.st.ints[w].c, before.c), ite(once_in, tmp.st.ints[w].k, before.k)};
+      } else {
+        Buf before = path.st.data.count(w) ? path.st.data.at(w) : Buf{"0", "none"};
+        const Buf& now = tmp.st.data.at(w);
+        path.st.data[w] = Buf{ite(once_in, now.len, before.len), ite(once_in, now.blk, before.blk)};
+      }
+    }
+    // Their obligations (reads, lengths) were written under the path condition and E in range.
+  }
+  path.st.ints.erase(s.var);
+  path.st.dead.insert(s.var);
 }
 
 void Analyzer::rooted_receive(const Stmt& s, Path& path) {
