@@ -24,7 +24,8 @@ struct Mutant {
 }  // namespace
 
 TEST_CASE(
-    "collv mpi --conformance: Open MPI's reduce, bcast and two_proc models conform, and each one's "
+    "collv mpi --conformance: Open MPI's reduce, bcast, alltoall, barrier and two_proc models "
+    "conform, and each one's "
     "mutant fails",
     "[mpi][mpi-openmpi][slow]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
@@ -47,7 +48,7 @@ TEST_CASE(
        "receive y from lk;\n      acc := acc + y;", "--sizes 3 --count 1 --root 0",
        "conformance: rank"},
       // At count 1 (a half of 0 elements) the library runs the pipeline: the mutant from 2 on.
-      {"bcast_split_binary_tree", "if count = 1 then", "if count <= 2 then",
+      {"bcast_split_binary_tree", "    if count = 1 then\n", "    if count <= 2 then\n",
        "--sizes 4 --count 2 --root 0", "messages: rank"},
       // The ring sends the empty blocks too (zero-byte messages): the mutant leaves them out.
       {"bcast_scatter_allgather_ring",
@@ -57,8 +58,13 @@ TEST_CASE(
        "if rc > 0 then receive buf[rb * S .. rb * S + rc - 1] from (my_id - 1) mod p; endif;",
        "--sizes 4 --count 5 --root 0", "messages: rank"},
       // Below count p the library switches to the basic linear broadcast: the mutant does not.
-      {"bcast_scatter_allgather", "if count < p then", "if count < 2 then",
+      {"bcast_scatter_allgather", "    if count < p then\n", "    if count < 2 then\n",
        "--sizes 5 --count 3 --root 0", "messages: rank"},
+      // Bruck's rounds send to rank + distance: the mutant sends the other way round.
+      {"alltoall_modified_bruck",
+       "send msg to (my_id + dist) mod p;\n      receive got from (my_id - dist) mod p;",
+       "send msg to (my_id - dist) mod p;\n      receive got from (my_id + dist) mod p;",
+       "--sizes 3 --count 1", "messages: rank"},
       // One extra (empty) message each way.
       {"allgather_two_proc", "send x to remote;", "send x to remote; send [] to remote;",
        "--sizes 2 --count 1", "messages: rank"},
@@ -80,6 +86,7 @@ TEST_CASE(
       const std::string text = collv::test::slurp(model);
       const auto at = text.find(m.from);
       REQUIRE(at != std::string::npos);  // the mutated statement is still in the model
+      REQUIRE(text.find(m.from, at + 1) == std::string::npos);  // and only once
       std::string mutated = text;
       mutated.replace(at, std::string(m.from).size(), m.to);
       const std::string file =
