@@ -60,11 +60,13 @@ TEST_CASE(
       // Below count p the library switches to the basic linear broadcast: the mutant does not.
       {"bcast_scatter_allgather", "    if count < p then\n", "    if count < 2 then\n",
        "--sizes 5 --count 3 --root 0", "messages: rank"},
-      // Bruck's rounds send to rank + distance: the mutant sends the other way round.
+      // Bruck's rounds send to rank + distance: the mutant sends the other way round. At p = 3
+      // both send one block to each neighbour (per-peer counts do not see it); at p = 4 they
+      // differ.
       {"alltoall_modified_bruck",
        "send msg to (my_id + dist) mod p;\n      receive got from (my_id - dist) mod p;",
        "send msg to (my_id - dist) mod p;\n      receive got from (my_id + dist) mod p;",
-       "--sizes 3 --count 1", "messages: rank"},
+       "--sizes 4 --count 1", "messages: rank"},
       // One extra (empty) message each way.
       {"allgather_two_proc", "send x to remote;", "send x to remote; send [] to remote;",
        "--sizes 2 --count 1", "messages: rank"},
@@ -77,7 +79,7 @@ TEST_CASE(
        "messages: rank"},
       {"barrier_two_proc", "receive token from remote;",
        "receive token from remote; send token to remote; receive token from remote;",
-       "--sizes 2 --count 0", "messages: rank"},
+       "--sizes 2 --count 1", "messages: rank"},
   };
   for (const auto& m : mutants) {
     DYNAMIC_SECTION(m.model) {
