@@ -47,6 +47,11 @@ TEST_CASE(
       {"reduce_in_order_binary", "receive y from lk;\n      acc := y + acc;",
        "receive y from lk;\n      acc := acc + y;", "--sizes 3 --count 1 --root 0",
        "conformance: rank"},
+      // The halving folds the received half in on the left (ompi_op_reduce(op, tmp_buf, rbuf)).
+      {"reduce_rabenseifner",
+       "r[ri[step] .. ri[step] + rc[step] - 1] := t + r[ri[step] .. ri[step] + rc[step] - 1];",
+       "r[ri[step] .. ri[step] + rc[step] - 1] := r[ri[step] .. ri[step] + rc[step] - 1] + t;",
+       "--sizes 4 --count 4 --root 1", "conformance: rank"},
       // At count 1 (a half of 0 elements) the library runs the pipeline: the mutant from 2 on.
       {"bcast_split_binary_tree", "    if count = 1 then\n", "    if count <= 2 then\n",
        "--sizes 4 --count 2 --root 0", "messages: rank"},
