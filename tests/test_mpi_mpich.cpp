@@ -47,3 +47,33 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 32 bytes "
                                   "to rank 1, the model sends 32 bytes to rank 2"));
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's Bruck and recursive-doubling allgatherv conform at p = 2..5 "
+    "(recursive doubling: powers of two, the rest fell back), and a Bruck allgatherv whose last "
+    "round sends too much fails",
+    "[mpi][mpi-mpich]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  int rc = collv::test::run_cli("mpi --conformance " + kSrc +
+                                    "/models/mpich/allgatherv_brucks.coll " + kSrc +
+                                    "/models/mpich/allgatherv_recursive_doubling.coll --sizes 2..5 "
+                                    "--count 0..3",
+                                out, "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out,
+             Catch::Contains("pass          " + kSrc + "/models/mpich/allgatherv_brucks.coll"));
+  CHECK_THAT(out, Catch::Contains("pass          " + kSrc +
+                                  "/models/mpich/allgatherv_recursive_doubling.coll"));
+  CHECK(out.find("messages: not checked") == std::string::npos);
+  const std::string bad = kSrc + "/tests/data/mpi/allgatherv_brucks_whole_last.coll";
+  rc = collv::test::run_cli("mpi --conformance " + bad + " --sizes 3 --count 2", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 2: the library sends 0 bytes "
+                                  "to rank 2, the model sends 16 bytes to rank 2"));
+}
