@@ -77,3 +77,29 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 2: the library sends 0 bytes "
                                   "to rank 2, the model sends 16 bytes to rank 2"));
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's non-commutative reduce_scatter_block conforms at p = 2 and "
+    "4 (combinations in order and messages), and the butterfly with the lower rank's operands "
+    "swapped fails",
+    "[mpi][mpi-mpich]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string model = kSrc + "/models/mpich/reduce_scatter_block_noncommutative.coll";
+  int rc = collv::test::run_cli("mpi --conformance " + model + " --sizes 2..4 --count 0..3", out,
+                                "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + model));
+  CHECK(out.find("no compare") == std::string::npos);
+  const std::string bad = kSrc + "/tests/data/mpi/reduce_scatter_block_noncomm_swapped.coll";
+  rc = collv::test::run_cli("mpi --conformance " + bad + " --sizes 2 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("conformance: rank 0, position 0, combination 1: the library "
+                                  "makes ranks {0} (op) ranks {1} at position 0, the model makes "
+                                  "ranks {1} (op) ranks {0}"));
+}
