@@ -103,3 +103,26 @@ TEST_CASE(
                                   "makes ranks {0} (op) ranks {1} at position 0, the model makes "
                                   "ranks {1} (op) ranks {0}"));
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's recursive-doubling reduce_scatter_block conforms at p = 3 "
+    "and 4 (combinations, the discarded ones included, and messages), and a twin reducing "
+    "received op own in the lower blocks fails",
+    "[mpi][mpi-mpich]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string model = kSrc + "/models/mpich/reduce_scatter_block_recursive_doubling.coll";
+  int rc = collv::test::run_cli("mpi --conformance " + model + " --sizes 3..4 --count 0..2", out,
+                                "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + model));
+  const std::string bad = kSrc + "/tests/data/mpi/reduce_scatter_block_rd_commutative_path.coll";
+  rc = collv::test::run_cli("mpi --conformance " + bad + " --sizes 4 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("conformance: rank"));
+}
