@@ -59,6 +59,16 @@ struct SendEvent {
   bool before_recv = false;    // in a loop: the send precedes the body's receive
   std::string dst, len, blk;   // templates over r (and iter)
   std::string know = "false";  // a barrier's: what the sender knows when it sends (over r, q)
+  // A rooted program's send (every_p_rooted.cpp): the condition on the iteration under which the
+  // loop sends, the path it is on and that path's sends in all (both over r).
+  std::string guard = "true", pc, total;
+  SourceLoc loc;
+};
+
+// A rooted program's receive: its path and its source (over r).
+struct RecvEvent {
+  std::string pc, src;
+  SourceLoc loc;
 };
 
 struct Path {
@@ -68,6 +78,9 @@ struct Path {
   std::string nsend = "0", nrecv = "0";  // sends and receives so far (each rank)
   std::string decls;  // constants the path introduced (loop exits), with their definitions
   int index = 0;
+  // A rooted program's receives so far, and for each the sends in all of its sender.
+  std::vector<RecvEvent> recvs;
+  std::vector<std::string> sender_total;
 };
 
 // Items: none (identity items), (it RANK BLOCK) the input block BLOCK of rank RANK, and (sm BLOCK
@@ -238,6 +251,20 @@ class Analyzer {
   std::string take_chunk_goal() { return std::exchange(chunk_goal_, "true"); }
   static std::string chunk_what(const SourceLoc& loc);
   static std::string chunk_home(const std::string& item, const std::string& c);
+  // every_p_rooted.cpp: rooted collectives, whose ranks take paths split on my_id; read twice
+  // (the first reading collects every path's sends and receives, the second matches them).
+  bool pass1_ = false;
+  std::vector<SendEvent> rsends_;
+  std::vector<RecvEvent> rrecvs_;
+  std::vector<Path> rfinal_;  // the second reading's paths at their end
+  int rseq_ = 0;
+  void rooted_run(const std::vector<const Stmt*>& todo, const Path& p0);
+  void rooted_send(const Stmt& s, Path& path);
+  void rooted_receive(const Stmt& s, Path& path);
+  void rooted_loop(const Stmt& s, Path& path);
+  void rooted_finish(const Path& path);
+  void rooted_global();
+  std::string rooted_match(const SendEvent& e, const std::string& S, const std::string& J);
 };
 
 }  // namespace collv::everyp

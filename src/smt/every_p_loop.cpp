@@ -367,6 +367,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
 }
 
 void Analyzer::finish(const Path& path) {
+  if (rooted_) return rooted_finish(path);
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
   if (more_collective(h.collective)) {

@@ -10,10 +10,11 @@ void Analyzer::run() {
   barrier_ = h.collective == Collective::Barrier;
   if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
       !more_collective(h.collective) && !barrier_)
-    throw Refused{fmt::format("collective {} is not in the fragment yet (allgather, "
-                              "reduce-scatter, barrier, alltoall and allreduce only)",
-                              collective_name(h.collective)),
-                  h.loc};
+    throw Refused{
+        fmt::format("collective {} is not in the fragment yet (allgather, "
+                    "reduce-scatter, barrier, alltoall, allreduce, broadcast and scatter only)",
+                    collective_name(h.collective)),
+        h.loc};
   if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
   if (chunked() && h.collective != Collective::Allreduce)
     throw Refused{"the proof's `chunks` line applies to allreduce only", h.loc};
@@ -31,7 +32,10 @@ void Analyzer::run() {
   if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
   std::vector<const Stmt*> todo;
   for (const auto& s : m_.body) todo.push_back(s.get());
-  explore(todo, 0, p0);
+  if (rooted_)
+    rooted_run(todo, p0);
+  else
+    explore(todo, 0, p0);
   out_.paths = paths_;
 }
 
@@ -75,7 +79,7 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         continue;
       case StmtKind::If: {
         std::string c = bool_expr(*s.cond, path.st);
-        if (mentions(c, "r"))
+        if (mentions(c, "r") && !rooted_)
           refuse(
               "an `if` whose condition depends on my_id, around communication or data, is "
               "outside the fragment",
@@ -99,18 +103,29 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         return;
       }
       case StmtKind::For:
+        if (rooted_) {
+          rooted_loop(s, path);
+          ++at;
+          continue;
+        }
         if (chunked()) return split_loop(s, todo, at, path);
         loop(s, path);
         ++at;
         continue;
       case StmtKind::While:
+        if (rooted_) refuse("a `while` loop in a rooted program is outside the fragment", s.loc);
         while_loop(s, path);
         ++at;
         continue;
       case StmtKind::Send:
       case StmtKind::Receive:
         if (s.along_link) refuse("`along link` is outside the fragment", s.loc);
-        straight_comm(s, path);
+        if (!rooted_)
+          straight_comm(s, path);
+        else if (s.kind == StmtKind::Send)
+          rooted_send(s, path);
+        else
+          rooted_receive(s, path);
         ++at;
         continue;
       default:
