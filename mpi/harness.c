@@ -42,8 +42,10 @@
  *       collectives' internal messages too), null when the library exports no such variable
  *   {"k":"done","rank":R,"size":P}
  * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
- * The v-collectives: rank j's block holds vcount(j) elements (count at even j, count / 2 at odd;
- * alltoallv: vcount(i + j) from i to j), the blocks in rank order with one element between
+ * The v-collectives: rank j's block holds vcount(j) = (count + j) mod (count + 1) elements
+ * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
+ * counts(j) / counts(i, j) have at the same count (docs/language.md, so that a model of the
+ * library runs with the counts the library ran with), the blocks in rank order with one element between
  * them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
  * A barrier writes no result but, per call, {"k":"barrier","enter":NS,"leave":NS} (CLOCK_MONOTONIC,
  * one clock for the ranks of one node), the last rank entering 30 ms late.
@@ -245,8 +247,10 @@ static void fill_own(elem* e, long n) {
 
 /* reduce_scatter's per-rank counts: uneven on purpose (odd ranks get count / 2). */
 static int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
-/* The v-collectives' counts: the same rule (alltoallv: of the sum of sender and receiver). */
-static int vcount(int j, int count) { return rs_count(j, count); }
+/* The v-collectives' counts: a model's counts(j) and counts(i, j) (docs/language.md, Per-rank
+ * counts), uneven and with zeros: rank 0 count, rank 1 none, rank 2 one, ... */
+static int vcount(int j, int count) { return (count + j) % (count + 1); }
+static int vpair(int i, int j, int count) { return (count + i + 2 * j) % (count + 1); }
 
 /* ---- The harness's own ring all-reduce over point-to-point, with injectable bugs. ----
  * Chunk c (count split as evenly as possible, the first count % p chunks one larger) is reduced
@@ -646,15 +650,15 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     result = r;
     n_out = sc[rank];
   } else if (strcmp(coll, "alltoallv") == 0) {
-    /* Rank i sends rank j vcount(i + j) elements; blocks in rank order, one element apart. */
+    /* Rank i sends rank j vpair(i, j) elements; blocks in rank order, one element apart. */
     int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
     int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
     long st = 0, rt = 0;
     for (int j = 0; j < size; ++j) {
-      sc[j] = vcount(rank + j, count);
+      sc[j] = vpair(rank, j, count);
       sd[j] = (int)st;
       st += sc[j] + 1;
-      rc[j] = vcount(j + rank, count);
+      rc[j] = vpair(j, rank, count);
       rd[j] = (int)rt;
       rt += rc[j] + 1;
     }

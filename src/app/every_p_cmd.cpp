@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <ostream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -32,10 +33,11 @@ long long value_of(const smt::Result& r, const std::string& k) {
   return neg ? -std::stoll(d) : std::stoll(d);
 }
 
-// The smallest p (then count) for which the obligation's negation is still satisfiable: a binary
-// search with extra bounds asserted on a fresh solver each time.
-std::pair<long long, long long> smallest(const EveryPObligation& ob, long long p0, long long c0,
-                                         const ProveCommandOptions& o) {
+// The smallest p (then count, then root: 0 for an unrooted collective) for which the obligation's
+// negation is still satisfiable: a binary search with extra bounds asserted on a fresh solver
+// each time.
+std::tuple<long long, long long, long long> smallest(const EveryPObligation& ob, long long p0,
+                                                     long long c0, const ProveCommandOptions& o) {
   auto sat_with = [&](const std::string& extra) {
     smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms});
     s.reserve(ob.script.size() / 8 + 16);
@@ -59,7 +61,16 @@ std::pair<long long, long long> smallest(const EveryPObligation& ob, long long p
     else
       clo = mid + 1;
   }
-  return {p, chi};
+  long long rlo = 0, rhi = p - 1;
+  while (rlo < rhi) {
+    long long mid = rlo + (rhi - rlo) / 2;
+    if (sat_with(fmt::format("(assert (= p {}))(assert (= count {}))(assert (<= root {}))\n", p,
+                             chi, mid)))
+      rhi = mid;
+    else
+      rlo = mid + 1;
+  }
+  return {p, chi, rhi};
 }
 
 // A check's message, cut to a line (a postcondition message lists whole buffers).
@@ -116,10 +127,14 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   if (failed) {
     res.failed_obligation = failed->name;
     long long p0 = value_of(failed_r, "p"), c0 = value_of(failed_r, "count");
-    auto [p, c] =
-        p0 >= 2 && c0 >= 0 ? smallest(*failed, p0, c0, o) : std::pair<long long, long long>{p0, c0};
+    const bool rooted = collective_is_rooted(m.header.collective);
+    auto [p, c, root] = p0 >= 2 && c0 >= 0 ? smallest(*failed, p0, c0, o)
+                                           : std::tuple<long long, long long, long long>{p0, c0, 0};
     res.p = p;
     res.count = c;
+    if (rooted) res.root = root;
+    // A rooted collective's counterexample names its root too.
+    const std::string at_root = rooted ? fmt::format(", root = {}", root) : "";
     // The executor at that size decides whether the program is wrong there or only the proof.
     // Where it passes (an invariant can fail at a size where the program does not go wrong yet,
     // e.g. a value no later round reads), the next few process counts are run too; exit 1 only
@@ -130,7 +145,6 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
     std::string fam = std::find(tops.begin(), tops.end(), "complete") != tops.end() ? "complete"
                       : std::find(tops.begin(), tops.end(), "ring") != tops.end()   ? "ring"
                                                                                     : "";
-    long long root = value_of(failed_r, "root");
     auto run_at = [&](long long P, long long C) {
       Topology topo = Topology::parse(fmt::format("{}:{}", fam, P));
       RunOptions ro;
@@ -138,21 +152,19 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
       // Operand order is judged in the ordered domain, for a model that does not declare a
       // commutative operator.
       if (m.header.op_class == OperatorClass::Associative) ro.domain = DomainKind::Ordered;
-      ro.root = collective_is_rooted(m.header.collective) && root >= 0 && root < P
-                    ? static_cast<std::uint32_t>(root)
-                    : 0;
+      ro.root = rooted && root >= 0 && root < P ? static_cast<std::uint32_t>(root) : 0;
       Trace t = run_model(m, topo, ro);
       if (t.failure.kind != RunFailure::Kind::None) {
         exec_fails = true;
-        exec_note =
-            fmt::format("executor on {}:{} count {}: {}", fam, P, C, clipped(t.failure.message));
+        exec_note = fmt::format("executor on {}:{} count {}{}: {}", fam, P, C, at_root,
+                                clipped(t.failure.message));
         return;
       }
       for (const auto& cr : check_trace(t, CheckOptions{})) {
         if (cr.verdict != Verdict::Fail) continue;
         exec_fails = true;
         exec_note =
-            fmt::format("executor on {}:{} count {}: {} fails: {}", fam, P, C, cr.name,
+            fmt::format("executor on {}:{} count {}{}: {} fails: {}", fam, P, C, at_root, cr.name,
                         clipped(cr.violations.empty() ? cr.note : cr.violations[0].message));
         return;
       }
@@ -167,7 +179,8 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
       try {
         for (long long P = p; P <= last && !exec_fails; ++P) run_at(P, c);
         if (!exec_fails)
-          exec_note = fmt::format("the executor passes on {}:{}..{} count {}", fam, p, last, c);
+          exec_note =
+              fmt::format("the executor passes on {}:{}..{} count {}{}", fam, p, last, c, at_root);
       } catch (const std::exception& e) {
         exec_note = fmt::format("the executor did not run at p = {}: {}", p, e.what());
       }
@@ -176,16 +189,16 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
       res.exit = kExitViolation;
       res.answer = "disproved";
       res.note = fmt::format(
-          "{} is violated from p = {}, count = {} (the smallest found); "
+          "{} is violated from p = {}, count = {}{} (the smallest found); "
           "{}",
-          failed->name, p, c, exec_note);
+          failed->name, p, c, at_root, exec_note);
     } else {
       res.exit = kExitInconclusive;
       res.answer = "not proved";
       res.note = fmt::format(
-          "{} is violated at p = {}, count = {} ({}): the program or the "
+          "{} is violated at p = {}, count = {}{} ({}): the program or the "
           "proof's invariants are wrong there",
-          failed->name, p, c, exec_note);
+          failed->name, p, c, at_root, exec_note);
     }
     return res;
   }

@@ -20,6 +20,7 @@ struct EveryPOutcome {
   std::string note;
   std::string failed_obligation;  // the first violated obligation, if any
   long long p = -1, count = -1;   // its smallest counterexample found
+  long long root = -1;            // and there the smallest root (rooted collectives)
   std::size_t obligations = 0;
   double seconds = 0;
   std::vector<std::string> lines;  // one per obligation

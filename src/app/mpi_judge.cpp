@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/mpi_internal.hpp"
+#include "lang/ast.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -92,19 +93,20 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
   } else if (k == "allgatherv" || k == "gatherv") {
     if (k == "gatherv" && r != c.root) return std::nullopt;
     for (int j = 0; j < p; ++j) {  // rank j's block, then one element no rank sends
-      for (int i = 0; i < rs_count(j, n); ++i) e.push_back({i, std::uint64_t{1} << j});
+      for (std::int64_t i = 0; i < v_count(n, j); ++i) e.push_back({i, std::uint64_t{1} << j});
       e.push_back({-1, 0});
     }
   } else if (k == "scatterv") {
     std::int64_t off = 0;
-    for (int j = 0; j < r; ++j) off += rs_count(j, n) + 1;
-    for (int i = 0; i < rs_count(r, n); ++i) e.push_back({off + i, root});
+    for (int j = 0; j < r; ++j) off += v_count(n, j) + 1;
+    for (std::int64_t i = 0; i < v_count(n, r); ++i) e.push_back({off + i, root});
   } else if (k == "alltoallv") {
-    // From rank j: rs_count(j + r) elements, from j's send buffer at its block for r.
+    // From rank j: v_pair_count(j, r) elements, from j's send buffer at its block for r.
     for (int j = 0; j < p; ++j) {
       std::int64_t off = 0;
-      for (int q = 0; q < r; ++q) off += rs_count(j + q, n) + 1;
-      for (int i = 0; i < rs_count(j + r, n); ++i) e.push_back({off + i, std::uint64_t{1} << j});
+      for (int q = 0; q < r; ++q) off += v_pair_count(n, j, q) + 1;
+      for (std::int64_t i = 0; i < v_pair_count(n, j, r); ++i)
+        e.push_back({off + i, std::uint64_t{1} << j});
       e.push_back({-1, 0});
     }
   } else if (k == "barrier") {

@@ -6,12 +6,17 @@
 namespace collv::everyp {
 
 bool more_collective(Collective c) {
-  return c == Collective::Alltoall || c == Collective::Allreduce;
+  return c == Collective::Alltoall || c == Collective::Allreduce || c == Collective::Broadcast ||
+         c == Collective::Scatter;
 }
 
 Buf more_input(Collective c, bool chunked) {
   // alltoall: rank r's input holds p blocks, block b for rank b: (it r b).
   if (c == Collective::Alltoall) return Buf{"p", "(it r b)"};
+  // broadcast: the root's buffer is its one block; the others' start empty (as the executor's).
+  if (c == Collective::Broadcast) return Buf{"(ite (= r root) 1 0)", "(it root 0)"};
+  // scatter: the root's input is p blocks, block b for rank b; the others' start empty.
+  if (c == Collective::Scatter) return Buf{"(ite (= r root) p 0)", "(it root b)"};
   // allreduce: count elements of r's own contribution, one block, or p chunks (chunk b: the
   // input's elements of chunk b).
   return Buf{chunked ? "p" : "1", "(sm b r 1)"};
@@ -19,6 +24,22 @@ Buf more_input(Collective c, bool chunked) {
 
 void Analyzer::more_postcondition(const Path& path, const Buf& out) {
   const auto& h = m_.header;
+  if (h.collective == Collective::Broadcast) {
+    // broadcast: every rank ends with the root's block, nothing else.
+    oblige(path, "postcondition-length", "the buffer is count elements (one block)", "",
+           "(> count 0)", op2("=", out.len, "1"), h.loc);
+    oblige(path, "postcondition-blocks", "the buffer is the root's input", "", "(> count 0)",
+           op2("=", at_block(out.blk, "0"), "(it root 0)"), h.loc);
+    return;
+  }
+  if (h.collective == Collective::Scatter) {
+    // scatter in MPI's layout: rank r ends with block r of the root's input, nothing else.
+    oblige(path, "postcondition-length", "the output is count elements (one block)", "",
+           "(> count 0)", op2("=", out.len, "1"), h.loc);
+    oblige(path, "postcondition-blocks", "the output is block r of the root's input (MPI's layout)",
+           "", "(> count 0)", op2("=", at_block(out.blk, "0"), "(it root r)"), h.loc);
+    return;
+  }
   if (h.collective == Collective::Alltoall) {
     // alltoall in MPI's layout: p blocks, rank r's output block b is rank b's input block r.
     oblige(path, "postcondition-length", "the output has p blocks of count elements (MPI's layout)",

@@ -4,6 +4,45 @@
 
 namespace collv::everyp {
 
+const EveryPInvariant* Analyzer::invariant(const std::string& loop, const std::string& var,
+                                           const std::string& part) {
+  for (const auto& i : pf_.invariants)
+    if (i.loop == loop && i.var == var && i.part == part) return &i;
+  return nullptr;
+}
+
+std::string Analyzer::inv_term(const EveryPInvariant& inv, const std::string& counter,
+                               const std::string& iter) {
+  std::set<std::string> vars = {"r", "p", "count", "root", counter};
+  if (inv.part == "block") vars.insert("b");
+  if (inv.part == "heard") vars.insert("q");
+  std::string why = check_user_term(inv.term, vars);
+  if (!why.empty())
+    throw Refused{fmt::format("{}:{}: invariant term: {}", pf_.path, inv.line, why),
+                  SourceLoc{pf_.path, inv.line, 1}};
+  return rename(inv.term, {{counter, iter}});
+}
+
+void Analyzer::assigned(const std::vector<StmtPtr>& body, std::set<std::string>& out) {
+  for (const auto& s : body) {
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::Receive)
+      out.insert(s->target->kind == ExprKind::Name ? s->target->name : s->target->args[0]->name);
+    assigned(s->body, out);
+    assigned(s->else_body, out);
+  }
+}
+
+bool Analyzer::write_first(const std::vector<StmtPtr>& body, const std::string& v) {
+  for (const auto& s : body) {
+    bool writes = (s->kind == StmtKind::Assign || s->kind == StmtKind::Receive) &&
+                  s->target->kind == ExprKind::Name && s->target->name == v;
+    bool reads = (s->value && reads_name(*s->value, v)) || (s->peer && reads_name(*s->peer, v)) ||
+                 (s->target && s->target->kind != ExprKind::Name && reads_name(*s->target, v));
+    if (reads) return false;
+    if (writes) return true;
+  }
+  return false;
+}
 void Analyzer::loop(const Stmt& s, Path& path) {
   // A loop's name is its counter, with #N for the N-th loop (in program order) with that counter;
   // a loop explored again on another path keeps its name.
@@ -328,6 +367,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
 }
 
 void Analyzer::finish(const Path& path) {
+  if (rooted_) return rooted_finish(path);
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
   if (more_collective(h.collective)) {
