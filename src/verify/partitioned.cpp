@@ -596,19 +596,6 @@ std::uint64_t model_text_hash(const Model& m) {
   }
 }
 
-// What tells two networks of the same spec apart: a topology file's links (listed topologies
-// are bounded by the reader's limits); 0 for the generated families, which the spec names whole.
-std::uint64_t network_hash(const Topology& t) {
-  if (t.family() != "file") return 0;
-  std::uint64_t h = fnv1a(t.spec());
-  for (NodeId v = 0; v < t.num_nodes(); ++v)
-    for (const Link& l : t.links(v)) {
-      const std::uint64_t x[3] = {v, l.to, t.bandwidth(v, l.to)};
-      h = fnv1a(std::string_view(reinterpret_cast<const char*>(x), sizeof x), h);
-    }
-  return h;
-}
-
 }  // namespace
 
 std::optional<std::string> partition_agree_arguments(Partition& part,
@@ -638,14 +625,14 @@ Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions&
                             Partition& part) {
   // Every process is here, at the start of this run, or one has left (a file only it could not
   // read): then all of them stop now, rather than wait in the rounds for the one that left.
-  // The model's text and a topology file's links are compared too: the same file name with other
-  // contents on one host would mix two programs or networks in one run (a wrong verdict).
+  // The model's text is compared too: the same file name with other contents on one host would
+  // mix two programs in one run (a wrong verdict). Topology files need no such hash: their links
+  // declare bandwidths, which a partitioned (streamed) run refuses.
   partition_checkpoint(
       part,
-      fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {}; model text #{:016x}, "
-                  "network #{:016x})",
+      fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {}; model text #{:016x})",
                   m.header.name, m.file, t.spec(), domain_name(opts.domain), opts.count, opts.root,
-                  opts.shift, model_text_hash(m), network_hash(t)));
+                  opts.shift, model_text_hash(m)));
   PartitionDriver d(part, t);
   // A partitioned run streams by itself (--stream auto): the trace it would keep is spread over
   // the processes, which is what they are for. Where a streamed run does not apply, the refusal
