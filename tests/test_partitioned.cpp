@@ -4,6 +4,7 @@
 // different slices. Skipped, with a message, when this build has no collv-mpi (MPI not found).
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "cli.hpp"
@@ -200,6 +201,10 @@ TEST_CASE("partitioned verify with more processes than nodes", "[partitioned]") 
       agree("tests/mutants/final_allgather_ring_short.coll -t ring:3 -d all --stream on", {4});
   CHECK(m.rc == 1);
   CHECK(m.json.find("\"invariant\": \"final-buffers\"") != std::string::npos);
+  // Five processes on star:2's two nodes (three hold none; node 1 is rank 2's).
+  Outcome s = agree("allreduce_star -t star:2 -d fingerprint --stream on", {5});
+  CHECK(s.rc == 0);
+  CHECK(s.json.find("\"status\": \"pass\"") != std::string::npos);
 }
 
 TEST_CASE("partitioned verify streams by itself under --stream auto", "[partitioned]") {
@@ -298,6 +303,36 @@ TEST_CASE("partitioned processes that find different runs stop together", "[part
   CHECK(l.rc == 2);
   CHECK(l.out.find("rank 0 of 2 finished its command while rank 1 had runs left") !=
         std::string::npos);
+  // The same file name and model name, other contents (a mutant) on rank 1's host: the run's
+  // names agree, the programs do not. The processes mixed the two programs in one run (a wrong
+  // failure, exit 0 from mpirun); now they stop before it, naming the texts' hashes.
+  fs::remove(b / "m" / "zz_allreduce_star.coll");
+  std::string mutant = collv::test::slurp(
+      COLLV_SOURCE_DIR + "/tests/data/partitioned/allreduce_star_forgets_one.coll");
+  mutant = std::regex_replace(mutant, std::regex("model allreduce_star_forgets_one"),
+                              "model allreduce_star");
+  std::ofstream(b / "m" / "allreduce_star.coll") << mutant;
+  l = mpirun(app(1, args, a.string()) + " : " + app(1, args, b.string()));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(std::regex_search(
+      l.out, std::regex("rank 1 of 2 is about to run allreduce_star \\(m/allreduce_star.coll\\) on "
+                        "star:3 \\([^)]*model text #[0-9a-f]{16}[^)]*\\) where rank 0 runs "
+                        "allreduce_star \\(m/allreduce_star.coll\\)")));
+  CHECK(l.out.find("runs:") == std::string::npos);  // no report: nothing ran
+  // The same contents on both: they agree (the hash is of the text, not of where it lies).
+  std::ofstream(b / "m" / "allreduce_star.coll")
+      << collv::test::slurp((models / "allreduce_star.coll").string());
+  l = mpirun(app(1, args, a.string()) + " : " + app(1, args, b.string()));
+  INFO(l.out);
+  CHECK(l.rc == 0);
+  // A model with a syntax error on rank 1's host only: every process ends with its error.
+  std::ofstream(b / "m" / "allreduce_star.coll") << "model allreduce_star\n  oops\n";
+  l = mpirun(app(1, args, a.string()) + " : " + app(1, args, b.string()));
+  INFO(l.out);
+  CHECK(l.rc == 2);
+  CHECK(l.out.find("rank 1 of 2 stopped where the others did not") != std::string::npos);
+  CHECK(l.out.find("m/allreduce_star.coll:2:") != std::string::npos);
   std::error_code ec;
   fs::remove_all(a, ec);
   fs::remove_all(b, ec);

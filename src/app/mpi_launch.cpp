@@ -19,6 +19,7 @@
 
 #include "app/mpi_internal.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -93,14 +94,6 @@ std::string find_program(const std::string& name) {
     if (access(cand.c_str(), X_OK) == 0) return cand.string();
   }
   return "";
-}
-
-std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char ch : s) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 std::string slurp(const fs::path& p, std::size_t max) {

@@ -30,6 +30,7 @@ std::vector<std::pair<NodeId, NodeId>> Machine::waiting() const {
 
 // Runs until every node finished or waits for a message (or the run fails).
 void Machine::run_local() {
+  wake_delivered();
   std::uint64_t op_budget = sat_mul(opts_.max_ops_per_node, std::max<std::uint64_t>(n_local_, 1));
   std::vector<NodeId> batch;
   for (;;) {

@@ -48,6 +48,12 @@ class Machine final : public Statements, public SliceMachine {
   std::uint32_t horizon_ = 0;                           // set_horizon
   bool no_sends_ = false;                               // run_receives
   std::vector<std::pair<std::uint32_t, NodeId>> held_;  // (program point, node) at the horizon
+  // Receivers woken by messages from other slices (deliver), a bit a node of the slice: they go
+  // to their ready lists in node order when the slice runs next (wake_delivered), so those
+  // batches need no sort (a round delivers in the senders' order).
+  std::vector<std::uint64_t> delivered_;
+  bool any_delivered_ = false;
+  void wake_delivered();
 };
 
 // The end of a streamed run: the last transfers timed, the statistics and the cost as

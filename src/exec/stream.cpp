@@ -9,7 +9,27 @@ void Machine::deliver(NodeId src, NodeId dst, std::uint16_t len, std::uint16_t l
   stream_->make_room();
   tid = stream_->on_arrive(src, dst, len, line, origin, std::move(payload));
   inbox_.push(dst, tid);
-  wake(src, dst);
+  // As wake(src, dst), but the receiver joins its ready list in node order (wake_delivered).
+  if (waiting_on_[dst] != src) return;
+  waiting_on_[dst] = kNone;
+  if (delivered_.empty()) delivered_.assign((std::size_t{n_local_} + 63) / 64, 0);
+  const std::size_t i = dst - lo_;
+  delivered_[i / 64] |= std::uint64_t{1} << (i % 64);
+  any_delivered_ = true;
+}
+
+void Machine::wake_delivered() {
+  if (!any_delivered_) return;
+  any_delivered_ = false;
+  for (std::size_t w = 0; w < delivered_.size(); ++w) {
+    for (std::uint64_t bits = delivered_[w]; bits != 0; bits &= bits - 1) {
+      const auto v =
+          static_cast<NodeId>(lo_ + w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+      ready_[blocked_pc_[v]].push_back(v);
+      mark_ready(blocked_pc_[v]);
+    }
+    delivered_[w] = 0;
+  }
 }
 
 void Machine::set_horizon(std::uint32_t h) {

@@ -1,11 +1,21 @@
 // Text from input files, made safe to echo in an error message.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
 namespace collv {
+
+// FNV-1a, 64 bits: a cheap, stable hash of bytes (not a cryptographic one), continued from `h`.
+inline std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 // The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at
 // most U+10FFFF) that starts at s[i]; 0 if none does.

@@ -10,6 +10,8 @@
 
 #include "exec/executor.hpp"
 #include "exec/timing.hpp"
+#include "util/read_file.hpp"
+#include "util/text.hpp"
 #include "verify/partition.hpp"
 
 namespace collv {
@@ -584,6 +586,16 @@ std::vector<CheckResult> combine_at_root(std::vector<CheckResult> mine,
   return mine;
 }
 
+// The model file's text as this process reads it now (the model was parsed from it at start-up);
+// 0 when it cannot be read any more.
+std::uint64_t model_text_hash(const Model& m) {
+  try {
+    return fnv1a(read_file_bounded(m.file, kMaxModelBytes, "a model file"));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> partition_agree_arguments(Partition& part,
@@ -613,9 +625,14 @@ Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions&
                             Partition& part) {
   // Every process is here, at the start of this run, or one has left (a file only it could not
   // read): then all of them stop now, rather than wait in the rounds for the one that left.
-  partition_checkpoint(part, fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {})",
-                                         m.header.name, m.file, t.spec(), domain_name(opts.domain),
-                                         opts.count, opts.root, opts.shift));
+  // The model's text is compared too: the same file name with other contents on one host would
+  // mix two programs in one run (a wrong verdict). Topology files need no such hash: their links
+  // declare bandwidths, which a partitioned (streamed) run refuses.
+  partition_checkpoint(
+      part,
+      fmt::format("{} ({}) on {} ({} domain, count {}, root {}, shift {}; model text #{:016x})",
+                  m.header.name, m.file, t.spec(), domain_name(opts.domain), opts.count, opts.root,
+                  opts.shift, model_text_hash(m)));
   PartitionDriver d(part, t);
   // A partitioned run streams by itself (--stream auto): the trace it would keep is spread over
   // the processes, which is what they are for. Where a streamed run does not apply, the refusal
