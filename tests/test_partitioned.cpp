@@ -247,6 +247,47 @@ TEST_CASE("partitioned processes given different arguments stop together", "[par
   CHECK(l.out.find("--no-such-option") != std::string::npos);
 }
 
+TEST_CASE("every partitioned process exits 2 on an error, not rank 0 alone", "[partitioned]") {
+  if (!have_mpi()) return;
+  // Each process runs under `sh -c` that writes its own exit code to DIR/rc.RANK: mpirun's
+  // code is only the first non-zero one.
+  const std::string dir = collv::test::unique_temp("collv_part_rcs");
+  std::filesystem::create_directories(dir);
+  auto wrapped = [&](const std::string& args) {
+    return "-np 1 sh -c '\"$0\" verify " + args + "; echo $? > " + dir +
+           "/rc.$OMPI_COMM_WORLD_RANK' " + COLLV_MPI_BINARY;
+  };
+  auto codes = [&] {
+    std::string all;
+    for (int r = 0; r < 2; ++r) {
+      std::string f = dir + "/rc." + std::to_string(r);
+      std::string t = std::filesystem::exists(f) ? collv::test::slurp(f) : "none\n";
+      std::filesystem::remove(f);
+      all += t;
+    }
+    return all;
+  };
+  // Different arguments: every process is told, and every process returns 2.
+  Launch l = mpirun(wrapped("allreduce_star -t star:4 -d fingerprint") + " : " +
+                    wrapped("allreduce_star -t star:5 -d fingerprint"));
+  INFO(l.out);
+  CHECK(codes() == "2\n2\n");
+  // A model missing on one process only (another working directory).
+  const std::string elsewhere = std::filesystem::temp_directory_path().string();
+  l = mpirun("--wdir '" + elsewhere + "' " + wrapped("models/allreduce_star.coll -t star:4") +
+             " : " + wrapped("models/allreduce_star.coll -t star:4"));
+  INFO(l.out);
+  CHECK(codes() == "2\n2\n");
+  // A passing run: rank 0 gives the verdict, the other returns 0.
+  l = mpirun(wrapped("allreduce_star -t star:4 -d fingerprint") + " : " +
+             wrapped("allreduce_star -t star:4 -d fingerprint"));
+  INFO(l.out);
+  CHECK(l.rc == 0);
+  CHECK(codes() == "0\n0\n");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 TEST_CASE("a partitioned process that fails at start-up stops the others", "[partitioned]") {
   if (!have_mpi()) return;
   // turn4-repro 3: a model file missing on rank 1's command line (the others waited for ever).

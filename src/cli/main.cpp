@@ -573,6 +573,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
     }
   } catch (const PartitionLeft& e) {  // collv-mpi: another process left (partition.hpp)
     std::cerr << "collv-mpi: error: " << e.what() << "\n";
+    last_error = e.what();  // every process returns its code (MpiSession::finish)
     return e.code();
   } catch (const ModelError& e) {
     return error_exit(kExitUsage, "", e.what());

@@ -179,6 +179,7 @@ int MpiSession::agree_arguments(int argc, char** argv) {
   auto e = partition_agree_arguments(*part_, args);
   if (!e) return 0;
   if (part_->rank() == 0) std::fprintf(stderr, "collv-mpi: error: %s\n", e->c_str());
+  error_agreed_ = true;
   return 2;
 }
 
@@ -193,6 +194,7 @@ int MpiSession::finish(int code, const std::string& error) {
       if (part_->rank() == 0 && mine.state != RankStatus::State::Failed)
         std::fprintf(stderr, "collv-mpi: error: %s\n", d->message.c_str());
       if (mine.state != RankStatus::State::Failed) code = d->code;
+      error_agreed_ = true;
     }
   }
   if (const char* s = std::getenv("COLLV_PARTITION_STATS"); s && std::string(s) == "1") {
@@ -210,7 +212,9 @@ int MpiSession::finish(int code, const std::string& error) {
     if (write(fd, line.data(), line.size()) < 0) {
     }
   }
-  return part_->rank() == 0 ? code : 0;
+  // A verdict is rank 0's to give (the others return 0); an error every process ended with, its
+  // own or one they agreed on, is every process's exit code.
+  return part_->rank() == 0 || error_agreed_ || !error.empty() ? code : 0;
 }
 
 }  // namespace collv
