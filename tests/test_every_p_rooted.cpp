@@ -89,7 +89,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every-p: Open MPI's linear scatter is proved for every p, root and count; keeping block 0 "
+    "every-p: Open MPI's linear scatter is proved for every p, root and count, keeping block 0 "
     "at the root (wrong only for roots other than 0) is disproved at root 1",
     "[every-p]") {
   const std::string lin = kRoot + "/models/openmpi/scatter_basic_linear.coll";
