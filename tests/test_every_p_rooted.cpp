@@ -89,7 +89,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every-p: Open MPI's linear scatter is proved for every p, root and count; keeping block 0 "
+    "every-p: Open MPI's linear scatter is proved for every p, root and count, keeping block 0 "
     "at the root (wrong only for roots other than 0) is disproved at root 1",
     "[every-p]") {
   const std::string lin = kRoot + "/models/openmpi/scatter_basic_linear.coll";
@@ -210,6 +210,15 @@ TEST_CASE("every-p: rooted programs outside the fragment are refused with file:l
   r = prove_text(replaced(lin, "if i <> root then", "if i < root then"));
   CHECK(r.exit == kExitInconclusive);
   CHECK(r.note.find("only sends") != std::string::npos);
+  // An `if` after a receive, and len(...): both readings of a rooted program must take the same
+  // paths and sources, so neither may depend on what was received.
+  r = prove_text(replaced(lin, "receive buf from root;",
+                          "receive buf from root; if count > 1 then buf := buf; endif;"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("an `if` after a receive") != std::string::npos);
+  r = prove_text(replaced(lin, "receive buf from root;", "receive buf from root + len(buf);"));
+  CHECK(r.exit == kExitInconclusive);
+  CHECK(r.note.find("len(...)") != std::string::npos);
   // MPICH's binomial broadcast (a receive, then sends; a `while` with `break`).
   ProveCommandOptions o;
   r = prove_every_p(

@@ -102,6 +102,10 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
       break;
     case ExprKind::Call:
       // len(v): v's length in elements, its blocks times count.
+      // (Not in a rooted program: there integers must not depend on data, so that both readings
+      // of the program give the same paths and sources, every_p_rooted.cpp.)
+      if (e.name == "len" && rooted_)
+        refuse("len(...) in a rooted program is outside the fragment", e.loc);
       if (e.name == "len" && e.args.size() == 1 && e.args[0]->kind == ExprKind::Name)
         return Lin{data_var(e.args[0]->name, st, e.loc).len, "0"};
       if ((e.name == "min" || e.name == "max") && e.args.size() == 2) {

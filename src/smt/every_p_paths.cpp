@@ -79,6 +79,8 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         continue;
       case StmtKind::If: {
         std::string c = bool_expr(*s.cond, path.st);
+        if (rooted_ && !path.recvs.empty())
+          refuse("an `if` after a receive in a rooted program is outside the fragment", s.loc);
         if (mentions(c, "r") && !rooted_)
           refuse(
               "an `if` whose condition depends on my_id, around communication or data, is "
