@@ -186,6 +186,17 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Contains("conformance: rank"));
+  // Recursive halving (commutative): conforms; a twin exchanging empty parts too fails.
+  const std::string rh = kSrc + "/models/mpich/reduce_scatterv_recursive_halving.coll";
+  rc = collv::test::run_cli("mpi --conformance " + rh + " --sizes 3..4 --count 0..3", out, "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  const std::string empty = kSrc + "/tests/data/mpi/reduce_scatterv_rh_empty_messages.coll";
+  rc = collv::test::run_cli("mpi --conformance " + empty + " --sizes 4 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 2: the library sends no "
+                                  "more, the model sends 0 bytes to rank 1"));
   // A `reduce-scatter` (equal blocks) model with MPICH's MPI_Reduce_scatter selector: not run.
   std::string text = collv::test::slurp(kSrc + "/models/mpich/reduce_scatter_pairwise.coll");
   const std::string from = "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM";
