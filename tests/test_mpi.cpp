@@ -334,10 +334,9 @@ TEST_CASE(
   while ((at = out.find("(no compare: ", at)) != std::string::npos) ++uncompared, ++at;
   // 53 compared and conform: Open MPI's thirty-two (combinations and per-peer messages), MPICH's
   // seven reductions (combinations and message patterns) and fourteen of its fifteen without a
-  // reduction, the barrier and the four v-collectives included (message patterns). The eleventh, the scatter-ring
-  // broadcast, cuts the buffer in bytes: at
-  // count 3 (12-byte pieces) no model of whole elements describes its messages: inconclusive
-  // (exit 3), never a pass.
+  // reduction, the barrier and the four v-collectives included (message patterns). The eleventh,
+  // the scatter-ring broadcast, cuts the buffer in bytes: at count 3 (12-byte pieces) no model of
+  // whole elements describes its messages: inconclusive (exit 3), never a pass.
   CHECK(pass == 53);
   CHECK(uncompared == 0);
   // Open MPI's ring reduce-scatter (equal blocks) is not run: the harness's MPI_Reduce_scatter

@@ -21,7 +21,7 @@ bool have_mpich() {
 
 TEST_CASE(
     "collv mpi --conformance: MPICH's v-collectives run with the model's counts(j) and are "
-    "compared by their message patterns; a ring turned round fails",
+    "compared by their message patterns, and a ring turned round fails",
     "[mpi][mpi-mpich]") {
   if (!have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
