@@ -338,7 +338,7 @@ TEST_CASE(
   // the v-collectives included (message patterns). The other two, the scatter-ring and the
   // scatter-recursive-doubling broadcasts, cut the buffer in bytes: at count 3 (12-byte pieces)
   // no model of whole elements describes their messages: inconclusive (exit 3), never a pass.
-  // The twelfth MPICH reduction, Rabenseifner's all-reduce, is not judged (below).
+  // MPICH's thirteenth reduction, Rabenseifner's all-reduce, is not judged (below).
   CHECK(pass == 60);
   CHECK(uncompared == 0);
   // Open MPI's ring reduce-scatter (equal blocks) is not run: the harness's MPI_Reduce_scatter
