@@ -245,12 +245,12 @@ static void fill_own(elem* e, long n) {
   }
 }
 
-/* reduce_scatter's per-rank counts: uneven on purpose (odd ranks get count / 2). */
-static int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
 /* The v-collectives' counts: a model's counts(j) and counts(i, j) (docs/language.md, Per-rank
  * counts), uneven and with zeros: rank 0 count, rank 1 none, rank 2 one, ... */
 static int vcount(int j, int count) { return (count + j) % (count + 1); }
 static int vpair(int i, int j, int count) { return (count + i + 2 * j) % (count + 1); }
+/* reduce_scatter's per-rank counts: uneven on purpose, a `reduce-scatterv` model's counts(j). */
+static int rs_count(int r, int count) { return vcount(r, count); }
 
 /* ---- The harness's own ring all-reduce over point-to-point, with injectable bugs. ----
  * Chunk c (count split as evenly as possible, the first count % p chunks one larger) is reduced

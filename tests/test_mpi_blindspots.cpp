@@ -223,11 +223,11 @@ TEST_CASE(
     "[mpi][mpi-blindspots]") {
   std::string out;
   if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
-    // It combines {0} (op) {2} at p = 3 and discards the value: order passes (with a note), and
-    // the product of matrices is the rank-order product.
+    // It combines {0..1} (op) {4} at p = 5 (counts 3, 0, 1, 2, 3) and discards the value: order
+    // passes (with a note), and the product of matrices is the rank-order product.
     const std::string rs =
-        "mpi --impl mpich --collective reduce_scatter --algorithm recursive_doubling --sizes 3 "
-        "--count 2 --op ";
+        "mpi --impl mpich --collective reduce_scatter --algorithm recursive_doubling --sizes 5 "
+        "--count 3 --op ";
     int rc = test::run_cli(rs + "noncommutative --json -", out, "", 120);
     INFO(out);
     CHECK(rc == 0);

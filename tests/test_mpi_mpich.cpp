@@ -2,6 +2,8 @@
 // counts the harness ran (its counts are the model's counts(j)), the models added for MPICH's
 // algorithms, each passing conformance on the installed MPICH and a mutant of it failing.
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "cli.hpp"
@@ -19,7 +21,7 @@ bool have_mpich() {
 
 TEST_CASE(
     "collv mpi --conformance: MPICH's v-collectives run with the model's counts(j) and are "
-    "compared by their message patterns; a ring turned round fails",
+    "compared by their message patterns, and a ring turned round fails",
     "[mpi][mpi-mpich]") {
   if (!have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
@@ -159,4 +161,51 @@ TEST_CASE(
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 3: the library sends 32 "
                                   "bytes to rank 1, the model sends 16 bytes to rank 1"));
+}
+
+TEST_CASE(
+    "collv mpi --conformance: MPI_Reduce_scatter runs with a reduce-scatterv model's counts(j): "
+    "MPICH's recursive-doubling and pairwise reduce_scatter conform, a twin on the commutative "
+    "path fails, and an equal-block model is not run on it",
+    "[mpi][mpi-mpich]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string rd = kSrc + "/models/mpich/reduce_scatterv_recursive_doubling.coll";
+  const std::string pw = kSrc + "/models/mpich/reduce_scatterv_pairwise.coll";
+  int rc = collv::test::run_cli("mpi --conformance " + rd + " " + pw + " --sizes 3..4 --count 0..3",
+                                out, "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + rd));
+  CHECK_THAT(out, Catch::Contains("pass          " + pw));
+  const std::string bad = kSrc + "/tests/data/mpi/reduce_scatterv_rd_commutative_path.coll";
+  rc = collv::test::run_cli("mpi --conformance " + bad + " --sizes 4 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("conformance: rank"));
+  // Recursive halving (commutative): conforms; a twin exchanging empty parts too fails.
+  const std::string rh = kSrc + "/models/mpich/reduce_scatterv_recursive_halving.coll";
+  rc = collv::test::run_cli("mpi --conformance " + rh + " --sizes 3..4 --count 0..3", out, "", 300);
+  INFO(out);
+  CHECK(rc == 0);
+  const std::string empty = kSrc + "/tests/data/mpi/reduce_scatterv_rh_empty_messages.coll";
+  rc = collv::test::run_cli("mpi --conformance " + empty + " --sizes 4 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 2: the library sends no "
+                                  "more, the model sends 0 bytes to rank 1"));
+  // A `reduce-scatter` (equal blocks) model with MPICH's MPI_Reduce_scatter selector: not run.
+  std::string text = collv::test::slurp(kSrc + "/models/mpich/reduce_scatter_pairwise.coll");
+  const std::string from = "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM";
+  text.replace(text.find(from), from.size(), "MPIR_CVAR_REDUCE_SCATTER_INTRA_ALGORITHM");
+  const std::string eq = collv::test::unique_temp("rs_equal") + ".coll";
+  std::ofstream(eq) << text;
+  rc = collv::test::run_cli("mpi --conformance " + eq + " --sizes 3 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("a `collective reduce-scatter` model has equal blocks"));
+  std::remove(eq.c_str());
 }

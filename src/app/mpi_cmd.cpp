@@ -70,9 +70,11 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           "harness-ring");
     // Digit r of a value is 5 bits: p <= 12 ranks, and (position + 1) < 32 at every position.
     const std::int64_t P = o.sizes.second, C = o.counts.second;
-    const std::int64_t positions = k == "reduce_scatter_block" ? P * C
-                                   : k == "reduce_scatter"     ? (P + 1) / 2 * C + P / 2 * (C / 2)
-                                                               : C;
+    std::int64_t positions = k == "reduce_scatter_block" ? P * C : C;
+    if (k == "reduce_scatter") {  // the harness's counts: rs_count(j) = v_count(C, j)
+      positions = 0;
+      for (std::int64_t j = 0; j < P; ++j) positions += v_count(C, j);
+    }
     if (P > 12 || positions > 31)
       throw UsageError(fmt::format(
           "--op builtin: p <= 12 and at most 31 positions (each rank's input is (position + 1) "

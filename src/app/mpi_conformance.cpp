@@ -200,6 +200,9 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       case Collective::Alltoallv:
         coll = "alltoallv";
         break;
+      case Collective::ReduceScatterv:  // MPI_Reduce_scatter, with the model's counts(j)
+        coll = "reduce_scatter";
+        break;
       default:
         break;
     }
@@ -237,13 +240,15 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       }
     }
     if (r.why_not.empty() && algo.empty()) r.why_not = "the line names no algorithm selector";
-    // Open MPI's reduce_scatter algorithms serve MPI_Reduce_scatter only, which the harness runs
-    // with uneven counts (odd ranks get count / 2): a model of equal blocks says nothing of them.
-    if (r.why_not.empty() && lib.library == "openmpi" && coll == "reduce_scatter")
+    // MPI_Reduce_scatter (Open MPI's reduce_scatter algorithms, MPICH's REDUCE_SCATTER selector)
+    // runs with the harness's uneven counts, a `reduce-scatterv` model's counts(j): a model of
+    // equal blocks says nothing of it.
+    if (r.why_not.empty() && coll == "reduce_scatter" &&
+        m.header.collective == Collective::ReduceScatter)
       r.why_not =
-          "not compared: the harness runs MPI_Reduce_scatter with uneven counts (odd ranks "
-          "count / 2) and a `collective reduce-scatter` model has equal blocks (Open MPI's "
-          "reduce_scatter_block has no such algorithm to run it as)";
+          "not compared: the harness runs MPI_Reduce_scatter with uneven counts (a "
+          "`collective reduce-scatterv` model's counts(j)) and a `collective reduce-scatter` "
+          "model has equal blocks";
     r.options.collective = coll;
     r.options.algorithm = algo;
     // The operator the model is written for: a model of the non-commutative path (`operator

@@ -60,7 +60,8 @@ std::string elem_text(const Elem& e) {
 
 std::uint64_t all_below(int n) { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
-int rs_count(int r, int count) { return r % 2 == 0 ? count : count / 2; }
+// MPI_Reduce_scatter's counts in the harness: a `reduce-scatterv` model's counts(j).
+int rs_count(int r, int count) { return static_cast<int>(v_count(count, r)); }
 
 // The result region the collective defines at rank r (MPI layout), or nullopt where it defines
 // none (a non-root of a rooted collective, rank 0 of exscan).
