@@ -116,7 +116,7 @@ TEST_CASE(
 
 TEST_CASE(
     "collv mpi --conformance: a model whose `requires` holds at no p of --sizes is not run "
-    "(Open MPI's two_proc: p = 2); without its `requires` the library's refusal fails",
+    "(Open MPI's two_proc: p = 2), and without its `requires` the library's refusal fails",
     "[mpi][mpi-openmpi]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
     WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
