@@ -113,3 +113,35 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE(
+    "collv mpi --conformance: a model whose `requires` holds at no p of --sizes is not run "
+    "(Open MPI's two_proc: p = 2), and without its `requires` the library's refusal fails",
+    "[mpi][mpi-openmpi]") {
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string model =
+      std::string(COLLV_SOURCE_DIR) + "/models/openmpi/allgather_two_proc.coll";
+  std::string out;
+  int rc =
+      collv::test::run_cli("mpi --conformance " + model + " --sizes 3..4 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("its `requires` holds at no p of --sizes 3..4"));
+  CHECK_THAT(out, Catch::Contains("requires p = 2, which does not hold on complete:3"));
+  // The same model without its `requires`: run at p = 3, where Open MPI refuses the algorithm.
+  const std::string text = collv::test::slurp(model);
+  const auto at = text.find("  requires   p = 2\n");
+  REQUIRE(at != std::string::npos);
+  std::string loose = text;
+  loose.erase(at, std::string("  requires   p = 2\n").size());
+  const std::string file = collv::test::unique_temp("collv_two_proc_any_p") + ".coll";
+  std::ofstream(file) << loose;
+  rc = collv::test::run_cli("mpi --conformance " + file + " --sizes 3 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("  FAIL "));
+  CHECK_THAT(out, Catch::Contains("runtime"));
+}

@@ -113,7 +113,7 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (runs.empty()) {
     err << "collv: error: no model under --conformance names an Open MPI or MPICH selector "
-           "(exit 2)\n";
+           "that can run at these sizes (exit 2)\n";
     return kExitUsage;
   }
   return worst;
@@ -261,6 +261,26 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       } catch (const UsageError& e) {
         r.why_not = e.what();
       }
+    }
+    // A model whose `requires` holds at no p of --sizes (Open MPI's two_proc algorithms: p = 2,
+    // which the library refuses elsewhere) says nothing of those runs: not run, with the reason.
+    if (r.why_not.empty() && m.header.requires_) {
+      std::string refused;
+      bool runs_somewhere = false;
+      for (std::int64_t p = base.sizes.first; p <= base.sizes.second && !runs_somewhere; ++p) {
+        try {
+          model_run(model_file, static_cast<int>(p), 1, 0, base.max_ops);
+          runs_somewhere = true;
+        } catch (const UsageError& e) {
+          if (std::string(e.what()).find(" requires ") == std::string::npos) runs_somewhere = true;
+          if (refused.empty()) refused = e.what();
+        } catch (const std::exception&) {
+          runs_somewhere = true;  // it runs there; the run itself reports what went wrong
+        }
+      }
+      if (!runs_somewhere)
+        r.why_not = fmt::format("its `requires` holds at no p of --sizes {}..{} ({})",
+                                base.sizes.first, base.sizes.second, refused);
     }
     out.push_back(r);
   }
