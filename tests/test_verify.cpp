@@ -829,22 +829,24 @@ TEST_CASE("nodup's receive check agrees with a set-based reference on mutants an
       REQUIRE(t.nodup_claimed);
       const Domain& d = *t.domain;
       std::vector<std::set<std::uint32_t>> held(t.topology.num_processors());
+      std::vector<std::uint32_t> buf;
       for (NodeId v = 0; v < held.size(); ++v)
         for (Item it : t.initial_input[v])
-          for (auto c : d.terms_view(it)) held[v].insert(c);
+          for (auto c : d.terms_into(it, buf)) held[v].insert(c);
       std::set<std::uint32_t> expected;
       for (std::uint32_t s = 1; s <= t.steps; ++s) {
         for (std::uint32_t i = 0; i < t.transfers.size(); ++i) {
           const Transfer& x = t.transfers[i];
           if (x.step != s) continue;
           for (std::uint32_t k = 0; k < x.payload_len; ++k)
-            for (auto c : d.terms_view(t.payload[x.payload_begin + k]))
+            for (auto c : d.terms_into(t.payload[x.payload_begin + k], buf))
               if (held[x.dst].count(c)) expected.insert(i);
         }
         for (const Transfer& x : t.transfers)
           if (x.step == s)
             for (std::uint32_t k = 0; k < x.payload_len; ++k)
-              for (auto c : d.terms_view(t.payload[x.payload_begin + k])) held[x.dst].insert(c);
+              for (auto c : d.terms_into(t.payload[x.payload_begin + k], buf))
+                held[x.dst].insert(c);
       }
       CheckOptions o;
       o.max_violations = 1000000;

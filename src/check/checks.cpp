@@ -88,6 +88,12 @@ std::vector<Item> sorted_items(const Buffer& b) {
   return v;
 }
 
+struct ItemPairHash {
+  std::size_t operator()(const std::pair<Item, Item>& k) const {
+    return std::hash<Item>{}(k.first * 0x9E3779B97F4A7C15ULL ^ k.second);
+  }
+};
+
 // Items as multisets of contributions (sorted terms), for comparisons that ignore operand order.
 std::vector<std::vector<std::uint32_t>> term_multisets(const Domain& d, const Buffer& b,
                                                        bool sort_items) {
@@ -523,14 +529,16 @@ class HeldSets {
   std::uint32_t intern(const std::vector<std::uint32_t>& v) {
     return intern(v.data(), v.size(), hash_of(v));
   }
-  // The id of set `h` with the item's terms added, or kOverlap if they share a term.
-  std::uint32_t add(std::uint32_t h, Item it, std::span<const std::uint32_t> item) {
+  // The id of set `h` with item `it`'s terms (d's, sorted) added, or kOverlap if they share a
+  // term. The item's terms are listed only when the pair is new.
+  std::uint32_t add(std::uint32_t h, Item it, const Domain& d) {
     if (2 * (memo_used_ + 1) > memo_.size()) grow_memo();
     std::size_t k = slot(key_hash(h, it), memo_.size());
     for (; memo_[k].held != kOverlap; k = (k + 1) & (memo_.size() - 1))
       if (memo_[k].held == h && memo_[k].item == it) return memo_[k].value;
     memo_[k] = {it, h, kOverlap};
     ++memo_used_;
+    const auto item = d.terms_into(it, item_terms_);
     auto held = terms(h);
     const std::size_t n = held.size() + item.size();
     if (n > merged_cap_) {
@@ -557,7 +565,7 @@ class HeldSets {
   // What is held: 4 bytes a term, the sets, both tables and the items' hashes.
   std::uint64_t bytes() const {
     return 4 * stored_ + 24 * sets_.size() + 16 * by_content_.size() + 16 * memo_.size() +
-           8 * item_hash_.size() + 4 * merged_cap_;
+           8 * item_hash_.size() + 4 * merged_cap_ + 4 * item_terms_.capacity();
   }
   // Over budget: what is stored, or the merging done, passed the bound; the caller stops here.
   bool over() const { return bytes() > max_bytes_ || work_ > max_work_; }
@@ -659,7 +667,8 @@ class HeldSets {
   std::vector<ByContent> by_content_;
   std::vector<Remembered> memo_;
   std::size_t memo_used_ = 0;
-  std::vector<std::uint64_t> item_hash_;  // per domain item, 0: not computed yet
+  std::vector<std::uint64_t> item_hash_;   // per domain item, 0: not computed yet
+  std::vector<std::uint32_t> item_terms_;  // the item add() merges
 };
 
 namespace {
@@ -682,11 +691,11 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   const bool sorted = d.kind() == DomainKind::Exact;  // exact terms come sorted; ordered do not
   // (1) No item anywhere may hold a contribution twice: a combine added overlapping operands.
   // The domain knows which items do (Domain::counts_twice); only those are listed, for the term.
-  std::vector<std::uint32_t> scratch;
+  std::vector<std::uint32_t> scratch, buf;
   auto clean_item = [&](Item it) { return !d.counts_twice(it); };
   auto dup_term = [&](Item it) -> std::optional<std::uint32_t> {
     if (clean_item(it)) return std::nullopt;
-    auto view = d.terms_view(it);
+    auto view = d.terms_into(it, buf);
     std::optional<std::uint32_t> dup;
     if (sorted) {
       for (std::size_t k = 1; k < view.size() && !dup; ++k)
@@ -768,13 +777,13 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   // When v came to hold contribution c before step s (0: its input), for a counterexample only.
   auto since = [&](NodeId v, std::uint32_t c, std::uint32_t s) -> std::string {
     for (Item it : t.initial_input[v])
-      for (auto x : d.terms_view(it))
+      for (auto x : d.terms_into(it, buf))
         if (x == c) return "its input";
     for (std::uint32_t q = first[v]; q < first[v + 1]; ++q) {
       const Transfer& y = t.transfers[received[q]];
       if (y.step >= s) break;
       for (std::uint32_t k = 0; k < y.payload_len; ++k)
-        for (auto x : d.terms_view(t.payload[y.payload_begin + k]))
+        for (auto x : d.terms_into(t.payload[y.payload_begin + k], buf))
           if (x == c) return fmt::format("step {}", y.step);
     }
     return "";  // received earlier in the same step
@@ -889,13 +898,13 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
       if (shared) {
         in.clear();
         for (Item it : t.initial_input[v])
-          for (auto c : d.terms_view(it)) in.push_back(c);
+          for (auto c : d.terms_into(it, buf)) in.push_back(c);
         std::sort(in.begin(), in.end());
         clean = std::adjacent_find(in.begin(), in.end()) == in.end();
         std::uint32_t h = clean ? sets.intern(in) : 0;
         for (std::uint32_t g = first[v]; clean && g < first[v + 1]; ++g) {
           const Item it = lone_item(g, first[v + 1]);
-          clean = it != kNoItem && (h = sets.add(h, it, d.terms_view(it))) != HeldSets::kOverlap;
+          clean = it != kNoItem && (h = sets.add(h, it, d)) != HeldSets::kOverlap;
         }
         shared = !sets.over();
       }
@@ -924,6 +933,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
   };
   auto scan = [&](unsigned part, std::vector<Hit>& hits, std::size_t& count) {
     std::vector<std::uint64_t> w(words);
+    std::vector<std::uint32_t> terms;  // this thread's: the domain keeps no term lists
     auto keep = [&](Hit h) {
       ++count;
       hits.push_back(h);
@@ -933,9 +943,10 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
         hits.resize(o.max_violations);
       }
     };
-    auto add = [&](Item it) {
-      for (auto c : d.terms_view(it)) w[c / 64] |= 1ULL << (c % 64);
+    auto add_terms = [&](std::span<const std::uint32_t> ts) {
+      for (auto c : ts) w[c / 64] |= 1ULL << (c % 64);
     };
+    auto add = [&](Item it) { add_terms(d.terms_into(it, terms)); };
     // v's bits as they are before received[upto]: its input and what it received earlier.
     auto rebuild = [&](NodeId v, std::uint32_t upto) {
       std::fill(w.begin(), w.end(), 0);
@@ -966,7 +977,7 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
             // terms come sorted), so consecutive terms do not wait on each other's store.
             std::uint64_t held = 0, bits = 0;
             std::uint32_t word = 0;
-            for (auto c : d.terms_view(it)) {
+            for (auto c : d.terms_into(it, terms)) {
               if (c / 64 != word) {
                 held |= w[word] & bits;
                 w[word] |= bits;
@@ -993,13 +1004,14 @@ CheckResult nodup_check(const Trace& t, const CheckOptions& o, const StepIndex& 
           bool reported = false;
           for (std::uint32_t k = 0; k < x.payload_len; ++k) {
             Item it = t.payload[x.payload_begin + k];
-            for (auto c : d.terms_view(it)) {
+            const auto ts = d.terms_into(it, terms);
+            for (auto c : ts) {
               if (reported || !(w[c / 64] >> (c % 64) & 1)) continue;
               reported = true;
               keep({s, v, q, it, c});
               break;
             }
-            add(it);
+            add_terms(ts);
           }
         }
         g = e;
@@ -1151,14 +1163,39 @@ static CheckResult check_outputs(const Trace& t, const CheckOptions& o) {
   auto want = expected_outputs(t, lo, hi);
   bool free_order = output_order_free(t);
   bool all_order_only = true;
+  // In MPI's layout, whether two items hold the same contributions (ordered domain), each pair
+  // decided once: the ring's 1,024 nodes end with the same 1,024 items, each of 1,024 terms.
+  std::unordered_map<std::pair<Item, Item>, bool, ItemPairHash> same_memo;
+  std::vector<std::uint32_t> ta, tb;
+  auto same_terms = [&](Item a, Item b) {
+    if (a == b) return true;
+    auto [at, fresh] = same_memo.try_emplace({a, b}, false);
+    if (fresh) {
+      // A view of the domain's own storage (count 1) is copied before sorting.
+      if (const auto sa = d.terms_into(a, ta); sa.data() != ta.data())
+        ta.assign(sa.begin(), sa.end());
+      if (const auto sb = d.terms_into(b, tb); sb.data() != tb.data())
+        tb.assign(sb.begin(), sb.end());
+      std::sort(ta.begin(), ta.end());
+      std::sort(tb.begin(), tb.end());
+      at->second = ta == tb;
+    }
+    return at->second;
+  };
+  auto same_multisets = [&](const Buffer& a, const Buffer& b) {
+    if (free_order) return term_multisets(d, a, true) == term_multisets(d, b, true);
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same_terms(a[i], b[i])) return false;
+    return true;
+  };
   for (NodeId v = lo; v < hi; ++v) {
     if (!want[v - lo]) continue;
     const Buffer& got = t.final_output[v - lo];
     const Buffer* want_v = &*want[v - lo];
     bool ok = free_order ? sorted_items(got) == sorted_items(*want_v) : got == *want_v;
     if (ok) continue;
-    bool order_only = d.kind() == DomainKind::Ordered &&
-                      term_multisets(d, got, free_order) == term_multisets(d, *want_v, free_order);
+    bool order_only = d.kind() == DomainKind::Ordered && same_multisets(got, *want_v);
     all_order_only = all_order_only && order_only;
     if (r.violations.size() >= o.max_violations) {  // counted, not kept: its text is not built
       add_violation(r, o, Counterexample{});        // (ring p = 1,024 ordered: 2 x 10^9 terms)

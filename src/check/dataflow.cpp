@@ -161,6 +161,7 @@ class Analyzer {
     held_.clear();
     indexed_ = 0;
     by_first_.clear();
+    views_.clear();
     ++gen_;
     occupied_ = 0;
     if (v < t_.initial_input.size())
@@ -254,8 +255,9 @@ class Analyzer {
   }
 
   // ---- terms of held items, cached while their node is replayed ----
-  // A view of the domain's own storage: no copy (the domain does not change while checking).
-  std::span<const std::uint32_t> terms(Item it) const { return d_.terms_view(it); }
+  // Kept in views_ while the node is replayed (the searches hold several at once): cleared at
+  // each node, and at a derive() past kViewBytes (no view is held between derives).
+  std::span<const std::uint32_t> terms(Item it) { return views_(it); }
 
   // Index the held items not yet indexed by their first contribution (smallest for exact, first
   // in order for ordered). Lists are kept largest item first.
@@ -263,7 +265,7 @@ class Analyzer {
     for (; indexed_ < held_.size(); ++indexed_) {
       Item it = held_[indexed_].item;
       if (it == 0) continue;
-      const auto ts = terms(it);
+      const auto ts = d_.terms_into(it, first_scratch_);  // only its first term is kept
       if (ts.empty()) continue;
       auto& lst = by_first_[ts.front()];
       lst.push_back(indexed_);
@@ -275,6 +277,7 @@ class Analyzer {
   }
 
   Outcome derive(Item it, Derivation* out) {
+    if (views_.bytes() > kViewBytes) views_.clear();
     if (it == 0) {
       if (out) out->found = true;
       return Outcome::Derived;
@@ -371,7 +374,7 @@ class Analyzer {
 
   // ---- exact: an exact cover of the multiset ----
   Outcome cover_exact(Item target) {
-    const auto ts = d_.terms_view(target);
+    const auto ts = terms(target);
     distinct_.clear();
     count_.clear();
     for (auto c : ts) {
@@ -782,6 +785,9 @@ class Analyzer {
   std::uint32_t gen_ = 0;
   std::size_t indexed_ = 0;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
+  static constexpr std::size_t kViewBytes = std::size_t{64} << 20;
+  TermViews views_{d_};                       // terms() of this node's searches
+  std::vector<std::uint32_t> first_scratch_;  // index_held's
   // search state
   std::vector<std::uint32_t> distinct_, count_, full_, seq_, parts_;
   std::vector<Item> stack_, expanded_;

@@ -164,7 +164,9 @@ class InternedDomain : public Domain {
 
   bool inspectable() const override { return true; }
   std::vector<std::uint32_t> terms(Item a) const override { return values_.at(a); }
-  std::span<const std::uint32_t> terms_view(Item a) const override { return values_.at(a); }
+  std::span<const std::uint32_t> terms_into(Item a, std::vector<std::uint32_t>&) const override {
+    return values_.at(a);
+  }
   std::size_t num_items() const override { return values_.size(); }
   std::optional<std::pair<Item, Item>> operands(Item a) const override {
     const auto& m = made_of_.at(a);
@@ -244,7 +246,10 @@ class FingerprintDomain : public Domain {
   std::string describe(Item a) const override { return a == 0 ? "0" : fmt::format("#{:016x}", a); }
   bool inspectable() const override { return false; }
   std::vector<std::uint32_t> terms(Item) const override { return {}; }
-  std::span<const std::uint32_t> terms_view(Item) const override { return {}; }
+  std::span<const std::uint32_t> terms_into(Item, std::vector<std::uint32_t>& buf) const override {
+    buf.clear();
+    return {};
+  }
   std::size_t num_items() const override { return 0; }
   std::optional<std::pair<Item, Item>> operands(Item) const override { return std::nullopt; }
   std::uint64_t weight(Item) const override { return 0; }
@@ -261,6 +266,22 @@ bool Domain::counts_twice(Item a) const {
   auto ts = terms(a);
   std::sort(ts.begin(), ts.end());
   return std::adjacent_find(ts.begin(), ts.end()) != ts.end();
+}
+
+std::span<const std::uint32_t> TermViews::operator()(Item a) {
+  if (a == 0) return {};
+  auto it = lists_.find(a);
+  if (it == lists_.end()) {
+    const auto ts = d_.terms_into(a, scratch_);
+    it = lists_.emplace(a, std::vector<std::uint32_t>(ts.begin(), ts.end())).first;
+    bytes_ += it->second.size() * sizeof(std::uint32_t) + 64;
+  }
+  return it->second;
+}
+
+void TermViews::clear() {
+  lists_.clear();
+  bytes_ = 0;
 }
 
 std::unique_ptr<Domain> make_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems,

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "util/memory.hpp"
@@ -48,9 +49,14 @@ class Domain {
   // The contributions of an item as contribution ids (node * elems + elem): sorted with repetition
   // (exact) or in operand order (ordered). Empty for the identity.
   virtual std::vector<std::uint32_t> terms(Item a) const = 0;
-  // The same without a copy (for the checkers' inner loops); empty for fingerprint. Valid until
-  // the next combine or from_terms.
-  virtual std::span<const std::uint32_t> terms_view(Item a) const = 0;
+  // The same for the checkers' inner loops, without an allocation: written into `buf` (its
+  // contents replaced), or a view of the domain's own storage where it keeps term lists (count
+  // 1). Valid until `buf` changes or the next combine or from_terms; empty for fingerprint.
+  // Nothing is kept by the domain: a caller that holds several items' terms at once gives each
+  // its own buffer, or uses TermViews (below). Safe to call from several threads at once, each
+  // with its own buffer.
+  virtual std::span<const std::uint32_t> terms_into(Item a,
+                                                    std::vector<std::uint32_t>& buf) const = 0;
   // Whether the item counts some contribution twice (exact and ordered; false for fingerprint),
   // without listing its terms.
   virtual bool counts_twice(Item a) const;
@@ -80,6 +86,23 @@ class Domain {
   Domain(std::uint32_t p, std::uint32_t elems) : p_(p), elems_(elems) {}
   std::uint32_t p_, elems_;
   MemoryWatch* watch_ = nullptr;
+};
+
+// Term lists of items kept for a caller that holds several at once (the dataflow walk's
+// search): each view stays valid until clear() or the end of the TermViews, and the caller
+// clears it where it holds none (bytes() says what is kept).
+class TermViews {
+ public:
+  explicit TermViews(const Domain& d) : d_(d) {}
+  std::span<const std::uint32_t> operator()(Item a);
+  void clear();
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  const Domain& d_;
+  std::unordered_map<Item, std::vector<std::uint32_t>> lists_;
+  std::vector<std::uint32_t> scratch_;
+  std::size_t bytes_ = 0;
 };
 
 // Throws LimitError if p * elems exceeds 2^32-1 (contribution ids are 32 bits).

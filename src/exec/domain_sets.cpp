@@ -105,23 +105,24 @@ class SetDomain : public Domain {
 
   bool inspectable() const override { return true; }
   std::vector<std::uint32_t> terms(Item a) const override {
-    const Set& st = sets_.at(checked_set(a));
     std::vector<std::uint32_t> out;
-    out.reserve(st.weight);
-    const auto e = static_cast<std::uint32_t>(a & emask_);
-    for (const Run& r : runs(st))
-      for (std::uint32_t k = 0; k < r.len; ++k)
-        out.push_back(st.general ? r.lo + k : (r.lo + k) * elems_ + e);
+    terms_into(a, out);
     return out;
   }
-  std::span<const std::uint32_t> terms_view(Item a) const override {
-    if (a == 0) return {};
-    auto it = views_.find(a);
-    if (it == views_.end()) {
-      it = views_.emplace(a, terms(a)).first;
-      view_bytes_ += it->second.size() * sizeof(std::uint32_t) + 64;
+  std::span<const std::uint32_t> terms_into(Item a,
+                                            std::vector<std::uint32_t>& out) const override {
+    const Set& st = sets_.at(checked_set(a));
+    out.resize(st.weight);
+    std::uint32_t* o = out.data();
+    if (st.general || elems_ == 1) {
+      for (const Run& r : runs(st))
+        for (std::uint32_t k = 0; k < r.len; ++k) *o++ = r.lo + k;
+    } else {
+      const auto e = static_cast<std::uint32_t>(a & emask_);
+      for (const Run& r : runs(st))
+        for (std::uint32_t k = 0, c = r.lo * elems_ + e; k < r.len; ++k, c += elems_) *o++ = c;
     }
-    return it->second;
+    return out;
   }
   std::size_t num_items() const override { return sets_.size() << ebits_; }
   std::optional<std::pair<Item, Item>> operands(Item a) const override {
@@ -134,8 +135,8 @@ class SetDomain : public Domain {
   bool counts_twice(Item a) const override { return sets_.at(checked_set(a)).repeats; }
   std::size_t memory_bytes() const override {
     return runs_.capacity() * sizeof(Run) + sets_.capacity() * sizeof(Set) +
-           (index_.size() + memo_.size() + general_memo_.size()) * 40 + view_bytes_ +
-           leaf_set_.capacity() * 4 + recent_.size() * sizeof(Recent);
+           (index_.size() + memo_.size() + general_memo_.size()) * 40 + leaf_set_.capacity() * 4 +
+           recent_.size() * sizeof(Recent);
   }
 
  private:
@@ -319,8 +320,6 @@ class SetDomain : public Domain {
   std::unordered_map<std::uint64_t, std::uint32_t> memo_;        // (set, set) -> union
   std::unordered_map<std::pair<Item, Item>, Item, PairHash> general_memo_;
   std::vector<Recent> recent_;
-  mutable std::unordered_map<Item, std::vector<std::uint32_t>> views_;  // terms_view's copies
-  mutable std::size_t view_bytes_ = 0;
   std::vector<Run> joined_, ga_, gb_, sort_scratch_, scratch_;
   std::vector<std::uint32_t> vals_, vals_a_, vals_b_;
 };

@@ -193,8 +193,9 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
     return loc_of(kIn, q);
   };
   // The key of an item: the element (with reduction) or the input term (without).
+  std::vector<std::uint32_t> terms_buf;
   auto key_of = [&](Item it) -> int {
-    auto ts = d.terms_view(it);
+    auto ts = d.terms_into(it, terms_buf);
     if (ts.empty()) throw UsageError("export --msccl-xml: a transfer carries the identity");
     if (!L.reduces) {
       if (ts.size() != 1)
@@ -210,7 +211,7 @@ std::vector<Gpu> build(const Trace& t, const Layout& L, const MscclExportOptions
   };
   auto ranks_of = [&](Item it) {
     std::multiset<std::uint32_t> s;
-    for (auto x : d.terms_view(it)) s.insert(x / static_cast<std::uint32_t>(elems));
+    for (auto x : d.terms_into(it, terms_buf)) s.insert(x / static_cast<std::uint32_t>(elems));
     return s;
   };
   // Per GPU: key -> output position (where the GPU's output holds it).
