@@ -364,6 +364,14 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("FAIL          " + old));
   CHECK_THAT(out, Catch::Contains("conformance: rank 0, position 0, combination 1"));
   CHECK(test::run_cli("mpi --conformance " + old + " --sizes 4 --count 4", out, "", 120) == 0);
+  // A conformance run in which the library fell back in every run of its only model judged
+  // nothing: inconclusive (exit 3), never a pass.
+  const std::string raben = root + "/models/mpich/allreduce_rabenseifner.coll";
+  rc = test::run_cli("mpi --conformance " + raben + " --sizes 4 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("not judged    " + raben));
+  CHECK_THAT(out, Catch::Contains("nothing was judged: the library fell back"));
 }
 
 TEST_CASE("mpi conformance: a model's combinations, rank by rank (the ring all-reduce)", "[mpi]") {

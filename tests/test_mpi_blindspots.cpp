@@ -491,3 +491,28 @@ TEST_CASE(
   CHECK(all_pass(allgatherv("[-1,0,0]")));
   CHECK(verdict(allgatherv("[0,2,1]"), "postcondition") == Verdict::Fail);  // written there
 }
+
+TEST_CASE("collv mpi: a launch stopped at --timeout is inconclusive, its cut logs judge nothing",
+          "[mpi][mpi-blindspots]") {
+  if (!test::have_mpi("mpicc.openmpi")) {
+    WARN("Open MPI is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // Rank 0 sleeps 60 s after its second all-reduce: the launch outlives --timeout 5, and the
+  // combinations logged so far are fewer than the model's. That is no failure of the library's
+  // (it was: exit 1, "the library makes no more").
+  const std::string launcher = test::shim_launcher("openmpi", "HANG_SECOND");
+  REQUIRE(!launcher.empty());
+  std::string out;
+  int rc = test::run_cli(
+      "mpi --impl openmpi --collective allreduce --algorithm recursive_doubling --sizes 3 "
+      "--count 2 --timeout 5 --model " +
+          std::string(COLLV_SOURCE_DIR) + "/models/openmpi/allreduce_recursive_doubling.coll" +
+          " --mpirun " + launcher,
+      out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("the launch did not finish in 5 s"));
+  CHECK_THAT(out, Catch::Contains("conformance: inconclusive: not judged: the launch was stopped"));
+  CHECK(out.find("the library makes no more") == std::string::npos);
+}

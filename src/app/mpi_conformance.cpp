@@ -67,6 +67,7 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     return rc == kExitViolation ? 3 : rc == kExitUsage ? 2 : rc == kExitInconclusive ? 1 : 0;
   };
   int worst = kExitOk;
+  std::size_t judged = 0;  // models with at least one run the library did not fall back in
   std::vector<std::string> lines;
   for (const auto& r : runs) {
     out << fmt::format("== {}: {} {} {} ({})\n", r.options.model, r.options.impl,
@@ -103,6 +104,7 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                             "the model: no combination, and no per-peer message counts under "
                             "MPICH)"
                           : "")));
+    if (!fell_back) ++judged;
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
   }
   out << fmt::format("\nconformance: {} models with an Open MPI or MPICH selector\n", runs.size());
@@ -115,6 +117,12 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     err << "collv: error: no model under --conformance names an Open MPI or MPICH selector "
            "that can run at these sizes (exit 2)\n";
     return kExitUsage;
+  }
+  if (judged == 0) {
+    // Every model's every run fell back: none of the named algorithms ran, so nothing passed.
+    err << "collv: nothing was judged: the library fell back to its own choice in every run of "
+           "every model (exit 3)\n";
+    return kExitInconclusive;
   }
   return worst;
 }

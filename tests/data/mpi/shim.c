@@ -6,6 +6,8 @@
  *   ROOT_ZERO        MPI_Reduce: reduces to rank 0 whatever the root (right only at root 0)
  *   EXTRA_MESSAGE    MPI_Allreduce: rank 0 also sends rank 1 a message nobody receives
  *   BARRIER_EARLY    MPI_Barrier: returns at once, no rank waits for the others
+ *   HANG_SECOND      MPI_Allreduce: rank 0 sleeps 60 s after its second call (a launch that
+ *                    outlives --timeout, its logs cut short)
  * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
  * ranks (never into collv). */
 #include <mpi.h>
@@ -57,5 +59,18 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, M
 int MPI_Barrier(MPI_Comm comm) {
   (void)comm;
   return MPI_SUCCESS; /* no synchronization at all */
+}
+#endif
+
+#if defined(HANG_SECOND)
+#include <unistd.h>
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm) {
+  static int calls;
+  int rc = PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (++calls == 2 && rank == 0) sleep(60);
+  return rc;
 }
 #endif
