@@ -192,6 +192,9 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         for (; good < cnt; ++good) dsts[good] = peer_of(s, nodes[good], peer[good]);
       } catch (const ModelRuntimeError&) {
       }
+      // Sends along the links of a topology whose links lead back along their own numbers carry
+      // the link number, so that the receive need not ask the Topology for its neighbour again.
+      const bool tag_links = stream_ && s.along_link && topo_.links_symmetric();
       constexpr std::size_t kAhead = 8;
       for (std::size_t i = 0; i < good; ++i) {
         if (i + kAhead < good) {
@@ -237,9 +240,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
             outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
             continue;
           }
+          const bool tag = tag_links && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag;
           tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
                                  static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
-                                 deps_of(pc, v), std::move(val[i]));
+                                 deps_of(pc, v), std::move(val[i]),
+                                 tag ? static_cast<std::uint8_t>(peer[i] + 1) : 0);
           inbox_.push(dst, tid);
           wake(v, dst);
           continue;
@@ -278,6 +283,10 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       std::vector<NodeId> self_got;
       got.reserve(cnt);
       tids.reserve(cnt);
+      // A message sent along link k of a topology whose links lead back along their own numbers
+      // comes from the neighbour along link k: when the oldest queued message has the tag, its
+      // source answers the receive along link k without a neighbour lookup.
+      const bool tag_links = stream_ && !has_nb_ && s.along_link && topo_.links_symmetric();
       constexpr std::size_t kAhead = 8;
       for (std::size_t i = 0; i < cnt; ++i) {
         if (i + kAhead < cnt) {  // the message a node ahead will look at first: a cache miss
@@ -290,7 +299,12 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           }
         }
         NodeId v = nodes[i];
-        NodeId src = peer_of(s, v, peer[i]);
+        NodeId src;
+        if (tag_links && !inbox_.empty(v) && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag &&
+            stream_->link_tag(inbox_.front(v)) == static_cast<std::uint8_t>(peer[i] + 1))
+          src = stream_->src(inbox_.front(v));
+        else
+          src = peer_of(s, v, peer[i]);
         if (src == v) {  // a self-message: the oldest one the node sent itself
           if (has_nb_ && !match_pending(v, v, kNone)) {
             waiting_on_[v] = v;
