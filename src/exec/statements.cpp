@@ -278,11 +278,14 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       auto& peer = iscratch(0);
       eval_int(*s.peer, nodes, cnt, peer.data(), 1);
       // Nodes whose message is there receive now; the others wait at this instruction.
-      std::vector<NodeId> got;
-      std::vector<std::uint32_t> tids;
+      if (got_.size() < cnt) {
+        got_.resize(cnt);
+        tids_.resize(cnt);
+      }
+      NodeId* got = got_.data();
+      std::uint32_t* tids = tids_.data();
+      std::size_t n_got = 0;
       std::vector<NodeId> self_got;
-      got.reserve(cnt);
-      tids.reserve(cnt);
       // A message sent along link k of a topology whose links lead back along their own numbers
       // comes from the neighbour along link k: when the oldest queued message has the tag, its
       // source answers the receive along link k without a neighbour lookup.
@@ -333,8 +336,8 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         }
         std::uint32_t tid = inbox_.take(v, k);
         if (stream_) {
-          got.push_back(v);
-          tids.push_back(tid);
+          got[n_got] = v;
+          tids[n_got++] = tid;
           continue;
         }
         if (has_nb_) {  // the receive port is ordered when the run ends (check_requests)
@@ -345,13 +348,13 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           last_recv_[v] = tid;
         }
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
-        got.push_back(v);
-        tids.push_back(tid);
+        got[n_got] = v;
+        tids[n_got++] = tid;
       }
       if (!self_got.empty()) self_receive(s, pc, self_got);
-      if (got.empty()) return;
+      if (n_got == 0) return;
       auto& val = dscratch(0);
-      for (std::size_t i = 0; i < got.size(); ++i) {
+      for (std::size_t i = 0; i < n_got; ++i) {
         if (stream_) {
           val[i] = stream_->on_receive(tids[i], got[i]);
           ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
@@ -361,11 +364,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
         ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
       }
-      store(*s.target, got.data(), got.size(), val.data(), 1, true);
-      track_receive(*s.target, got.data(), got.size(), tids.data());
+      store(*s.target, got, n_got, val.data(), 1, true);
+      track_receive(*s.target, got, n_got, tids);
       if (stream_) stream_->resolve(false);
       auto& r = ready_[pc + 1];
-      r.insert(r.end(), got.begin(), got.end());
+      r.insert(r.end(), got, got + n_got);
       mark_ready(pc + 1);
       return;
     }
