@@ -233,13 +233,13 @@ TEST_CASE("a chunked timing window holds what it spans, not a second copy", "[st
 }
 
 TEST_CASE("a streamed receive along a link takes the message sent along that link", "[stream]") {
-  // Each node sends along link 2, then link 3, and receives along link 3 first: the message
-  // queued first (link 2's) is not the one asked for. A streamed send along a link carries the
-  // link's number, which a star's receive along the same number trusts without asking the
-  // topology again (Topology::links_symmetric); the stored run asks every time.
+  // Each node sends along link 2, then link 3, and receives along link 2, then link 3 (the other
+  // order is a deadlock of the single ports). A streamed send along a link carries the link's
+  // number, which a star's receive along the same number trusts without asking the topology
+  // again (Topology::links_symmetric); the stored run asks every time.
   const std::string body =
-      "  send x along link 2;\n  send x along link 3;\n  receive a along link 3;\n"
-      "  receive b along link 2;\n  x := a \xE2\x88\xAA b;\n";
+      "  send x along link 2;\n  send x along link 3;\n  receive a along link 2;\n"
+      "  receive b along link 3;\n  x := a \xE2\x88\xAA b;\n";
   const std::string text =
       "model t\n  collective allgather\n  input x\n  output x\nprocedure P\nbegin\n" + body +
       "end P\n";
@@ -256,9 +256,9 @@ TEST_CASE("a streamed receive along a link takes the message sent along that lin
     INFO("node " << v);
     REQUIRE(s.final_output[v].size() == 2);
     REQUIRE(k.final_output[v].size() == 2);
-    // a: node v's neighbour along link 3 (swap positions 1 and 3), b: along link 2.
-    CHECK(s.domain->describe(s.final_output[v][0]) == "x" + std::to_string(*star.neighbor(v, 3)));
-    CHECK(s.domain->describe(s.final_output[v][1]) == "x" + std::to_string(*star.neighbor(v, 2)));
+    // a: node v's neighbour along link 2 (swap positions 1 and 2), b: along link 3.
+    CHECK(s.domain->describe(s.final_output[v][0]) == "x" + std::to_string(*star.neighbor(v, 2)));
+    CHECK(s.domain->describe(s.final_output[v][1]) == "x" + std::to_string(*star.neighbor(v, 3)));
     for (int i = 0; i < 2; ++i)
       CHECK(s.domain->describe(s.final_output[v][i]) == k.domain->describe(k.final_output[v][i]));
   }
