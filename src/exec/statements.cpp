@@ -192,6 +192,9 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         for (; good < cnt; ++good) dsts[good] = peer_of(s, nodes[good], peer[good]);
       } catch (const ModelRuntimeError&) {
       }
+      // Sends along the links of a topology whose links lead back along their own numbers carry
+      // the link number, so that the receive need not ask the Topology for its neighbour again.
+      const bool tag_links = stream_ && s.along_link && topo_.links_symmetric();
       constexpr std::size_t kAhead = 8;
       for (std::size_t i = 0; i < good; ++i) {
         if (i + kAhead < good) {
@@ -237,9 +240,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
             outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
             continue;
           }
+          const bool tag = tag_links && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag;
           tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
                                  static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
-                                 deps_of(pc, v), std::move(val[i]));
+                                 deps_of(pc, v), std::move(val[i]),
+                                 tag ? static_cast<std::uint8_t>(peer[i] + 1) : 0);
           inbox_.push(dst, tid);
           wake(v, dst);
           continue;
@@ -273,11 +278,18 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       auto& peer = iscratch(0);
       eval_int(*s.peer, nodes, cnt, peer.data(), 1);
       // Nodes whose message is there receive now; the others wait at this instruction.
-      std::vector<NodeId> got;
-      std::vector<std::uint32_t> tids;
+      if (got_.size() < cnt) {
+        got_.resize(cnt);
+        tids_.resize(cnt);
+      }
+      NodeId* got = got_.data();
+      std::uint32_t* tids = tids_.data();
+      std::size_t n_got = 0;
       std::vector<NodeId> self_got;
-      got.reserve(cnt);
-      tids.reserve(cnt);
+      // A message sent along link k of a topology whose links lead back along their own numbers
+      // comes from the neighbour along link k: when the oldest queued message has the tag, its
+      // source answers the receive along link k without a neighbour lookup.
+      const bool tag_links = stream_ && !has_nb_ && s.along_link && topo_.links_symmetric();
       constexpr std::size_t kAhead = 8;
       for (std::size_t i = 0; i < cnt; ++i) {
         if (i + kAhead < cnt) {  // the message a node ahead will look at first: a cache miss
@@ -290,7 +302,12 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           }
         }
         NodeId v = nodes[i];
-        NodeId src = peer_of(s, v, peer[i]);
+        NodeId src;
+        if (tag_links && !inbox_.empty(v) && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag &&
+            stream_->link_tag(inbox_.front(v)) == static_cast<std::uint8_t>(peer[i] + 1))
+          src = stream_->src(inbox_.front(v));
+        else
+          src = peer_of(s, v, peer[i]);
         if (src == v) {  // a self-message: the oldest one the node sent itself
           if (has_nb_ && !match_pending(v, v, kNone)) {
             waiting_on_[v] = v;
@@ -319,8 +336,8 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         }
         std::uint32_t tid = inbox_.take(v, k);
         if (stream_) {
-          got.push_back(v);
-          tids.push_back(tid);
+          got[n_got] = v;
+          tids[n_got++] = tid;
           continue;
         }
         if (has_nb_) {  // the receive port is ordered when the run ends (check_requests)
@@ -331,13 +348,13 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           last_recv_[v] = tid;
         }
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back((tid << 1) | 1);
-        got.push_back(v);
-        tids.push_back(tid);
+        got[n_got] = v;
+        tids[n_got++] = tid;
       }
       if (!self_got.empty()) self_receive(s, pc, self_got);
-      if (got.empty()) return;
+      if (n_got == 0) return;
       auto& val = dscratch(0);
-      for (std::size_t i = 0; i < got.size(); ++i) {
+      for (std::size_t i = 0; i < n_got; ++i) {
         if (stream_) {
           val[i] = stream_->on_receive(tids[i], got[i]);
           ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
@@ -347,11 +364,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
         ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
       }
-      store(*s.target, got.data(), got.size(), val.data(), 1, true);
-      track_receive(*s.target, got.data(), got.size(), tids.data());
+      store(*s.target, got, n_got, val.data(), 1, true);
+      track_receive(*s.target, got, n_got, tids);
       if (stream_) stream_->resolve(false);
       auto& r = ready_[pc + 1];
-      r.insert(r.end(), got.begin(), got.end());
+      r.insert(r.end(), got, got + n_got);
       mark_ready(pc + 1);
       return;
     }

@@ -14,6 +14,12 @@ class Statements : public Requests {
 
  protected:
   void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
+
+ private:
+  // A receive's chunk: the nodes whose message is there and its transfer ids (kept between
+  // chunks: no allocation per chunk).
+  std::vector<NodeId> got_;
+  std::vector<std::uint32_t> tids_;
 };
 
 }  // namespace collv::interp

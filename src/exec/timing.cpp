@@ -538,9 +538,10 @@ std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v, std::uint16_t len, st
 }
 
 std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
-                                    DepTag dep, Buffer&& payload) {
+                                    DepTag dep, Buffer&& payload, std::uint8_t link) {
   const std::uint32_t tid = open_entry(u, v, len, line);
   Entry& e = at(tid);
+  e.link = link & 31u;
   set_pred(e, 0, last_send_[u]);
   if (dep != 0)
     set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);

@@ -210,9 +210,13 @@ class StreamTiming {
   void make_room();
   // Records a send (u to v) and returns its transfer id (ids count up from 0, in issue order, as
   // the stored Trace numbers its transfers).
+  // `link`: 1 + the link number the send went along when that is below kMaxLinkTag, else 0
+  // (link_tag() gives it back to the receiver).
   std::uint32_t on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line, DepTag dep,
-                        Buffer&& payload);
+                        Buffer&& payload, std::uint8_t link = 0);
+  static constexpr std::int64_t kMaxLinkTag = 31;
   NodeId src(std::uint32_t tid) const { return at(tid).src; }
+  std::uint8_t link_tag(std::uint32_t tid) const { return at(tid).link; }
   // Partitioned runs (see above). A send to a node of another process (no payload kept here).
   // Its id is among the senders' sides (numbered apart from the window's).
   std::uint32_t on_send_remote(NodeId u, NodeId v, DepTag dep);
@@ -267,9 +271,10 @@ class StreamTiming {
     // 0 none, 1 transfer id, 2 step, 3 decided by another process (partitioned runs: pred[0] of
     // a receiver's side), 5 the id of a sender's side (pred[0]).
     std::uint8_t kind[3] = {0, 0, 0};
-    // Two bit-fields in one byte: an entry is 48 bytes, not 56.
+    // Three bit-fields in one byte: an entry is 48 bytes, not 56.
     std::uint8_t received : 1 = 0;
     std::uint8_t remote : 2 = 0;  // 0 local, 2 the receiver's side (pred[1]: the id at the sender)
+    std::uint8_t link : 5 = 0;    // on_send's `link` (0: not known)
     SmallVec<Item, 1> payload;    // until received
   };
   // A sender's side (partitioned runs): its previous send and data as in Entry (kinds 0, 1, 2,

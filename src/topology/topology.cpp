@@ -412,6 +412,10 @@ bool Topology::adjacent(NodeId a, NodeId b) const {
 
 const std::map<std::string, std::int64_t>& Topology::params() const { return impl_->params; }
 
+bool Topology::links_symmetric() const {
+  return impl_->fam == Family::Star || impl_->fam == Family::Hypercube;
+}
+
 bool Topology::has_directions() const {
   auto f = impl_->fam;
   return f == Family::Ring || f == Family::Line || f == Family::Mesh || f == Family::Torus;

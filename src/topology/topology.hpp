@@ -90,6 +90,11 @@ class Topology {
   // The neighbour along link number k (see Link::number), if that link exists at v.
   std::optional<NodeId> neighbor(NodeId v, int k) const;
   bool adjacent(NodeId a, NodeId b) const;
+  // True when every link leads back along its own number: the neighbour u of v along link k has
+  // v as its neighbour along link k (star links swap positions 1 and k, hypercube dimensions flip
+  // one bit). A receive along link k then knows a message sent along link k by a neighbour is
+  // from its neighbour along k without asking neighbor() (exec/statements.cpp).
+  bool links_symmetric() const;
 
   // Chunks per step the directed link a -> b carries: 0 if there is no such link, 1 on the
   // generated families (one transfer per link per step), the listed value on `dgx1`,
