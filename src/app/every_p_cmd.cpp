@@ -128,8 +128,10 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
     res.failed_obligation = failed->name;
     long long p0 = value_of(failed_r, "p"), c0 = value_of(failed_r, "count");
     const bool rooted = collective_is_rooted(m.header.collective);
-    auto [p, c, root] = p0 >= 2 && c0 >= 0 ? smallest(*failed, p0, c0, o)
-                                           : std::tuple<long long, long long, long long>{p0, c0, 0};
+    auto [p, c, root_found] = p0 >= 2 && c0 >= 0
+                                  ? smallest(*failed, p0, c0, o)
+                                  : std::tuple<long long, long long, long long>{p0, c0, 0};
+    const long long root = root_found;  // a lambda below takes it (clang 14 captures no binding)
     res.p = p;
     res.count = c;
     if (rooted) res.root = root;
