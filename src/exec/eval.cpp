@@ -193,16 +193,7 @@ void Evaluator::eval_int(const Expr& e, const NodeId* nodes, std::size_t cnt, st
       if (a.slot < 0 || m_.var_types[static_cast<std::size_t>(a.slot)] != Type::IntArray)
         rt_error(e, nodes[0], "a buffer where a number is needed");
       eval_int(*e.args[1], nodes, cnt, out, depth + 1);
-      for (std::size_t i = 0; i < cnt; ++i) {
-        const auto& arr = arrays_[a.slot][nodes[i]];
-        if (out[i] < 0 || out[i] >= static_cast<std::int64_t>(arr.size()))
-          rt_error(e, nodes[i],
-                   arr.empty() && !array_declared(a.slot, nodes[i])
-                       ? fmt::format("'{}' is used before its 'array' statement ran", a.name)
-                       : fmt::format("index {} is out of range for '{}' of {} elements", out[i],
-                                     a.name, arr.size()));
-        out[i] = arr[static_cast<std::size_t>(out[i])];
-      }
+      for (std::size_t i = 0; i < cnt; ++i) out[i] = array_element(e, a, nodes[i], out[i]);
       return;
     }
     case ExprKind::Cond: {

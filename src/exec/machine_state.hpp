@@ -129,6 +129,19 @@ class MachineState {
   std::vector<NodeCol<std::vector<std::int64_t>>> arrays_;
   std::vector<NodeCol<std::uint8_t>> array_ran_;  // per slot and node: `array` has run
   bool array_declared(int slot, NodeId v) const { return array_ran_[slot][v] != 0; }
+  // Element `at` of the integer array `a` (a Name with its slot) at node v, read or written by
+  // `e`: a run-time error at e if the array's `array` statement has not run there or `at` is
+  // outside it.
+  std::int64_t& array_element(const Expr& e, const Expr& a, NodeId v, std::int64_t at) {
+    auto& arr = arrays_[a.slot][v];
+    if (at < 0 || at >= static_cast<std::int64_t>(arr.size()))
+      rt_error(e, v,
+               arr.empty() && !array_declared(a.slot, v)
+                   ? fmt::format("'{}' is used before its 'array' statement ran", a.name)
+                   : fmt::format("index {} is out of range for '{}' of {} elements", at, a.name,
+                                 arr.size()));
+    return arr[static_cast<std::size_t>(at)];
+  }
   std::vector<DataCol> data_;  // 9 bytes a node while a buffer holds at most one item
   static_assert(std::is_same_v<DataCol::Buf, Buffer>);
   NodeCol<std::uint32_t> waiting_on_, blocked_pc_;

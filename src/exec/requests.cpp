@@ -25,19 +25,9 @@ void Requests::store_handles(const Expr& tgt, const NodeId* nodes, std::size_t c
     for (std::size_t i = 0; i < cnt; ++i) ints_[tgt.slot].set(nodes[i], h[i]);
     return;
   }
-  const int as = tgt.args[0]->slot;
   std::vector<std::int64_t> at(cnt);
   eval_int(*tgt.args[1], nodes, cnt, at.data(), 1);
-  for (std::size_t i = 0; i < cnt; ++i) {
-    auto& arr = arrays_[as][nodes[i]];
-    if (at[i] < 0 || at[i] >= static_cast<std::int64_t>(arr.size()))
-      rt_error(tgt, nodes[i],
-               arr.empty() && !array_declared(as, nodes[i])
-                   ? fmt::format("'{}' is used before its 'array' statement ran", tgt.args[0]->name)
-                   : fmt::format("index {} is out of range for '{}' of {} elements", at[i],
-                                 tgt.args[0]->name, arr.size()));
-    arr[static_cast<std::size_t>(at[i])] = h[i];
-  }
+  for (std::size_t i = 0; i < cnt; ++i) array_element(tgt, *tgt.args[0], nodes[i], at[i]) = h[i];
 }
 
 void Requests::post_irecv(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {

@@ -24,22 +24,12 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         for (std::size_t i = 0; i < cnt; ++i) ints_[slot].set(nodes[i], v[i]);
       } else if (tgt.kind == ExprKind::Index && tgt.args[0]->slot >= 0 &&
                  m_.var_types[static_cast<std::size_t>(tgt.args[0]->slot)] == Type::IntArray) {
-        const int as = tgt.args[0]->slot;
         auto& v = iscratch(0);
         eval_int(*s.value, nodes, cnt, v.data(), 1);
         std::vector<std::int64_t> at(cnt);
         eval_int(*tgt.args[1], nodes, cnt, at.data(), 1);
-        for (std::size_t i = 0; i < cnt; ++i) {
-          auto& arr = arrays_[as][nodes[i]];
-          if (at[i] < 0 || at[i] >= static_cast<std::int64_t>(arr.size()))
-            rt_error(tgt, nodes[i],
-                     arr.empty() && !array_declared(as, nodes[i])
-                         ? fmt::format("'{}' is used before its 'array' statement ran",
-                                       tgt.args[0]->name)
-                         : fmt::format("index {} is out of range for '{}' of {} elements", at[i],
-                                       tgt.args[0]->name, arr.size()));
-          arr[static_cast<std::size_t>(at[i])] = v[i];
-        }
+        for (std::size_t i = 0; i < cnt; ++i)
+          array_element(tgt, *tgt.args[0], nodes[i], at[i]) = v[i];
       } else if (slot >= 0 && s.value->kind == ExprKind::Binary && s.value->op == Op::Union &&
                  s.value->args[0]->kind == ExprKind::Name && s.value->args[0]->slot == slot) {
         // `x := x ∪ y` appends y in place: its work is y's items, not a copy of x (a result
