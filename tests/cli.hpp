@@ -25,11 +25,32 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// A path in the temporary directory that no other test process uses: name + pid + counter.
+// The test process's own directory under the temporary directory, made on first use and
+// removed with everything in it when the process exits (a forked child that exits does not
+// remove it: only the process that made it does). Files the tests write went straight to /tmp
+// before and stayed there (thousands after a few suite runs).
+inline const std::filesystem::path& temp_root() {
+  struct Root {
+    std::filesystem::path dir;
+    pid_t owner = ::getpid();
+    Root()
+        : dir(std::filesystem::temp_directory_path() /
+              ("collv_tests_" + std::to_string(::getpid()))) {
+      std::filesystem::create_directories(dir);
+    }
+    ~Root() {
+      std::error_code ec;
+      if (::getpid() == owner) std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static Root root;
+  return root.dir;
+}
+
+// A path that no other test process uses: in the process's temp_root(), name + pid + counter.
 inline std::string unique_temp(const std::string& name) {
   static std::atomic<int> counter{0};
-  return (std::filesystem::temp_directory_path() /
-          (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+  return (temp_root() / (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
       .string();
 }
 
