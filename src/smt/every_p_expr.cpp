@@ -133,6 +133,8 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
             refuse("div/mod of a count-dependent value is outside the fragment", e.loc);
           return Lin{"0", op2(e.op == Op::Mod ? "mod" : "div", a.k, d)};
         }
+        case Op::BitXor:
+          return Lin{"0", xor_term(a, b, e)};
         default:
           break;
       }
