@@ -101,9 +101,10 @@ std::string Analyzer::xor_term(const Lin& a, const Lin& b, const Expr& e) {
   if (auto parts = ite_parts(a.k))
     return ite((*parts)[0], xor_term(Lin{"0", (*parts)[1]}, b, e),
                xor_term(Lin{"0", (*parts)[2]}, b, e));
-  refuse("XOR is in the fragment only with a power of two (a doubling mask's closed form (pow2 "
-         "k), or a literal 2^j)",
-         expr_start(e));
+  refuse(
+      "XOR is in the fragment only with a power of two (a doubling mask's closed form (pow2 "
+      "k), or a literal 2^j)",
+      expr_start(e));
 }
 
 bool Analyzer::assignments_only(const std::vector<StmtPtr>& body) {
@@ -159,8 +160,8 @@ void Analyzer::note_split(const std::string& lname, int id, const SourceLoc& loc
     refuse(fmt::format("{}:{}: split {} needs a number of cases from 1 to 64", pf_.path, sp->line,
                        lname),
            loc);
-  splits_.push_back(SplitLoop{fmt::format("i_L{}", id), fmt::format("x_L{}", id),
-                              static_cast<int>(*n)});
+  splits_.push_back(
+      SplitLoop{fmt::format("i_L{}", id), fmt::format("x_L{}", id), static_cast<int>(*n)});
 }
 
 void Analyzer::split_obligations() {
