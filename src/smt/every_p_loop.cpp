@@ -86,8 +86,8 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
                !(b->kind == StmtKind::If && assignments_only(b->body) &&
                  assignments_only(b->else_body))) {
       refuse(
-          "inside a round loop only assignments (also under an `if` of assignments only), one "
-          "send and one receive are in the fragment",
+          "inside a round loop only assignments, one send and one receive are in the fragment "
+          "(assignments also under an `if` whose branches are assignments only)",
           b->loc);
     }
   }
