@@ -258,11 +258,22 @@ TEST_CASE("every-p: XOR and ifs in a round outside the fragment are refused with
     CHECK(a.refusal_loc.file == "m.coll");
     return a.refusal;
   };
-  // XOR with something not a power of two: with p, with 3.
-  CHECK(refusal(replaced(text, "remote := my_id XOR dist", "remote := my_id XOR p"))
-            .find("XOR is in the fragment only with a power of two") != std::string::npos);
-  CHECK(refusal(replaced(text, "remote := my_id XOR dist", "remote := my_id XOR 3"))
-            .find("XOR is in the fragment only with a power of two") != std::string::npos);
+  // XOR with something neither 2^k nor a numeral: with p, with 2^k + 1, with a negative numeral.
+  for (const char* m : {"my_id XOR p", "my_id XOR (dist + 1)", "my_id XOR (0 - 1)"})
+    CHECK(refusal(replaced(text, "remote := my_id XOR dist", std::string("remote := ") + m))
+              .find("XOR is in the fragment only with a power of two") != std::string::npos);
+  // A numeral operand is read (every_p_bits' linear term: bit 0 of r is (mod r 2)), not refused.
+  {
+    EveryPAnalysis a = analyze_every_p(
+        parse_model(replaced(text, "remote := my_id XOR dist", "remote := my_id XOR 1"), "m.coll"),
+        parse_every_p_proof_text(proof, "m.proof"));
+    INFO(a.refusal);
+    CHECK(a.refusal.empty());
+    CHECK(std::any_of(a.obligations.begin(), a.obligations.end(), [](const EveryPObligation& o) {
+      return o.script.find("(mod r 2)") != std::string::npos &&
+             o.script.find("xor_pow2") == std::string::npos;
+    }));
+  }
   // An if in the round with a send in it.
   CHECK(refusal(replaced(text, "          loc := loc - dist;",
                          "          loc := loc - dist;\n          send x to my_id;"))

@@ -1,9 +1,10 @@
 // The every-p prover's XOR partners (docs/smt.md, "Every p from the model", XOR partners):
 //
-// * `x XOR m` where m is a power of two (a doubling mask's closed form `(pow2 E)`, or a literal
-//   2^j) is the term (xor_pow2 x E): x + 2^E where bit E of x is 0, x - 2^E where it is 1, bit E
-//   being (mod (div x 2^E) 2) -- the executor's two's-complement XOR for every integer x. Any
-//   other XOR is refused.
+// * `x XOR m` where m is a doubling mask's closed form `(pow2 E)` is the term (xor_pow2 x E):
+//   x + 2^E where bit E of x is 0, x - 2^E where it is 1, bit E being (mod (div x 2^E) 2) -- the
+//   executor's two's-complement XOR for every integer x; with a numeral operand 0..2^32 it is
+//   every_p_bits' linear term; `x XOR (ite c m1 m2)` is (ite c (x XOR m1) (x XOR m2)). Any other
+//   XOR is refused.
 // * an `if` in a round loop's body whose branches are assignments only (Open MPI's `if my_id <
 //   remote then ... else ... endif`) is read as both branches from the same state, merged into
 //   if-then-else terms on the condition; the slices they read and fill are obligations under the
@@ -18,6 +19,7 @@
 #include <optional>
 
 #include "smt/every_p_analyzer.hpp"
+#include "smt/every_p_bits.hpp"
 
 namespace collv::everyp {
 
@@ -28,14 +30,8 @@ std::string xor_defs() {
 
 namespace {
 
-// E when t is `(pow2 E)` (one balanced term), or the exponent of a literal power of two 2^0 ..
-// 2^32; empty otherwise.
+// E when t is `(pow2 E)` (one balanced term); empty otherwise.
 std::string pow2_exponent(const std::string& t) {
-  if (auto v = as_int(t)) {
-    for (int j = 0; j <= 32; ++j)
-      if (*v == (1LL << j)) return num(j);
-    return "";
-  }
   const std::string head = "(pow2 ";
   if (t.rfind(head, 0) != 0 || t.back() != ')') return "";
   int depth = 0;
@@ -90,6 +86,13 @@ bool names(const std::string& script, const std::string& id) {
 std::string Analyzer::xor_term(const Lin& a, const Lin& b, const Expr& e) {
   if (a.c != "0" || b.c != "0")
     refuse("XOR of a count-dependent value is outside the fragment", e.loc);
+  // Two numerals fold; one numeral operand is every_p_bits' linear sum over its set bits.
+  auto na = as_int(a.k), nb = as_int(b.k);
+  if (na && nb) return num(*bitop_fold(Op::BitXor, *na, *nb));
+  if (nb)
+    if (auto t = bitop_numeral(Op::BitXor, a.k, *nb)) return *t;
+  if (na)
+    if (auto t = bitop_numeral(Op::BitXor, b.k, *na)) return *t;
   std::string eb = pow2_exponent(b.k);
   if (!eb.empty()) return fmt::format("(xor_pow2 {} {})", a.k, eb);
   std::string ea = pow2_exponent(a.k);
