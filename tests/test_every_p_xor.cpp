@@ -14,6 +14,7 @@
 #include "app/every_p_cmd.hpp"
 #include "cli.hpp"
 #include "smt/every_p.hpp"
+#include "smt/every_p_analyzer.hpp"
 #include "smt/solver.hpp"
 #include "util/exit_codes.hpp"
 
@@ -278,4 +279,25 @@ TEST_CASE("every-p: XOR and ifs in a round outside the fragment are refused with
   CHECK(refusal(replaced(text, "          loc := loc - dist;",
                          "          loc := loc - dist;\n          send x to my_id;"))
             .find("inside a round loop only assignments") != std::string::npos);
+}
+
+TEST_CASE("every-p: the program's 2^E and log2(X) are the executor's on the 32-bit range",
+          "[every-p]") {
+  const std::string defs = everyp::pow2_defs();
+  auto answer = [&](const std::string& term, long long v) {
+    return answers_of(defs + fmt::format("(assert (not (= {} {})))\n(check-sat)\n", term, v));
+  };
+  for (long long x : {1LL, 2LL, 3LL, 7LL, 8LL, 9LL, 1000LL, 2147483647LL, 4294967295LL}) {
+    long long want = 63 - __builtin_clzll(static_cast<unsigned long long>(x));  // the executor's
+    INFO("log2(" << x << ")");
+    CHECK(answer(everyp::log2_int(std::to_string(x)), want) == std::vector<smt::Answer>{U});
+    CHECK(answer(everyp::log2_int(std::to_string(x)), want + 1) == std::vector<smt::Answer>{S});
+  }
+  for (int e : {0, 1, 5, 31, 32}) {
+    INFO("2^" << e);
+    CHECK(answer(everyp::pow2_int(std::to_string(e)), 1LL << e) == std::vector<smt::Answer>{U});
+  }
+  // Outside the range the value is unknown: no claim about it holds.
+  CHECK(answer(everyp::log2_int("0"), 0) == std::vector<smt::Answer>{S});
+  CHECK(answer(everyp::pow2_int("33"), 0) == std::vector<smt::Answer>{S});
 }

@@ -93,6 +93,10 @@ std::string pow2_defs();
 // (define-fun xor_pow2 ((x Int) (e Int)) Int ...): x XOR 2^e (x unchanged where pow2 e is 0), the
 // executor's two's-complement XOR for every integer x (every_p_xor.cpp).
 std::string xor_defs();
+// The program's 2^E and log2(X) (rounded down) as terms: exact for 0 <= E <= 32 and 1 <= X < 2^32
+// (the executor refuses E < 0 and X <= 0), an unknown value elsewhere; they need pow2_defs().
+std::string pow2_int(const std::string& e);
+std::string log2_int(const std::string& x);
 
 inline const std::string kPrelude =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
@@ -272,6 +276,8 @@ class Analyzer {
   // every_p_xor.cpp: XOR with a power of two, an `if` of assignments in a round loop's body
   // (merged into if-then-else terms), and the per-iteration split of a while loop's queries.
   std::string xor_term(const Lin& a, const Lin& b, const Expr& e);
+  std::string pow_term(const Lin& a, const Lin& b, const Expr& e);  // 2^E
+  std::string log2_term(const Lin& a, const Expr& e);               // log2(X), rounded down
   static bool assignments_only(const std::vector<StmtPtr>& body);
   using AssignFn = std::function<void(const Stmt&, State&)>;
   void branch_assign(const Stmt& s, State& st, const AssignFn& assign,

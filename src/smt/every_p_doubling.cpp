@@ -20,7 +20,8 @@ std::string pow2_defs() {
   }
   return fmt::format(
       "(define-fun pow2 ((x Int)) Int {})\n(define-fun clog2 ((x Int)) Int (ite (<= x 1) 0 {}))\n"
-      "(declare-fun clog2_undefined (Int) Int)\n",
+      "(declare-fun clog2_undefined (Int) Int)\n(declare-fun pow2_undefined (Int) Int)\n"
+      "(declare-fun log2_undefined (Int) Int)\n",
       pw, cl);
 }
 

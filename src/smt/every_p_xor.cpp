@@ -110,6 +110,31 @@ std::string Analyzer::xor_term(const Lin& a, const Lin& b, const Expr& e) {
       expr_start(e));
 }
 
+std::string pow2_int(const std::string& e) {
+  return fmt::format("(ite (and (<= 0 {}) (<= {} 32)) (pow2 {}) (pow2_undefined {}))", e, e, e, e);
+}
+
+std::string log2_int(const std::string& x) {
+  return fmt::format(
+      "(ite (and (<= 1 {}) (<= {} 4294967295)) (- (clog2 (+ {} 1)) 1) (log2_undefined {}))", x, x,
+      x, x);
+}
+
+std::string Analyzer::pow_term(const Lin& a, const Lin& b, const Expr& e) {
+  // 2^E for 0 <= E <= 32 (the 32-bit range of ranks); elsewhere an unknown value (the executor
+  // refuses E < 0), so no claim that needs it there is proved.
+  if (a.c != "0" || b.c != "0" || a.k != "2")
+    refuse("a power is in the fragment only as 2^E with E free of count", expr_start(e));
+  return pow2_int(b.k);
+}
+
+std::string Analyzer::log2_term(const Lin& a, const Expr& e) {
+  // log2(X) rounded down = clog2(X + 1) - 1 for 1 <= X < 2^32; elsewhere an unknown value (the
+  // executor refuses X <= 0).
+  if (a.c != "0") refuse("log2 of a count-dependent value is outside the fragment", e.loc);
+  return log2_int(a.k);
+}
+
 bool Analyzer::assignments_only(const std::vector<StmtPtr>& body) {
   for (const auto& s : body) {
     if (s->kind == StmtKind::Assign) continue;
