@@ -179,7 +179,7 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
           {"        mask := mask * 2;\n", "        mask := mask * 2;\n        break;\n", "",
            "only assignments, one send and one receive", "m.coll:21:9"},
           {"        mask := mask * 2;\n",
-           "        if mask > 4 then mask := mask * 2; endif;\n        mask := mask * 2;\n", "",
+           "        if mask > 4 then send token to my_id; endif;\n        mask := mask * 2;\n", "",
            "only assignments, one send and one receive", "m.coll:20:9"},
           {"", "", "trips while (clog2 p)\n", "needs its trip count", "m.coll:17:5"},
           {"", "", "heard while (< (mod (- r q) p) (pow2 k))\n", "needs 'heard while TERM'",
@@ -193,6 +193,17 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
     CHECK(r.exit == kExitInconclusive);
     CHECK(r.note.find(why) != std::string::npos);
     CHECK(r.note.find(where) != std::string::npos);
+  }
+  // An `if` of assignments only is read (both branches, merged into if-then-else terms,
+  // every_p_xor.cpp): this one doubles the mask twice past 4, which consecution catches.
+  {
+    EveryPOutcome r = prove_texts(with(model, "        mask := mask * 2;\n",
+                                       "        if mask > 4 then mask := mask * 2; endif;\n"
+                                       "        mask := mask * 2;\n"),
+                                  proof);
+    INFO(r.note);
+    CHECK(r.exit != kExitOk);
+    CHECK(r.failed_obligation.find("consecution-mask-loop-while") != std::string::npos);
   }
   // A trip count naming the rank: every rank must run the same rounds.
   EveryPOutcome r =

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -89,6 +90,13 @@ struct Path {
 // (define-fun pow2 ...) and (define-fun clog2 ...): pow2 k = 2^k for 0 <= k <= 32 (0 outside),
 // clog2 x = the least c >= 0 with x <= 2^c, for x <= 2^32 (every_p_doubling.cpp).
 std::string pow2_defs();
+// (define-fun xor_pow2 ((x Int) (e Int)) Int ...): x XOR 2^e (x unchanged where pow2 e is 0), the
+// executor's two's-complement XOR for every integer x (every_p_xor.cpp).
+std::string xor_defs();
+// The program's 2^E and log2(X) (rounded down) as terms: exact for 0 <= E <= 32 and 1 <= X < 2^32
+// (the executor refuses E < 0 and X <= 0), an unknown value elsewhere; they need pow2_defs().
+std::string pow2_int(const std::string& e);
+std::string log2_int(const std::string& x);
 
 inline const std::string kPrelude =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
@@ -265,6 +273,23 @@ class Analyzer {
   void rooted_finish(const Path& path);
   void rooted_global();
   std::string rooted_match(const SendEvent& e, const std::string& S, const std::string& J);
+  // every_p_xor.cpp: XOR with a power of two, an `if` of assignments in a round loop's body
+  // (merged into if-then-else terms), and the per-iteration split of a while loop's queries.
+  std::string xor_term(const Lin& a, const Lin& b, const Expr& e);
+  std::string pow_term(const Lin& a, const Lin& b, const Expr& e);  // 2^E
+  std::string log2_term(const Lin& a, const Expr& e);               // log2(X), rounded down
+  static bool assignments_only(const std::vector<StmtPtr>& body);
+  using AssignFn = std::function<void(const Stmt&, State&)>;
+  void branch_assign(const Stmt& s, State& st, const AssignFn& assign,
+                     std::vector<std::pair<std::string, std::string>>& reads,
+                     std::vector<std::pair<std::string, SourceLoc>>& fits);
+  struct SplitLoop {
+    std::string iter, exit;
+    int n = 0;
+  };
+  std::vector<SplitLoop> splits_;
+  void note_split(const std::string& lname, int id, const SourceLoc& loc);
+  void split_obligations();
 };
 
 }  // namespace collv::everyp

@@ -20,14 +20,22 @@ std::string pow2_defs() {
   }
   return fmt::format(
       "(define-fun pow2 ((x Int)) Int {})\n(define-fun clog2 ((x Int)) Int (ite (<= x 1) 0 {}))\n"
-      "(declare-fun clog2_undefined (Int) Int)\n",
+      "(declare-fun clog2_undefined (Int) Int)\n(declare-fun pow2_undefined (Int) Int)\n"
+      "(declare-fun log2_undefined (Int) Int)\n",
       pw, cl);
 }
 
 void Analyzer::while_loop(const Stmt& s, Path& path) {
-  int nth = ++loop_seen_["while"];
-  std::string lname = nth == 1 ? "while" : fmt::format("while#{}", nth);
+  // Named in program order (`while#2` the second), once per statement: a loop read again on
+  // another path keeps its name.
+  auto named = loop_name_.find(&s);
+  if (named == loop_name_.end()) {
+    int nth = ++loop_seen_["while"];
+    named = loop_name_.emplace(&s, nth == 1 ? "while" : fmt::format("while#{}", nth)).first;
+  }
+  std::string lname = named->second;
   int id = ++out_.loops;
+  note_split(lname, id, s.loc);
   const EveryPInvariant* tr = invariant(lname, "#trips", "trips");
   if (!tr)
     refuse(fmt::format("a `while` loop needs its trip count in the proof: 'trips {} TERM' (a term "

@@ -108,6 +108,8 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
         refuse("len(...) in a rooted program is outside the fragment", e.loc);
       if (e.name == "len" && e.args.size() == 1 && e.args[0]->kind == ExprKind::Name)
         return Lin{data_var(e.args[0]->name, st, e.loc).len, "0"};
+      if (e.name == "log2" && e.args.size() == 1)
+        return Lin{"0", log2_term(int_expr(*e.args[0], st), e)};
       if ((e.name == "min" || e.name == "max") && e.args.size() == 2) {
         Lin a = int_expr(*e.args[0], st), b = int_expr(*e.args[1], st);
         std::string c = op2(e.name == "min" ? "<=" : ">=", render(a), render(b));
@@ -133,6 +135,10 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
             refuse("div/mod of a count-dependent value is outside the fragment", e.loc);
           return Lin{"0", op2(e.op == Op::Mod ? "mod" : "div", a.k, d)};
         }
+        case Op::BitXor:
+          return Lin{"0", xor_term(a, b, e)};
+        case Op::Pow:
+          return Lin{"0", pow_term(a, b, e)};
         default:
           break;
       }

@@ -82,9 +82,13 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
         refuse("more than one send or receive in a round loop: outside the fragment", b->loc);
       if (b->along_link) refuse("`along link` is outside the fragment", b->loc);
       slot = b.get();
-    } else if (b->kind != StmtKind::Assign) {
-      refuse("inside a round loop only assignments, one send and one receive are in the fragment",
-             b->loc);
+    } else if (b->kind != StmtKind::Assign &&
+               !(b->kind == StmtKind::If && assignments_only(b->body) &&
+                 assignments_only(b->else_body))) {
+      refuse(
+          "inside a round loop only assignments, one send and one receive are in the fragment "
+          "(assignments also under an `if` whose branches are assignments only)",
+          b->loc);
     }
   }
   // A local loop (no send and no receive: a rotation, a copy) is an induction without rounds.
@@ -194,7 +198,9 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
 
   std::vector<std::pair<std::string, std::string>> reads;
   std::vector<std::pair<std::string, SourceLoc>> fits;
-  auto assign = [&](const Stmt& b, State& st) {
+  AssignFn assign;
+  assign = [&](const Stmt& b, State& st) {
+    if (b.kind == StmtKind::If) return branch_assign(b, st, assign, reads, fits);
     if (b.value->type == Type::Data || b.target->kind != ExprKind::Name ||
         b.value->kind == ExprKind::EmptyBuf) {
       Buf v = data_expr(*b.value, st, &reads);

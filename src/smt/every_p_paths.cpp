@@ -37,6 +37,7 @@ void Analyzer::run() {
   else
     explore(todo, 0, p0);
   out_.paths = paths_;
+  split_obligations();
 }
 
 void Analyzer::oblige(const Path& path, const std::string& name, const std::string& what,
@@ -65,7 +66,8 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
   // all-reduce consecution from 12 s to over 60 s.
   const bool pw = body.find("pow2") != std::string::npos || body.find("clog2") != std::string::npos;
   ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
-              (pw ? pow2_defs() : std::string()) + body;
+              (pw ? pow2_defs() : std::string()) +
+              (body.find("xor_pow2") != std::string::npos ? xor_defs() : std::string()) + body;
   out_.obligations.push_back(std::move(ob));
 }
 

@@ -1,0 +1,45 @@
+// Bit operations as linear integer arithmetic (see every_p_bits.hpp).
+#include "smt/every_p_bits.hpp"
+
+#include <fmt/format.h>
+
+#include "smt/every_p_terms.hpp"
+
+namespace collv::everyp {
+
+std::string bit_of(const std::string& x, int j) {
+  // x halved j times, each a div by 2 of the previous: the bits of one value share their chain
+  // x = 2 q1 + b0, q1 = 2 q2 + b1, ... (Z3 hash-conses the common subterms), which Z3 decides
+  // far faster than unrelated (div x 2^j) (measured on the binomial tree's match queries).
+  std::string q = x;
+  for (int i = 0; i < j; ++i) q = fmt::format("(div {} 2)", q);
+  return fmt::format("(mod {} 2)", q);
+}
+
+std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c) {
+  if (op != Op::BitAnd && op != Op::BitOr && op != Op::BitXor) return std::nullopt;
+  if (c < 0 || c > kBitsMaxNumeral) return std::nullopt;
+  // AND: sum of 2^j * bit j over c's set bits; OR: x plus 2^j for each set bit j of c that is
+  // clear in x; XOR: x plus 2^j where bit j is clear, minus 2^j where it is set.
+  std::string out = op == Op::BitAnd ? "0" : x;
+  for (int j = 0; j <= 32; ++j) {
+    if (((c >> j) & 1) == 0) continue;
+    std::string b = bit_of(x, j), w = num(1LL << j);
+    if (op == Op::BitAnd)
+      out = add(out, mul(w, b));
+    else if (op == Op::BitOr)
+      out = add(out, mul(w, sub("1", b)));
+    else
+      out = add(out, mul(w, sub("1", mul("2", b))));
+  }
+  return out;
+}
+
+std::optional<long long> bitop_fold(Op op, long long x, long long y) {
+  if (op == Op::BitAnd) return x & y;
+  if (op == Op::BitOr) return x | y;
+  if (op == Op::BitXor) return x ^ y;
+  return std::nullopt;
+}
+
+}  // namespace collv::everyp

@@ -1,0 +1,37 @@
+// Bit operations of the every-p prover as linear integer arithmetic (docs/smt.md, "Every p from
+// the model", binomial trees). A bit operation whose other operand is a numeral c >= 0 (a doubling
+// mask once its loop is unrolled: p < 2^31, so the mask takes the values 2^0 .. 2^31 only) is
+// written with div and mod by numerals, which Z3 decides as linear integer arithmetic; a query
+// never mixes Int with bit-vectors (docs/smt.md, "XOR partners: encoding experiments": those
+// mixes and div/mod by a symbolic 2^k were the slow encodings).
+//
+//   bit_of("r", 2)                   -> "(mod (div (div r 2) 2) 2)"   bit 2 of r (0 or 1)
+//   bitop_numeral(Op::BitAnd, "r", 4) -> "(* 4 (mod (div (div r 2) 2) 2))"
+//   bitop_numeral(Op::BitXor, "r", 8) -> r + 8 - 16 * bit 3 of r
+//
+// Exact for every integer x, negative ones too, read as infinite two's complement (the executor's
+// 64-bit AND, OR, XOR agree for |x| < 2^62): SMT-LIB's div by a positive numeral rounds down and
+// its mod is in 0 .. d - 1, so x halved j times, mod 2, is bit j of x's two's complement.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "lang/ast.hpp"
+
+namespace collv::everyp {
+
+// Ranks are 32-bit: numerals of bit operations are at most this (2^32: a mask doubled past p).
+inline constexpr long long kBitsMaxNumeral = 1LL << 32;
+
+// Bit j (0 <= j <= 32) of x as an Int term in {0, 1}.
+std::string bit_of(const std::string& x, int j);
+
+// x OP c for OP in BitAnd, BitOr, BitXor and a numeral 0 <= c <= kBitsMaxNumeral, as a linear
+// Int term (a sum over c's set bits). nullopt for another OP or c outside that range.
+std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c);
+
+// x OP y for two numerals (constant folding), nullopt for another OP.
+std::optional<long long> bitop_fold(Op op, long long x, long long y);
+
+}  // namespace collv::everyp

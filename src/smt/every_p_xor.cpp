@@ -1,0 +1,226 @@
+// The every-p prover's XOR partners (docs/smt.md, "Every p from the model", XOR partners):
+//
+// * `x XOR m` where m is a doubling mask's closed form `(pow2 E)` is the term (xor_pow2 x E):
+//   x + 2^E where bit E of x is 0, x - 2^E where it is 1, bit E being (mod (div x 2^E) 2) -- the
+//   executor's two's-complement XOR for every integer x; with a numeral operand 0..2^32 it is
+//   every_p_bits' linear term; `x XOR (ite c m1 m2)` is (ite c (x XOR m1) (x XOR m2)). Any other
+//   XOR is refused.
+// * an `if` in a round loop's body whose branches are assignments only (Open MPI's `if my_id <
+//   remote then ... else ... endif`) is read as both branches from the same state, merged into
+//   if-then-else terms on the condition; the slices they read and fill are obligations under the
+//   branch's condition.
+// * `split LOOP N` in the proof: every query that names the while loop's ghost iteration (or its
+//   exit index) is split into N queries, one with the iteration equal to each of 0..N-1, and one
+//   with it outside 0..N-1. The cases cover every integer, so the N + 1 answers unsat are the
+//   query's unsat; with the iteration a numeral, 2^k is a numeral and the div, mod and XOR by it
+//   are linear (Z3 answers the unsplit form, nonlinear in 2^k, with a timeout).
+#include <array>
+#include <cctype>
+#include <optional>
+
+#include "smt/every_p_analyzer.hpp"
+#include "smt/every_p_bits.hpp"
+
+namespace collv::everyp {
+
+std::string xor_defs() {
+  return "(define-fun xor_pow2 ((x Int) (e Int)) Int (ite (= (pow2 e) 0) x (ite (= (mod (div x "
+         "(pow2 e)) 2) 0) (+ x (pow2 e)) (- x (pow2 e)))))\n";
+}
+
+namespace {
+
+// E when t is `(pow2 E)` (one balanced term); empty otherwise.
+std::string pow2_exponent(const std::string& t) {
+  const std::string head = "(pow2 ";
+  if (t.rfind(head, 0) != 0 || t.back() != ')') return "";
+  int depth = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '(') ++depth;
+    if (t[i] == ')' && --depth == 0 && i + 1 != t.size()) return "";
+  }
+  return t.substr(head.size(), t.size() - head.size() - 1);
+}
+
+// The three operands of `(ite C A B)` (balanced terms), or nothing.
+std::optional<std::array<std::string, 3>> ite_parts(const std::string& t) {
+  if (t.size() < 2 || t.front() != '(' || t.back() != ')') return std::nullopt;
+  std::vector<std::string> items;
+  std::size_t at = 1, end = t.size() - 1;
+  while (at < end) {
+    if (t[at] == ' ') {
+      ++at;
+      continue;
+    }
+    std::size_t from = at;
+    if (t[at] == '(') {
+      int depth = 0;
+      for (; at < end; ++at) {
+        if (t[at] == '(') ++depth;
+        if (t[at] == ')' && --depth == 0) break;
+      }
+      if (depth != 0) return std::nullopt;
+      ++at;
+    } else {
+      while (at < end && t[at] != ' ' && t[at] != '(' && t[at] != ')') ++at;
+      if (at < end && t[at] != ' ') return std::nullopt;
+    }
+    items.push_back(t.substr(from, at - from));
+  }
+  if (items.size() != 4 || items[0] != "ite") return std::nullopt;
+  return std::array<std::string, 3>{items[1], items[2], items[3]};
+}
+
+bool names(const std::string& script, const std::string& id) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = script.find(id); at != std::string::npos; at = script.find(id, at + 1)) {
+    bool left = at == 0 || !word(script[at - 1]);
+    bool right = at + id.size() >= script.size() || !word(script[at + id.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string Analyzer::xor_term(const Lin& a, const Lin& b, const Expr& e) {
+  if (a.c != "0" || b.c != "0")
+    refuse("XOR of a count-dependent value is outside the fragment", e.loc);
+  // Two numerals fold; one numeral operand is every_p_bits' linear sum over its set bits.
+  auto na = as_int(a.k), nb = as_int(b.k);
+  if (na && nb) return num(*bitop_fold(Op::BitXor, *na, *nb));
+  if (nb)
+    if (auto t = bitop_numeral(Op::BitXor, a.k, *nb)) return *t;
+  if (na)
+    if (auto t = bitop_numeral(Op::BitXor, b.k, *na)) return *t;
+  std::string eb = pow2_exponent(b.k);
+  if (!eb.empty()) return fmt::format("(xor_pow2 {} {})", a.k, eb);
+  std::string ea = pow2_exponent(a.k);
+  if (!ea.empty()) return fmt::format("(xor_pow2 {} {})", b.k, ea);
+  // x XOR (if c then m1 else m2) = if c then x XOR m1 else x XOR m2 (either operand).
+  if (auto parts = ite_parts(b.k))
+    return ite((*parts)[0], xor_term(a, Lin{"0", (*parts)[1]}, e),
+               xor_term(a, Lin{"0", (*parts)[2]}, e));
+  if (auto parts = ite_parts(a.k))
+    return ite((*parts)[0], xor_term(Lin{"0", (*parts)[1]}, b, e),
+               xor_term(Lin{"0", (*parts)[2]}, b, e));
+  refuse(
+      "XOR is in the fragment only with a power of two (a doubling mask's closed form (pow2 "
+      "k), or a literal 2^j)",
+      expr_start(e));
+}
+
+std::string pow2_int(const std::string& e) {
+  return fmt::format("(ite (and (<= 0 {}) (<= {} 32)) (pow2 {}) (pow2_undefined {}))", e, e, e, e);
+}
+
+std::string log2_int(const std::string& x) {
+  return fmt::format(
+      "(ite (and (<= 1 {}) (<= {} 4294967295)) (- (clog2 (+ {} 1)) 1) (log2_undefined {}))", x, x,
+      x, x);
+}
+
+std::string Analyzer::pow_term(const Lin& a, const Lin& b, const Expr& e) {
+  // 2^E for 0 <= E <= 32 (the 32-bit range of ranks); elsewhere an unknown value (the executor
+  // refuses E < 0), so no claim that needs it there is proved.
+  if (a.c != "0" || b.c != "0" || a.k != "2")
+    refuse("a power is in the fragment only as 2^E with E free of count", expr_start(e));
+  return pow2_int(b.k);
+}
+
+std::string Analyzer::log2_term(const Lin& a, const Expr& e) {
+  // log2(X) rounded down = clog2(X + 1) - 1 for 1 <= X < 2^32; elsewhere an unknown value (the
+  // executor refuses X <= 0).
+  if (a.c != "0") refuse("log2 of a count-dependent value is outside the fragment", e.loc);
+  return log2_int(a.k);
+}
+
+bool Analyzer::assignments_only(const std::vector<StmtPtr>& body) {
+  for (const auto& s : body) {
+    if (s->kind == StmtKind::Assign) continue;
+    if (s->kind == StmtKind::If && assignments_only(s->body) && assignments_only(s->else_body))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+void Analyzer::branch_assign(const Stmt& s, State& st, const AssignFn& assign,
+                             std::vector<std::pair<std::string, std::string>>& reads,
+                             std::vector<std::pair<std::string, SourceLoc>>& fits) {
+  const std::string c = bool_expr(*s.cond, st);
+  auto run = [&](const std::vector<StmtPtr>& body, State& x, const std::string& guard) {
+    std::size_t r0 = reads.size(), f0 = fits.size();
+    for (const auto& t : body) assign(*t, x);
+    for (std::size_t i = r0; i < reads.size(); ++i)
+      reads[i].first = fmt::format("(=> {} {})", guard, reads[i].first);
+    for (std::size_t i = f0; i < fits.size(); ++i)
+      fits[i].first = fmt::format("(=> {} {})", guard, fits[i].first);
+  };
+  State yes = st, no = st;
+  run(s.body, yes, c);
+  run(s.else_body, no, fmt::format("(not {})", c));
+  // A variable with a value on both branches gets ite(c, then, else); one that has a value on
+  // one branch only has none after the if (a later read is refused).
+  State out = st;
+  out.ints.clear();
+  out.data.clear();
+  for (const auto& [v, l] : yes.ints) {
+    auto f = no.ints.find(v);
+    if (f == no.ints.end()) continue;
+    out.ints[v] = Lin{l.c == f->second.c ? l.c : ite(c, l.c, f->second.c),
+                      l.k == f->second.k ? l.k : ite(c, l.k, f->second.k)};
+  }
+  for (const auto& [v, d] : yes.data) {
+    auto f = no.data.find(v);
+    if (f == no.data.end()) continue;
+    out.data[v] = Buf{d.len == f->second.len ? d.len : ite(c, d.len, f->second.len),
+                      d.blk == f->second.blk ? d.blk : ite(c, d.blk, f->second.blk)};
+  }
+  st = out;
+}
+
+void Analyzer::note_split(const std::string& lname, int id, const SourceLoc& loc) {
+  const EveryPInvariant* sp = invariant(lname, "#split", "split");
+  if (!sp) return;
+  auto n = as_int(sp->term);
+  if (!n || *n < 1 || *n > 64)
+    refuse(fmt::format("{}:{}: split {} needs a number of cases from 1 to 64", pf_.path, sp->line,
+                       lname),
+           loc);
+  splits_.push_back(
+      SplitLoop{fmt::format("i_L{}", id), fmt::format("x_L{}", id), static_cast<int>(*n)});
+}
+
+void Analyzer::split_obligations() {
+  if (splits_.empty()) return;
+  std::vector<EveryPObligation> out;
+  for (auto& ob : out_.obligations) {
+    const SplitLoop* sp = nullptr;
+    std::string c;
+    for (const auto& s : splits_) {
+      c = names(ob.script, s.iter) ? s.iter : names(ob.script, s.exit) ? s.exit : "";
+      if (!c.empty()) {
+        sp = &s;
+        break;
+      }
+    }
+    if (!sp) {
+      out.push_back(std::move(ob));
+      continue;
+    }
+    for (int k = 0; k <= sp->n; ++k) {
+      EveryPObligation o = ob;
+      bool rest = k == sp->n;
+      o.name += rest ? "-krest" : fmt::format("-k{}", k);
+      o.description += rest ? fmt::format(" (case {} outside 0..{})", c, sp->n - 1)
+                            : fmt::format(" (case {} = {})", c, k);
+      o.script += rest ? fmt::format("(assert (or (< {} 0) (> {} {})))\n", c, c, sp->n - 1)
+                       : fmt::format("(assert (= {} {}))\n", c, k);
+      out.push_back(std::move(o));
+    }
+  }
+  out_.obligations = std::move(out);
+}
+
+}  // namespace collv::everyp
