@@ -6,8 +6,10 @@
 #include <fstream>
 #include <string>
 
+#include "app/mpi_internal.hpp"
 #include "cli.hpp"
 #include "mpi_util.hpp"
+#include "util/error.hpp"
 
 using collv::test::have_mpi;
 
@@ -243,4 +245,65 @@ TEST_CASE(
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Contains("  FAIL "));
   CHECK_THAT(out, Catch::Contains("runtime"));
+}
+
+TEST_CASE(
+    "collv mpi: Open MPI's allgatherv algorithm named `default` is algorithm 1, not the "
+    "library's own choice",
+    "[mpi][mpi-openmpi]") {
+  collv::MpiOptions o;
+  o.impl = "openmpi";
+  o.collective = "allgatherv";
+  o.algorithm = "default";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "default");  // was "ignore": the fixed decision ran
+  o.algorithm = "1";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "default");
+  o.algorithm = "ignore";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.algorithm = "auto";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.collective = "allreduce";
+  o.algorithm = "default";  // an alias where no algorithm has the name
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.impl = "mpich";
+  o.algorithm = "auto";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "auto");
+  o.algorithm = "spiral";
+  CHECK_THROWS_AS(collv::mpi_detail::algorithm_name(o), collv::UsageError);
+}
+
+TEST_CASE(
+    "collv mpi: an Open MPI algorithm that its source replaces for every non-commutative "
+    "operation never runs under one: skipped and inconclusive (exit 3), never passed",
+    "[mpi][mpi-openmpi]") {
+  using collv::mpi_detail::openmpi_silent_fallback;
+  CHECK_FALSE(openmpi_silent_fallback("reduce_scatter_block", "recursive_halving", false).empty());
+  CHECK(openmpi_silent_fallback("reduce_scatter_block", "recursive_halving", true).empty());
+  CHECK_FALSE(openmpi_silent_fallback("allreduce", "rabenseifner", false).empty());
+  CHECK_FALSE(openmpi_silent_fallback("reduce", "rabenseifner", false).empty());
+  CHECK(openmpi_silent_fallback("reduce_scatter_block", "recursive_doubling", false).empty());
+  CHECK(openmpi_silent_fallback("allreduce", "ring", false).empty());
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // It passed (exit 0) on the basic linear algorithm's results: the named one never ran.
+  std::string out;
+  int rc = collv::test::run_cli(
+      "mpi --impl openmpi --collective reduce_scatter_block --algorithm recursive_halving "
+      "--sizes 4 --count 0..2 --op noncommutative",
+      out, "", 240);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("the named algorithm never ran: 2 runs where the library fell "
+                                  "back to its own choice, 1 at count 0"));
+  CHECK_THAT(out, Catch::Contains("Open MPI's source: "
+                                  "ompi_coll_base_reduce_scatter_block_intra_recursivehalving"));
+  // Under a commutative operation it runs, and is judged.
+  rc = collv::test::run_cli(
+      "mpi --impl openmpi --collective reduce_scatter_block --algorithm recursive_halving "
+      "--sizes 4 --count 0..2 --op commutative",
+      out, "", 240);
+  INFO(out);
+  CHECK(rc == 0);
 }
