@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/mpi_cmd.hpp"
 #include "app/mpi_internal.hpp"
 #include "cli.hpp"
 #include "mpi_util.hpp"
@@ -306,4 +307,39 @@ TEST_CASE(
       out, "", 240);
   INFO(out);
   CHECK(rc == 0);
+}
+
+TEST_CASE(
+    "collv mpi --conformance reads Open MPI's reduce_scatter_block selector, and a further "
+    "coll_tuned_ setting (a nested collective's algorithm) goes to the launch",
+    "[mpi][mpi-openmpi]") {
+  const std::string m = std::string(COLLV_SOURCE_DIR) + "/models/openmpi/";
+  collv::MpiOptions base;
+  base.sizes = {4, 4};
+  auto one = [&](const std::string& f) {
+    auto runs = collv::conformance_runs(f, base);
+    REQUIRE(runs.size() == 1);
+    return runs[0];
+  };
+  // Before: "the line names no algorithm selector" (the selector was read as a further setting
+  // of reduce_scatter), so no Open MPI reduce_scatter_block model ran.
+  auto r = one(m + "reduce_scatter_block_basic_linear.coll");
+  CHECK(r.why_not.empty());
+  CHECK(r.options.collective == "reduce_scatter_block");
+  CHECK(r.options.algorithm == "1");
+  CHECK(r.options.op == "noncommutative");
+  REQUIRE(r.options.extra_env.size() == 2);
+  CHECK(r.options.extra_env[0] ==
+        std::make_pair(std::string("OMPI_MCA_coll_tuned_reduce_algorithm"), std::string("1")));
+  CHECK(r.options.extra_env[1] ==
+        std::make_pair(std::string("OMPI_MCA_coll_tuned_scatter_algorithm"), std::string("1")));
+  r = one(m + "allgather_linear.coll");
+  CHECK(r.why_not.empty());
+  CHECK(r.options.collective == "allgather");
+  CHECK(r.options.algorithm == "1");
+  CHECK(r.options.extra_env.size() == 2);
+  // The equal-block ring reduce-scatter, on MPI_Reduce_scatter's selector, is still not run.
+  CHECK_THAT(one(m + "reduce_scatter_ring.coll").why_not,
+             Catch::Contains("MPI_Reduce_scatter with uneven counts"));
+  CHECK(one(m + "reduce_scatterv_ring.coll").why_not.empty());
 }
