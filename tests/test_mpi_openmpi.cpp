@@ -6,20 +6,57 @@
 #include <fstream>
 #include <string>
 
+#include "app/mpi_cmd.hpp"
+#include "app/mpi_internal.hpp"
 #include "cli.hpp"
 #include "mpi_util.hpp"
+#include "util/error.hpp"
 
 using collv::test::have_mpi;
 
 namespace {
 
 struct Mutant {
-  const char* model;  // under models/openmpi/
-  const char* from;   // the statement changed (must occur in the model)
-  const char* to;     // what the mutant has there
-  const char* args;   // the run where the model's path runs and the mutant differs
-  const char* fails;  // what the mutant's report names
+  const char* model;            // under models/openmpi/
+  const char* from;             // the statement changed (must occur in the model, once)
+  const char* to;               // what the mutant has there
+  const char* args;             // the run where the model's path runs and the mutant differs
+  const char* fails;            // what the mutant's report names
+  const char* from2 = nullptr;  // a second statement changed with the first (optional)
+  const char* to2 = nullptr;
 };
+
+// `text` with `from` replaced by `to`; `from` must occur exactly once.
+std::string mutate(const std::string& text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);                       // the mutated statement is still there
+  REQUIRE(text.find(from, at + 1) == std::string::npos);  // and only once
+  std::string mutated = text;
+  mutated.replace(at, from.size(), to);
+  return mutated;
+}
+
+// Each model passes `collv mpi --conformance` at its arguments (exit 0) and its mutant fails
+// there (exit 1) naming what differs.
+void check_mutant(const Mutant& m) {
+  const std::string model = std::string(COLLV_SOURCE_DIR) + "/models/openmpi/" + m.model + ".coll";
+  std::string mutated = mutate(collv::test::slurp(model), m.from, m.to);
+  if (m.from2) mutated = mutate(mutated, m.from2, m.to2);
+  const std::string file =
+      collv::test::unique_temp(std::string("collv_mutant_") + m.model) + ".coll";
+  std::ofstream(file) << mutated;
+
+  std::string out;
+  int rc = collv::test::run_cli("mpi --conformance " + model + " " + m.args, out, "", 240);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("  pass "));
+  rc = collv::test::run_cli("mpi --conformance " + file + " " + m.args, out, "", 240);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("  FAIL "));
+  CHECK_THAT(out, Catch::Contains(m.fails));
+}
 
 }  // namespace
 
@@ -87,30 +124,95 @@ TEST_CASE(
        "--sizes 2 --count 1", "messages: rank"},
   };
   for (const auto& m : mutants) {
-    DYNAMIC_SECTION(m.model) {
-      const std::string model =
-          std::string(COLLV_SOURCE_DIR) + "/models/openmpi/" + m.model + ".coll";
-      const std::string text = collv::test::slurp(model);
-      const auto at = text.find(m.from);
-      REQUIRE(at != std::string::npos);  // the mutated statement is still in the model
-      REQUIRE(text.find(m.from, at + 1) == std::string::npos);  // and only once
-      std::string mutated = text;
-      mutated.replace(at, std::string(m.from).size(), m.to);
-      const std::string file =
-          collv::test::unique_temp(std::string("collv_mutant_") + m.model) + ".coll";
-      std::ofstream(file) << mutated;
+    DYNAMIC_SECTION(m.model) { check_mutant(m); }
+  }
+}
 
-      std::string out;
-      int rc = collv::test::run_cli("mpi --conformance " + model + " " + m.args, out, "", 240);
-      INFO(out);
-      CHECK(rc == 0);
-      CHECK_THAT(out, Catch::Contains("  pass "));
-      rc = collv::test::run_cli("mpi --conformance " + file + " " + m.args, out, "", 240);
-      INFO(out);
-      CHECK(rc == 1);
-      CHECK_THAT(out, Catch::Contains("  FAIL "));
-      CHECK_THAT(out, Catch::Contains(m.fails));
-    }
+TEST_CASE(
+    "collv mpi --conformance: Open MPI's allreduce segmented_ring and nonoverlapping, allgather "
+    "linear, reduce_scatter, reduce_scatter_block, allgatherv and alltoallv models conform, and "
+    "each one's mutant fails",
+    "[mpi][mpi-openmpi][slow]") {
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const Mutant mutants[] = {
+      // segcount = count: the plain ring at every count; at p = 3, count 12 the library runs two
+      // phases (segment size 32 bytes: two elements).
+      {"allreduce_segmented_ring", "def segc(c) = if c > 2 then 2 else c", "def segc(c) = c",
+       "--sizes 3 --count 12", "messages: rank"},
+      // The linear reduce folds rank i in on the left: the mutant on the right.
+      {"allreduce_nonoverlapping", "acc := y + acc;", "acc := acc + y;", "--sizes 3 --count 1",
+       "conformance: rank"},
+      {"reduce_scatter_block_basic_linear", "acc := y + acc;", "acc := acc + y;",
+       "--sizes 3 --count 1", "conformance: rank"},
+      // Without the pinned gather and bcast the library runs its fixed decision (a binomial
+      // broadcast at p = 4), not the model: the library line's settings are what select them.
+      {"allgather_linear", " coll_tuned_gather_algorithm = 1 coll_tuned_bcast_algorithm = 1", "",
+       "--sizes 4 --count 2", "messages: rank"},
+      {"allgatherv_default", " coll_tuned_bcast_algorithm = 1\n", "\n", "--sizes 4 --count 2",
+       "messages: rank"},
+      // The basic scatterv sends no empty block: the mutant sends them (zero-byte messages).
+      {"reduce_scatterv_non_overlapping",
+       "if counts(i) > 0 then send acc[displs(i) .. displs(i) + counts(i) - 1] to i; endif;",
+       "send acc[displs(i) .. displs(i) + counts(i) - 1] to i;", "--sizes 3 --count 1",
+       "messages: rank", "if counts(my_id) > 0 then receive result from 0; endif;",
+       "receive result from 0;"},
+      // The non-commutative path: the received blocks on the wrong side.
+      {"reduce_scatter_block_recursive_doubling", "if rtr < ctr then", "if rtr > ctr then",
+       "--sizes 2 --count 1", "conformance: rank"},
+      {"reduce_scatter_block_recursive_halving",
+       "tmp[rd .. rd + rc - 1] := t + tmp[rd .. rd + rc - 1];",
+       "tmp[rd .. rd + rc - 1] := tmp[rd .. rd + rc - 1] + t;", "--sizes 4 --count 1",
+       "conformance: rank"},
+      {"reduce_scatter_block_butterfly", "tmp[ri .. ri + nb - 1] := tmp[ri .. ri + nb - 1] + t;",
+       "tmp[ri .. ri + nb - 1] := t + tmp[ri .. ri + nb - 1];", "--sizes 4 --count 1",
+       "conformance: rank"},
+      {"reduce_scatterv_recursive_halving", "tmp[ro .. re - 1] := t + tmp[ro .. re - 1];",
+       "tmp[ro .. re - 1] := tmp[ro .. re - 1] + t;", "--sizes 4 --count 2", "conformance: rank"},
+      {"reduce_scatterv_butterfly", "tmp[rd .. rd + rc - 1] := tmp[rd .. rd + rc - 1] + t;",
+       "tmp[rd .. rd + rc - 1] := t + tmp[rd .. rd + rc - 1];", "--sizes 4 --count 2",
+       "conformance: rank"},
+      {"reduce_scatterv_ring",
+       "acc[displs(my_id) .. displs(my_id) + counts(my_id) - 1] := t + acc[displs(my_id) .. "
+       "displs(my_id) + counts(my_id) - 1];",
+       "acc[displs(my_id) .. displs(my_id) + counts(my_id) - 1] := acc[displs(my_id) .. "
+       "displs(my_id) + counts(my_id) - 1] + t;",
+       "--sizes 3 --count 2", "conformance: rank"},
+      // The ring sends the empty blocks too: the mutant leaves them out.
+      {"allgatherv_ring",
+       "send result[displs(sdf) .. displs(sdf) + counts(sdf) - 1] to sendto;\n      receive "
+       "result[displs(rdf) .. displs(rdf) + counts(rdf) - 1] from recvfrom;",
+       "if counts(sdf) > 0 then send result[displs(sdf) .. displs(sdf) + counts(sdf) - 1] to "
+       "sendto; endif;\n      if counts(rdf) > 0 then receive result[displs(rdf) .. displs(rdf) + "
+       "counts(rdf) - 1] from recvfrom; endif;",
+       "--sizes 3 --count 1", "messages: rank"},
+      // Bruck's last round sends only the blocks still missing: the mutant sends distance blocks.
+      {"allgatherv_bruck", "bc := if distance <= p div 2 then distance else p - distance;",
+       "bc := distance;", "--sizes 3 --count 2", "messages: rank"},
+      // At even p the library exchanges with neighbours: the mutant runs the ring there.
+      {"allgatherv_neighbor", "    if p mod 2 = 1 then\n", "    if p mod 2 >= 0 then\n",
+       "--sizes 4 --count 2", "messages: rank"},
+      {"allgatherv_two_proc", "send x to remote;", "send x to remote; send [] to remote;",
+       "--sizes 2 --count 1", "messages: rank"},
+      // Open MPI 4.1.4 sends the empty blocks: the mutant skips them (as 4.1.8 does).
+      {"alltoallv_basic_linear", "    if i <> my_id then\n      irecv",
+       "    if i <> my_id and counts(i, my_id) > 0 then\n      irecv", "--sizes 3 --count 1",
+       "messages: rank", "    if i <> my_id then\n      isend",
+       "    if i <> my_id and counts(my_id, i) > 0 then\n      isend"},
+      {"alltoallv_pairwise",
+       "    send x[sdispls(my_id, dst) .. sdispls(my_id, dst) + counts(my_id, dst) - 1] to dst;",
+       "    if counts(my_id, dst) > 0 then send x[sdispls(my_id, dst) .. sdispls(my_id, dst) + "
+       "counts(my_id, dst) - 1] to dst; endif;",
+       "--sizes 3 --count 1", "messages: rank",
+       "    receive result[rdispls(src, my_id) .. rdispls(src, my_id) + counts(src, my_id) - 1] "
+       "from src;",
+       "    if counts(src, my_id) > 0 then receive result[rdispls(src, my_id) .. rdispls(src, "
+       "my_id) + counts(src, my_id) - 1] from src; endif;"},
+  };
+  for (const auto& m : mutants) {
+    DYNAMIC_SECTION(m.model) { check_mutant(m); }
   }
 }
 
@@ -144,4 +246,100 @@ TEST_CASE(
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Contains("  FAIL "));
   CHECK_THAT(out, Catch::Contains("runtime"));
+}
+
+TEST_CASE(
+    "collv mpi: Open MPI's allgatherv algorithm named `default` is algorithm 1, not the "
+    "library's own choice",
+    "[mpi][mpi-openmpi]") {
+  collv::MpiOptions o;
+  o.impl = "openmpi";
+  o.collective = "allgatherv";
+  o.algorithm = "default";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "default");  // was "ignore": the fixed decision ran
+  o.algorithm = "1";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "default");
+  o.algorithm = "ignore";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.algorithm = "auto";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.collective = "allreduce";
+  o.algorithm = "default";  // an alias where no algorithm has the name
+  CHECK(collv::mpi_detail::algorithm_name(o) == "ignore");
+  o.impl = "mpich";
+  o.algorithm = "auto";
+  CHECK(collv::mpi_detail::algorithm_name(o) == "auto");
+  o.algorithm = "spiral";
+  CHECK_THROWS_AS(collv::mpi_detail::algorithm_name(o), collv::UsageError);
+}
+
+TEST_CASE(
+    "collv mpi: an Open MPI algorithm that its source replaces for every non-commutative "
+    "operation never runs under one: skipped and inconclusive (exit 3), never passed",
+    "[mpi][mpi-openmpi]") {
+  using collv::mpi_detail::openmpi_silent_fallback;
+  CHECK_FALSE(openmpi_silent_fallback("reduce_scatter_block", "recursive_halving", false).empty());
+  CHECK(openmpi_silent_fallback("reduce_scatter_block", "recursive_halving", true).empty());
+  CHECK_FALSE(openmpi_silent_fallback("allreduce", "rabenseifner", false).empty());
+  CHECK_FALSE(openmpi_silent_fallback("reduce", "rabenseifner", false).empty());
+  CHECK(openmpi_silent_fallback("reduce_scatter_block", "recursive_doubling", false).empty());
+  CHECK(openmpi_silent_fallback("allreduce", "ring", false).empty());
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // It passed (exit 0) on the basic linear algorithm's results: the named one never ran.
+  std::string out;
+  int rc = collv::test::run_cli(
+      "mpi --impl openmpi --collective reduce_scatter_block --algorithm recursive_halving "
+      "--sizes 4 --count 0..2 --op noncommutative",
+      out, "", 240);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("the named algorithm never ran: 2 runs where the library fell "
+                                  "back to its own choice, 1 at count 0"));
+  CHECK_THAT(out, Catch::Contains("Open MPI's source: "
+                                  "ompi_coll_base_reduce_scatter_block_intra_recursivehalving"));
+  // Under a commutative operation it runs, and is judged.
+  rc = collv::test::run_cli(
+      "mpi --impl openmpi --collective reduce_scatter_block --algorithm recursive_halving "
+      "--sizes 4 --count 0..2 --op commutative",
+      out, "", 240);
+  INFO(out);
+  CHECK(rc == 0);
+}
+
+TEST_CASE(
+    "collv mpi --conformance reads Open MPI's reduce_scatter_block selector, and a further "
+    "coll_tuned_ setting (a nested collective's algorithm) goes to the launch",
+    "[mpi][mpi-openmpi]") {
+  const std::string m = std::string(COLLV_SOURCE_DIR) + "/models/openmpi/";
+  collv::MpiOptions base;
+  base.sizes = {4, 4};
+  auto one = [&](const std::string& f) {
+    auto runs = collv::conformance_runs(f, base);
+    REQUIRE(runs.size() == 1);
+    return runs[0];
+  };
+  // Before: "the line names no algorithm selector" (the selector was read as a further setting
+  // of reduce_scatter), so no Open MPI reduce_scatter_block model ran.
+  auto r = one(m + "reduce_scatter_block_basic_linear.coll");
+  CHECK(r.why_not.empty());
+  CHECK(r.options.collective == "reduce_scatter_block");
+  CHECK(r.options.algorithm == "1");
+  CHECK(r.options.op == "noncommutative");
+  REQUIRE(r.options.extra_env.size() == 2);
+  CHECK(r.options.extra_env[0] ==
+        std::make_pair(std::string("OMPI_MCA_coll_tuned_reduce_algorithm"), std::string("1")));
+  CHECK(r.options.extra_env[1] ==
+        std::make_pair(std::string("OMPI_MCA_coll_tuned_scatter_algorithm"), std::string("1")));
+  r = one(m + "allgather_linear.coll");
+  CHECK(r.why_not.empty());
+  CHECK(r.options.collective == "allgather");
+  CHECK(r.options.algorithm == "1");
+  CHECK(r.options.extra_env.size() == 2);
+  // The equal-block ring reduce-scatter, on MPI_Reduce_scatter's selector, is still not run.
+  CHECK_THAT(one(m + "reduce_scatter_ring.coll").why_not,
+             Catch::Contains("MPI_Reduce_scatter with uneven counts"));
+  CHECK(one(m + "reduce_scatterv_ring.coll").why_not.empty());
 }

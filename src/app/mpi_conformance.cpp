@@ -238,10 +238,16 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
         else
           r.why_not = fmt::format("{} does not select MPICH's {} ({})", k, coll, want);
       } else {
+        // Open MPI's models of MPI_Reduce_scatter_block name its own selector; a further
+        // coll_tuned_ setting (a segment size, or the algorithm of a collective the algorithm
+        // calls: allgather linear's gather and bcast) goes to the launch's environment.
+        if (coll == "reduce_scatter" && algo.empty() &&
+            k == "coll_tuned_reduce_scatter_block_algorithm")
+          coll = "reduce_scatter_block";
         std::string want = "coll_tuned_" + coll + "_algorithm";
-        if (k == want)
+        if (k == want && algo.empty())
           algo = v;
-        else if (k.rfind("coll_tuned_" + coll + "_", 0) == 0)
+        else if (k.rfind("coll_tuned_", 0) == 0 && !algo.empty())
           r.options.extra_env.emplace_back("OMPI_MCA_" + k, v);
         else
           r.why_not = fmt::format("{} does not select Open MPI's {} ({})", k, coll, want);

@@ -55,6 +55,10 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
                           std::ostream& err);
 std::string upper(std::string s);
 std::string algorithm_name(const MpiOptions& o);
+// Why an Open MPI run never runs the named algorithm (empty: it does): the tuned algorithms that
+// call another one for every non-commutative operation, without saying so.
+std::string openmpi_silent_fallback(const std::string& collective, const std::string& algorithm,
+                                    bool commutative);
 std::string shell_quote(const std::string& s);
 
 // A harness "sent" line's messages and how many it could not log; false (why set) when the line
