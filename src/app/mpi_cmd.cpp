@@ -583,8 +583,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (nothing_compared)
     err << "collv: the runs pass, but nothing of them could be compared with the model (no "
-           "combination, and no per-peer message counts under MPICH): conformance undecided "
-           "(exit 3)\n";
+           "combination and no per-peer message counts to compare: each run's note says why): "
+           "conformance undecided (exit 3)\n";
   if (never_ran)
     err << "collv: " << never_ran_why << "; nothing of it was verified (exit 3)\n";
   else if (rep.runs.empty())
