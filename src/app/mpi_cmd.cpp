@@ -63,11 +63,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     if (k != "allreduce" && k != "reduce" && k != "scan" && k != "exscan" &&
         k != "reduce_scatter" && k != "reduce_scatter_block")
       throw UsageError("--op builtin applies to the reductions only");
-    if (o.algorithm == "harness-ring" || !o.model.empty())
+    // No combination is visible; a model is compared by its messages only (MPICH's pattern,
+    // Open MPI's per-peer counts), one item being a uint64.
+    if (o.algorithm == "harness-ring")
       throw UsageError(
           "--op builtin: the library calls no user function, so no combination is visible; it "
-          "judges the final values of a library's collective, with no --model and no "
-          "harness-ring");
+          "judges the final values of a library's collective (and, with --model, its "
+          "messages), with no harness-ring");
     // Digit r of a value is 5 bits: p <= 12 ranks, and (position + 1) < 32 at every position.
     const std::int64_t P = o.sizes.second, C = o.counts.second;
     std::int64_t positions = k == "reduce_scatter_block" ? P * C : C;
@@ -357,7 +359,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             std::optional<ModelRunResult> mr;
             try {
               mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root,
-                             o.max_ops);
+                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
             } catch (const LimitError& e) {  // undecided: the comparison is inconclusive
               conf.verdict = msgs.verdict = Verdict::Unknown;
               conf.note = msgs.note = std::string("not checked: ") + e.what();
@@ -366,9 +368,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             } catch (const UsageError& e) {
               conf.note = msgs.note = std::string("the model does not run here: ") + e.what();
             }
-            if (mr) {
+            if (mr && c.builtin) {
+              conf.verdict = Verdict::NotChecked;
+              conf.note =
+                  "not checked: a built-in operation (--op builtin) calls no user function, so "
+                  "the library's combinations are not seen; its messages are compared";
+            } else if (mr) {
               conf = compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
                                           mr->combinations);
+            }
+            if (mr) {
               if (!monitor) {
                 // MPICH: the pattern the harness logged through its UCX interposer.
                 std::string why;
@@ -376,7 +385,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                                           : std::nullopt;
                 if (pr.status != 0) why = "the launch did not end normally";
                 if (lib)
-                  msgs = compare_sends(*lib, mr->sends);
+                  msgs = compare_sends(*lib, mr->sends,
+                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
                 else
                   msgs.note = "not checked: " + why;
               } else if (!baseline) {
