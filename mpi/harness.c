@@ -6,6 +6,7 @@
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
  *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv barrier,
+ *                 reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for every rank),
  *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
@@ -595,10 +596,13 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
                                   MPI_COMM_WORLD);
     result = r;
     n_out = count;
-  } else if (strcmp(coll, "reduce_scatter") == 0) {
+  } else if (strcmp(coll, "reduce_scatter") == 0 || strcmp(coll, "reduce_scatter_equal") == 0) {
+    /* reduce_scatter_equal: every rank's count is `count` (a `collective reduce-scatter`
+     * model's equal blocks), on MPI_Reduce_scatter. */
+    int equal = coll[14] == '_';
     int* rc = (int*)malloc(sizeof(int) * (size_t)p);
     long total = 0;
-    for (int i = 0; i < size; ++i) total += rc[i] = rs_count(i, count);
+    for (int i = 0; i < size; ++i) total += rc[i] = equal ? count : rs_count(i, count);
     elem* s = alloc_elems(total);
     elem* r = alloc_elems(total);
     fill_own(s, total);

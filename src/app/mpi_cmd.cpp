@@ -98,6 +98,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   if (o.counts.first < 0 || o.counts.second > 65536 || o.counts.first > o.counts.second)
     throw UsageError("--count must lie in 0..65536");
   if (o.timeout_s < 1 || o.timeout_s > 86400) throw UsageError("--timeout must be 1..86400");
+  if (o.equal_counts && (o.collective != "reduce_scatter" || o.op == "builtin" || o.op == "matrix"))
+    throw UsageError(
+        "--equal-counts applies to --collective reduce_scatter under a user operation "
+        "(commutative or noncommutative)");
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
   if (o.in_place && (o.collective == "barrier" || o.collective == "alltoallv"))
@@ -248,7 +252,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
-        std::string kind = ring ? "ring_allreduce" : o.collective;
+        std::string kind = ring             ? "ring_allreduce"
+                           : o.equal_counts ? "reduce_scatter_equal"
+                                            : o.collective;
         std::vector<std::string> argv = {
             run,
             "-n",
@@ -300,13 +306,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           vr.p = static_cast<std::uint64_t>(p);
           if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
           vr.count = static_cast<std::uint32_t>(count);
-          vr.domain = o.op + (o.in_place ? "+in-place" : "");
+          vr.domain =
+              o.op + (o.in_place ? "+in-place" : "") + (o.equal_counts ? "+equal-counts" : "");
           std::string cmd = fmt::format(
               "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op "
               "{}{}",
               o.impl, o.collective, alg, p, count,
               rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
               o.in_place ? " --in-place" : "");
+          if (o.equal_counts) cmd += " --equal-counts";
           if (o.inject != "none") cmd += " --inject " + o.inject;
           if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
           if (!o.model.empty() && o.max_ops != RunOptions{}.max_ops_per_node)

@@ -47,6 +47,9 @@ struct MpiOptions {
   // recursively); each model that names an Open MPI or MPICH selector is run as that library's
   // algorithm (impl, collective and algorithm from the line) with --model set to it.
   std::vector<std::string> conformance;
+  // reduce_scatter only: MPI_Reduce_scatter with `count` elements for every rank (a `collective
+  // reduce-scatter` model's equal blocks; set by --conformance), not the uneven counts(j).
+  bool equal_counts = false;
   // Further selector settings of a library line (Open MPI: OMPI_MCA_<name>=<value>).
   std::vector<std::pair<std::string, std::string>> extra_env;
   // Set (when not null) to whether the library fell back to its own choice in every run.
