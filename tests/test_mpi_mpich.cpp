@@ -3,6 +3,7 @@
 // algorithms, each passing conformance on the installed MPICH and a mutant of it failing.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -233,8 +234,9 @@ TEST_CASE(
   rc = collv::test::run_cli("mpi --conformance " + model + " --sizes 4 --count 0..1", out, "", 300);
   INFO(out);
   CHECK(rc == 0);
-  // p = 3: the library's own assertion (no fallback declared for this algorithm).
-  rc = collv::test::run_cli("mpi --conformance " + model + " --sizes 3 --count 1", out, "", 120);
+  // p = 3 (with p = 4, so that the model's requires holds at some p of --sizes): the library's
+  // own assertion (no fallback declared for this algorithm).
+  rc = collv::test::run_cli("mpi --conformance " + model + " --sizes 3..4 --count 1", out, "", 120);
   INFO(out);
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Contains("pof2 == comm_size"));
@@ -331,4 +333,30 @@ TEST_CASE(
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("not judged    " + nip));
   std::remove(nip.c_str());
+}
+
+TEST_CASE(
+    "collv mpi: MPICH's smp algorithms on two nodes of one machine (MPIR_CVAR_NUM_CLIQUES = 2, "
+    "by block) are still skipped, exit 3: their nested calls refuse the same selector and print "
+    "the fallback a refusal of the call itself would",
+    "[mpi][mpi-mpich]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string wrapper = collv::test::unique_temp("collv_mpi_cliques") + ".sh";
+  std::ofstream(wrapper) << "#!/bin/sh\nexec mpiexec.mpich -genv MPIR_CVAR_NUM_CLIQUES 2 -genv "
+                            "MPIR_CVAR_CLIQUES_BY_BLOCK 1 \"$@\"\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  std::string out;
+  for (const char* c : {"barrier", "allreduce"}) {
+    int rc = collv::test::run_cli(std::string("mpi --impl mpich --collective ") + c +
+                                      " --algorithm smp --sizes 4 --count 2 --mpirun " + wrapper,
+                                  out, "", 120);
+    INFO(c << "\n" << out);
+    CHECK(rc == 3);
+    CHECK_THAT(out, Catch::Contains("the named algorithm never ran: 1 run where the library fell "
+                                    "back to its own choice"));
+  }
+  std::remove(wrapper.c_str());
 }
