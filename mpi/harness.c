@@ -6,6 +6,7 @@
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
  *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv barrier,
+ *                 reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for every rank),
  *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
@@ -595,10 +596,13 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
                                   MPI_COMM_WORLD);
     result = r;
     n_out = count;
-  } else if (strcmp(coll, "reduce_scatter") == 0) {
+  } else if (strcmp(coll, "reduce_scatter") == 0 || strcmp(coll, "reduce_scatter_equal") == 0) {
+    /* reduce_scatter_equal: every rank's count is `count` (a `collective reduce-scatter`
+     * model's equal blocks), on MPI_Reduce_scatter. */
+    int equal = coll[14] == '_';
     int* rc = (int*)malloc(sizeof(int) * (size_t)p);
     long total = 0;
-    for (int i = 0; i < size; ++i) total += rc[i] = rs_count(i, count);
+    for (int i = 0; i < size; ++i) total += rc[i] = equal ? count : rs_count(i, count);
     elem* s = alloc_elems(total);
     elem* r = alloc_elems(total);
     fill_own(s, total);
@@ -696,6 +700,27 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
   return 0;
 }
 
+/* The harness's own synchronization: the minimum of one int over every rank, by point-to-point
+ * messages through rank 0 on the harness's communicator. Never a collective: MPICH applies the
+ * algorithm selected for the collective under test (MPIR_CVAR_<COLL>_INTRA_ALGORITHM) to every
+ * call of that collective, the harness's own included, and a fallback there ("... cannot be
+ * applied") would read as the library refusing the algorithm for the run (an MPI_Allreduce of
+ * one int under the Rabenseifner all-reduce, which needs count >= pof2, did). */
+static int own_min(int v, MPI_Comm comm) {
+  if (rank == 0) {
+    for (int q = 1; q < size; ++q) {
+      int x = 0;
+      MPI_Recv(&x, 1, MPI_INT, q, 11, comm, MPI_STATUS_IGNORE);
+      if (x < v) v = x;
+    }
+    for (int q = 1; q < size; ++q) MPI_Send(&v, 1, MPI_INT, q, 12, comm);
+  } else {
+    MPI_Send(&v, 1, MPI_INT, 0, 11, comm);
+    MPI_Recv(&v, 1, MPI_INT, 0, 12, comm, MPI_STATUS_IGNORE);
+  }
+  return v;
+}
+
 /* Maps UCX endpoints to ranks (COLLV_MPI_TRACE=1, MPICH over UCX): every rank sends every
  * rank one message on the harness's own communicator, a shift at a time, and notes the endpoint
  * UCX is handed for it. Tracing stays off unless every peer's endpoint was seen (another device,
@@ -715,7 +740,7 @@ static void map_endpoints(MPI_Comm comm) {
   for (int a = 0; a < size && a < 64; ++a)
     for (int b = a + 1; b < size && b < 64; ++b)
       if (trace_ep[a] && trace_ep[a] == trace_ep[b]) seen = 0; /* one endpoint, two ranks */
-  MPI_Allreduce(&seen, &trace_enabled, 1, MPI_INT, MPI_MIN, comm);
+  trace_enabled = own_min(seen, comm);
 }
 
 static void write_sent(void) {
@@ -737,7 +762,7 @@ static MPI_T_pvar_handle uq_handle;
 static int uq_count;
 
 static void check_unmatched(MPI_Comm sync) {
-  MPI_Barrier(sync);
+  own_min(0, sync); /* a barrier */
   if (uq_index == -2) {
     uq_index = -1;
     int idx = -1, n = 0, prov;
@@ -782,7 +807,7 @@ static void check_unmatched(MPI_Comm sync) {
   }
   free(q);
   fputs("}\n", out);
-  MPI_Barrier(sync);
+  own_min(0, sync); /* a barrier */
 }
 
 int main(int argc, char** argv) {

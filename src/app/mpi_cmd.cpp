@@ -63,11 +63,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     if (k != "allreduce" && k != "reduce" && k != "scan" && k != "exscan" &&
         k != "reduce_scatter" && k != "reduce_scatter_block")
       throw UsageError("--op builtin applies to the reductions only");
-    if (o.algorithm == "harness-ring" || !o.model.empty())
+    // No combination is visible; a model is compared by its messages only (MPICH's pattern,
+    // Open MPI's per-peer counts), one item being a uint64.
+    if (o.algorithm == "harness-ring")
       throw UsageError(
           "--op builtin: the library calls no user function, so no combination is visible; it "
-          "judges the final values of a library's collective, with no --model and no "
-          "harness-ring");
+          "judges the final values of a library's collective (and, with --model, its "
+          "messages), with no harness-ring");
     // Digit r of a value is 5 bits: p <= 12 ranks, and (position + 1) < 32 at every position.
     const std::int64_t P = o.sizes.second, C = o.counts.second;
     std::int64_t positions = k == "reduce_scatter_block" ? P * C : C;
@@ -96,6 +98,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   if (o.counts.first < 0 || o.counts.second > 65536 || o.counts.first > o.counts.second)
     throw UsageError("--count must lie in 0..65536");
   if (o.timeout_s < 1 || o.timeout_s > 86400) throw UsageError("--timeout must be 1..86400");
+  if (o.equal_counts && (o.collective != "reduce_scatter" || o.op == "builtin" || o.op == "matrix"))
+    throw UsageError(
+        "--equal-counts applies to --collective reduce_scatter under a user operation "
+        "(commutative or noncommutative)");
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
   if (o.in_place && (o.collective == "barrier" || o.collective == "alltoallv"))
@@ -250,7 +256,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
-        std::string kind = ring ? "ring_allreduce" : o.collective;
+        std::string kind = ring             ? "ring_allreduce"
+                           : o.equal_counts ? "reduce_scatter_equal"
+                                            : o.collective;
         std::vector<std::string> argv = {
             run,
             "-n",
@@ -302,13 +310,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           vr.p = static_cast<std::uint64_t>(p);
           if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
           vr.count = static_cast<std::uint32_t>(count);
-          vr.domain = o.op + (o.in_place ? "+in-place" : "");
+          vr.domain =
+              o.op + (o.in_place ? "+in-place" : "") + (o.equal_counts ? "+equal-counts" : "");
           std::string cmd = fmt::format(
               "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op "
               "{}{}",
               o.impl, o.collective, alg, p, count,
               rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
               o.in_place ? " --in-place" : "");
+          if (o.equal_counts) cmd += " --equal-counts";
           if (o.inject != "none") cmd += " --inject " + o.inject;
           if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
           if (!o.model.empty() && o.max_ops != RunOptions{}.max_ops_per_node)
@@ -364,7 +374,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             std::optional<ModelRunResult> mr;
             try {
               mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root,
-                             o.max_ops);
+                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
             } catch (const LimitError& e) {  // undecided: the comparison is inconclusive
               conf.verdict = msgs.verdict = Verdict::Unknown;
               conf.note = msgs.note = std::string("not checked: ") + e.what();
@@ -373,9 +383,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             } catch (const UsageError& e) {
               conf.note = msgs.note = std::string("the model does not run here: ") + e.what();
             }
-            if (mr) {
+            if (mr && c.builtin) {
+              conf.verdict = Verdict::NotChecked;
+              conf.note =
+                  "not checked: a built-in operation (--op builtin) calls no user function, so "
+                  "the library's combinations are not seen; its messages are compared";
+            } else if (mr) {
               conf = compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
                                           mr->combinations);
+            }
+            if (mr) {
               if (!monitor) {
                 // MPICH: the pattern the harness logged through its UCX interposer.
                 std::string why;
@@ -383,7 +400,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                                           : std::nullopt;
                 if (pr.status != 0) why = "the launch did not end normally";
                 if (lib)
-                  msgs = compare_sends(*lib, mr->sends);
+                  msgs = compare_sends(*lib, mr->sends,
+                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
                 else
                   msgs.note = "not checked: " + why;
               } else if (!baseline) {

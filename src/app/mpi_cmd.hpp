@@ -47,6 +47,9 @@ struct MpiOptions {
   // recursively); each model that names an Open MPI or MPICH selector is run as that library's
   // algorithm (impl, collective and algorithm from the line) with --model set to it.
   std::vector<std::string> conformance;
+  // reduce_scatter only: MPI_Reduce_scatter with `count` elements for every rank (a `collective
+  // reduce-scatter` model's equal blocks; set by --conformance), not the uneven counts(j).
+  bool equal_counts = false;
   // Further selector settings of a library line (Open MPI: OMPI_MCA_<name>=<value>).
   std::vector<std::pair<std::string, std::string>> extra_env;
   // Set (when not null) to whether the library fell back to its own choice in every run.
@@ -124,6 +127,8 @@ struct PeerMessages {
       : msgs(p, std::vector<std::uint64_t>(p)), bytes(p, std::vector<std::uint64_t>(p)), self(p) {}
 };
 inline constexpr std::uint64_t kHarnessElemBytes = 16;
+// Under --op builtin the harness's element is one uint64 (MPI_SUM on MPI_UINT64_T).
+inline constexpr std::uint64_t kHarnessValueBytes = 8;
 
 // One message a rank sent: its receiver and its size in bytes (-1: not known).
 struct SentMessage {
@@ -142,8 +147,11 @@ struct ModelRunResult {
   SentMessages sends;
 };
 // Throws LimitError when the run stops at max_ops (or the step limit): undecided, not wrong.
+// elem_bytes: the bytes of one item in the library's run (the harness's tagged element, or a
+// uint64 under --op builtin).
 ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
-                         std::uint64_t max_ops = RunOptions{}.max_ops_per_node);
+                         std::uint64_t max_ops = RunOptions{}.max_ops_per_node,
+                         std::uint64_t elem_bytes = kHarnessElemBytes);
 
 // What Open MPI's pml monitoring wrote into dir (monitoring.<rank>.prof, written at
 // MPI_Finalize with pml_monitoring_enable=2): per rank and peer the messages and bytes sent,
@@ -163,7 +171,8 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
 // The check "messages" by pattern: at every rank and call, the library's messages (receiver and
 // bytes, in posting order; its messages to itself left out) are the model's sends in program
 // order. Fails at the first rank, call and message that differ.
-CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model);
+CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model,
+                          std::uint64_t elem_bytes = kHarnessElemBytes);
 
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

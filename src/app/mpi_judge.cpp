@@ -85,7 +85,7 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
     for (int j = 0; j < p; ++j)
       for (int i = 0; i < n; ++i)
         e.push_back({static_cast<std::int64_t>(r) * n + i, std::uint64_t{1} << j});
-  } else if (k == "reduce_scatter_block") {
+  } else if (k == "reduce_scatter_block" || k == "reduce_scatter_equal") {
     for (int i = 0; i < n; ++i) e.push_back({static_cast<std::int64_t>(r) * n + i, all});
   } else if (k == "reduce_scatter") {
     std::int64_t off = 0;

@@ -28,7 +28,7 @@ MpiCombinations model_combinations(const std::string& model_file, int p, int cou
 }
 
 ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
-                         std::uint64_t max_ops) {
+                         std::uint64_t max_ops, std::uint64_t elem_bytes) {
   Model m = parse_model_file(model_file);
   const auto& fams = m.header.topologies;
   std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
@@ -79,9 +79,9 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
     if (x.src >= static_cast<NodeId>(p) || x.dst >= static_cast<NodeId>(p) || x.src == x.dst)
       continue;
     ++res.messages.msgs[x.src][x.dst];
-    res.messages.bytes[x.src][x.dst] += kHarnessElemBytes * x.payload_len;
-    res.sends[x.src].push_back({static_cast<std::int64_t>(x.dst),
-                                static_cast<std::int64_t>(kHarnessElemBytes * x.payload_len)});
+    res.messages.bytes[x.src][x.dst] += elem_bytes * x.payload_len;
+    res.sends[x.src].push_back(
+        {static_cast<std::int64_t>(x.dst), static_cast<std::int64_t>(elem_bytes * x.payload_len)});
   }
   return res;
 }

@@ -114,7 +114,8 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
   return calls;
 }
 
-CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model) {
+CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model,
+                          std::uint64_t elem_bytes) {
   CheckResult res;
   res.name = "messages";
   res.verdict = Verdict::Pass;
@@ -127,13 +128,13 @@ CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessag
   for (std::size_t call = 0; call < lib.size(); ++call)
     for (std::size_t r = 0; r < lib[call].size(); ++r)
       for (std::size_t k = 0; k < lib[call][r].size(); ++k)
-        if (lib[call][r][k].bytes % static_cast<std::int64_t>(kHarnessElemBytes) != 0) {
+        if (lib[call][r][k].bytes % static_cast<std::int64_t>(elem_bytes) != 0) {
           res.verdict = Verdict::Unknown;
           res.note = fmt::format(
               "not compared: rank {}, call {}, message {} carries {} bytes, part of an element of "
               "{} bytes (the library splits the buffer in bytes; the model counts whole "
               "elements)",
-              r, call + 1, k + 1, lib[call][r][k].bytes, kHarnessElemBytes);
+              r, call + 1, k + 1, lib[call][r][k].bytes, elem_bytes);
           return res;
         }
   std::uint64_t self = 0;

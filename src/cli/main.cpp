@@ -444,6 +444,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "values only) | matrix (a 2x2 matrix product, final values only)")
       ->check(CLI::IsMember({"commutative", "noncommutative", "builtin", "matrix"}));
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
+  mpi->add_flag("--equal-counts", mpi_opts.equal_counts,
+                "reduce_scatter: every rank's count is --count (a `collective reduce-scatter` "
+                "model's equal blocks), not the uneven counts(j)");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");
