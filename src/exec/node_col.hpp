@@ -189,18 +189,19 @@ class IntCol {
   void set(NodeId u, std::int64_t x) {
     const std::size_t i = u - base_;
     init_[i] = 1;
-    if (!is_wide_) {
-      if (x >= INT32_MIN && x <= INT32_MAX) {
-        narrow_[i] = static_cast<std::int32_t>(x);
-        return;
-      }
-      widen();
+    if (!is_wide_ && x >= INT32_MIN && x <= INT32_MAX) {  // the usual case, inlined
+      narrow_[i] = static_cast<std::int32_t>(x);
+      return;
     }
-    wide_[i] = x;
+    set_wide(i, x);
   }
   bool wide() const { return is_wide_; }
 
  private:
+  [[gnu::noinline]] void set_wide(std::size_t i, std::int64_t x) {
+    if (!is_wide_) widen();
+    wide_[i] = x;
+  }
   void widen() {
     wide_.assign(narrow_.begin(), narrow_.end());
     narrow_ = {};

@@ -5,6 +5,34 @@
 
 namespace collv::interp {
 
+// A for loop's test (program point pc) for nodes that reach it: on to the body or past the loop.
+// ForInit and ForNext run it themselves rather than sending the nodes through the test's own
+// dispatch (the test reads two integers and cannot fail); they count its operation (--max-ops).
+void Statements::for_test(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Instr& in = prog_.code[pc];
+  const Stmt& s = *in.stmt;
+  const auto& var = ints_[s.var_slot];
+  const auto& lim = ints_[in.limit_slot];
+  std::size_t go_on = 0;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    NodeId v = nodes[i];
+    go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+  }
+  if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
+    auto& r = ready_[go_on ? pc + 1 : in.target];
+    r.insert(r.end(), nodes, nodes + cnt);
+    mark_ready(go_on ? pc + 1 : in.target);
+    return;
+  }
+  for (std::size_t i = 0; i < cnt; ++i) {
+    NodeId v = nodes[i];
+    bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+    ready_[go ? pc + 1 : in.target].push_back(v);
+  }
+  mark_ready(pc + 1);
+  mark_ready(in.target);
+}
+
 void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
   const Instr& in = prog_.code[pc];
   const Stmt& s = *in.stmt;
@@ -105,30 +133,13 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       for (std::size_t i = 0; i < cnt; ++i) ints_[s.var_slot].set(nodes[i], a[i]);
       eval_int(*s.limit, nodes, cnt, a.data(), 1);
       for (std::size_t i = 0; i < cnt; ++i) ints_[in.limit_slot].set(nodes[i], a[i]);
-      advance_all(pc + 1);
+      ops_ += cnt;  // the test's dispatch, run here (for_test)
+      for_test(pc + 1, nodes, cnt);
       return;
     }
-    case IOp::ForTest: {
-      const auto& var = ints_[s.var_slot];
-      const auto& lim = ints_[in.limit_slot];
-      std::size_t go_on = 0;
-      for (std::size_t i = 0; i < cnt; ++i) {
-        NodeId v = nodes[i];
-        go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
-      }
-      if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
-        advance_all(go_on ? pc + 1 : in.target);
-        return;
-      }
-      for (std::size_t i = 0; i < cnt; ++i) {
-        NodeId v = nodes[i];
-        bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
-        ready_[go ? pc + 1 : in.target].push_back(v);
-      }
-      mark_ready(pc + 1);
-      mark_ready(in.target);
+    case IOp::ForTest:
+      for_test(pc, nodes, cnt);
       return;
-    }
     case IOp::ForNext: {
       // A counter at INT64_MAX (`to`) or INT64_MIN (`downto`) has no next value: the loop ends
       // there (the variable keeps it) instead of wrapping round and running again.
@@ -142,7 +153,8 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       if (at_last == 0) {  // the usual case: every counter moves on
         const std::int64_t d = s.downto ? -1 : 1;
         for (std::size_t i = 0; i < cnt; ++i) var.set(nodes[i], var.get(nodes[i]) + d);
-        advance_all(in.target);
+        ops_ += cnt;  // the test's dispatch, run here (for_test)
+        for_test(in.target, nodes, cnt);
         return;
       }
       for (std::size_t i = 0; i < cnt; ++i) {
