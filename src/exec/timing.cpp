@@ -528,12 +528,20 @@ std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v, std::uint16_t len, st
   COLLV_ASSERT(next_ - lo_ < cap_);  // make_room() first
   const std::uint32_t tid = next_++;
   ring_.open(tid);
+  // Every field written once (no zeroed Entry assigned first). The payload of an entry that left
+  // the window was given back when it was received or resolved; a fresh chunk's is empty.
   Entry& e = at(tid);
-  e = Entry{};
   e.src = u;
   e.dst = v;
+  e.step = 0;
   e.len = len;
   e.line = line;
+  e.pred[0] = e.pred[1] = e.pred[2] = 0;
+  e.kind[0] = e.kind[1] = e.kind[2] = 0;
+  e.received = 0;
+  e.remote = 0;
+  e.link = 0;
+  e.payload.clear();
   return tid;
 }
 
@@ -577,7 +585,8 @@ std::uint32_t StreamTiming::on_send_remote(NodeId u, NodeId v, DepTag dep) {
   return rid;
 }
 
-bool StreamTiming::pred_known(std::uint8_t& kind, std::uint32_t& pred) {
+__attribute__((always_inline)) inline bool StreamTiming::pred_known(std::uint8_t& kind,
+                                                                    std::uint32_t& pred) {
   if (kind == 0 || kind == 2) return true;
   if (kind != 1) return false;  // decided by another process, or a sender's side (set_step)
   const std::uint32_t q = pred;
@@ -665,7 +674,10 @@ Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
   ++since_;
   Buffer out;
   out.assign(e.payload.data(), e.payload.size());
-  e.payload = SmallVec<Item, 1>{};
+  if (e.payload.size() > 1)
+    e.payload = SmallVec<Item, 1>{};  // gives its heap storage back
+  else
+    e.payload.clear();
   return out;
 }
 
@@ -686,7 +698,7 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   if (!known || (!e.received && !at_end)) return false;
   const std::uint32_t s = latest + 1;
   e.step = s;
-  e.payload = SmallVec<Item, 1>{};
+  if (!e.payload.empty()) e.payload = SmallVec<Item, 1>{};  // never received (at_end)
   const Ref self = Ref{tid} + 1;
   if (e.remote == 2) steps_out_.push_back({e.src, e.pred[1], s});
   if (s > per_step_.size()) per_step_.resize(s);
