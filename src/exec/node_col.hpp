@@ -77,6 +77,17 @@ class DataCol {
     const std::size_t i = u - base_;
     return len_[i] == kMany ? many_[one_[i]].data() : &one_[i];
   }
+  // Whether u's buffer is exactly one item held inline, and that item (the executor's fast paths
+  // read it in place: exec/statements.cpp).
+  bool one_item(NodeId u) const { return len_[u - base_] == 1; }
+  Item item(NodeId u) const { return one_[u - base_]; }
+  // u's buffer becomes the one item x.
+  void set_item(NodeId u, Item x) {
+    const std::size_t i = u - base_;
+    if (len_[i] == kMany) drop(i);
+    one_[i] = x;
+    len_[i] = 1;
+  }
   // Copies u's buffer into out.
   void get(NodeId u, Buf& out) const {
     const std::size_t i = u - base_;

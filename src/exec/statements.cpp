@@ -33,6 +33,36 @@ void Statements::for_test(std::uint32_t pc, const NodeId* nodes, std::size_t cnt
   mark_ready(in.target);
 }
 
+// `x := y + z` of data variables whose buffers hold one item each at every node of the chunk (the
+// fingerprint domain at count 1, the usual case of a large run): the items combined column to
+// column, without scratch buffers. Anything else (an empty or longer buffer at some node of the
+// chunk, where the general path may also find buffers of different lengths; `collv mpi
+// --model`'s on_combine) returns false, having changed nothing, for the general path.
+bool Statements::combine_in_place(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Stmt& s = *prog_.code[pc].stmt;
+  const Expr& t = *s.target;
+  const Expr& e = *s.value;
+  if (t.kind != ExprKind::Name || e.kind != ExprKind::Binary || e.op != Op::Add || opts_.on_combine)
+    return false;
+  const Expr& a = *e.args[0];
+  const Expr& b = *e.args[1];
+  auto data = [&](const Expr& x) {
+    return x.kind == ExprKind::Name && x.slot >= 0 &&
+           m_.var_types[static_cast<std::size_t>(x.slot)] == Type::Data;
+  };
+  if (!data(t) || !data(a) || !data(b)) return false;
+  const DataCol& ca = data_[a.slot];
+  const DataCol& cb = data_[b.slot];
+  for (std::size_t i = 0; i < cnt; ++i)
+    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i])) return false;
+  DataCol& ct = data_[t.slot];
+  for (std::size_t i = 0; i < cnt; ++i)
+    ct.set_item(nodes[i], dom_->combine(ca.item(nodes[i]), cb.item(nodes[i])));
+  ops_ += 3 * cnt;  // as the general path counts: two items read, one combined (--max-ops)
+  track_assign(pc, t, nodes, cnt);
+  return true;
+}
+
 void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
   const Instr& in = prog_.code[pc];
   const Stmt& s = *in.stmt;
@@ -81,7 +111,7 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           col.settle(nodes[i]);
         }
         track_assign(pc, tgt, nodes, cnt);
-      } else {
+      } else if (!combine_in_place(pc, nodes, cnt)) {
         auto& v = dscratch(0);
         eval_data(*s.value, nodes, cnt, v.data(), 1);
         store(tgt, nodes, cnt, v.data(), 1);
