@@ -522,7 +522,9 @@ std::uint64_t StreamTiming::peak_bytes() const {
 
 void StreamTiming::grow() { cap_ += std::max<std::size_t>(1024, cap_ / 4); }
 
-std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line) {
+__attribute__((always_inline)) inline std::uint32_t StreamTiming::open_entry(NodeId u, NodeId v,
+                                                                             std::uint16_t len,
+                                                                             std::uint16_t line) {
   if (next_ == kNoTransfer - 1)
     throw LimitError("the run sends more than 2^32 transfers; it is too large");
   COLLV_ASSERT(next_ - lo_ < cap_);  // make_room() first
@@ -683,7 +685,8 @@ Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
 
 // Copies known predecessor steps into the entry; resolves it if all are known and it has been
 // received (or the run is over).
-bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
+__attribute__((always_inline)) inline bool StreamTiming::try_resolve(std::uint32_t tid,
+                                                                     bool at_end) {
   Entry& e = at(tid);
   std::uint32_t latest = 0;
   bool known = true;
@@ -711,11 +714,15 @@ bool StreamTiming::try_resolve(std::uint32_t tid, bool at_end) {
   if (e.remote == 0 && last_send_[e.src] == self) last_send_[e.src] = kStep | s;
   if (last_recv_[e.dst] == self) last_recv_[e.dst] = kStep | s;
   if (e.received) {
+    // A tag that names tid unresolved: its low 33 bits are tid (the kDepResolved bit clear), and
+    // it is not 0 (no dependency) when tid is 0. Branch-free, so the compiler can vectorise it.
     DepTag* row = deps_->row(e.dst);
+    const DepTag resolved = kDepResolved | s;
+    constexpr DepTag kLow33 = (DepTag{1} << 33) - 1;
     for (std::uint32_t j = 0, w = deps_->width(); j < w; ++j) {
-      DepTag& d = row[j];
-      if (d != 0 && !(d & kDepResolved) && (d & 0xFFFFFFFFu) == tid)
-        d = (d & ~DepTag{0xFFFFFFFFu}) | kDepResolved | s;
+      const DepTag d = row[j];
+      const bool hit = (d & kLow33) == tid && d != 0;
+      row[j] = hit ? (d & ~kLow33) | resolved : d;
     }
   }
   return true;
