@@ -211,8 +211,28 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       post_isend(pc, nodes, cnt);
       [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
     case IOp::Send: {
+      // A send of a data variable that holds one item at every node of the chunk (the
+      // fingerprint domain at count 1) reads the item in place; anything else is evaluated into
+      // scratch buffers.
       auto& val = dscratch(0);
-      eval_data(*s.value, nodes, cnt, val.data(), 1);
+      const DataCol* one = nullptr;
+      if (in.op == IOp::Send && s.value->kind == ExprKind::Name && s.value->slot >= 0 &&
+          m_.var_types[static_cast<std::size_t>(s.value->slot)] == Type::Data) {
+        one = &data_[s.value->slot];
+        for (std::size_t i = 0; i < cnt && one; ++i)
+          if (!one->one_item(nodes[i])) one = nullptr;
+      }
+      if (one)
+        ops_ += cnt;  // work: each item copied (as eval_data counts it)
+      else
+        eval_data(*s.value, nodes, cnt, val.data(), 1);
+      // Node i's payload (its items and their number).
+      auto items = [&](std::size_t i) { return one ? one->items(nodes[i]) : val[i].data(); };
+      auto len = [&](std::size_t i) { return one ? std::uint32_t{1} : val[i].size(); };
+      auto value = [&](std::size_t i) {  // what the send keeps (not a stream's transfer)
+        if (one) val[i].assign(one->items(nodes[i]), 1);
+        return std::move(val[i]);
+      };
       auto& peer = iscratch(0);
       eval_int(*s.peer, nodes, cnt, peer.data(), 1);
       // The destinations first, so that the loop below can prefetch each one's mailbox ahead
@@ -237,7 +257,7 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         NodeId v = nodes[i];
         const auto dst = static_cast<NodeId>(dsts[i]);
         if (dst == v) {  // a self-message: queued at the node, no transfer, no step
-          self_send(s, pc, v, std::move(val[i]));
+          self_send(s, pc, v, value(i));
           continue;
         }
         std::uint32_t step = bound_.on_send(v, dst);  // a lower bound; timing.cpp assigns it
@@ -249,11 +269,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
                            s.loc.str(), topo_.label(v), step, opts_.max_steps));
           return;
         }
-        if (val[i].size() > 0xFFFF)  // a limit of collv's Trace, not an error of the model
+        if (len(i) > 0xFFFF)  // a limit of collv's Trace, not an error of the model
           throw LimitError(fmt::format(
               "{}: node {} sends a message of {} items; collv records at most 65535 items per "
               "message (a limit of collv, not a fault of the model)",
-              s.loc.str(), topo_.label(v), val[i].size()));
+              s.loc.str(), topo_.label(v), len(i)));
         std::uint32_t tid;
         if (stream_) {
           // A peer reached along a link is a neighbour by construction: no test (at star:11
@@ -266,32 +286,32 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
                 s.loc.str(), topo_.label(v), topo_.label(dst)));
           stream_->make_room();
           if (dst < lo_ || dst >= hi_) {  // another process's node (partitioned runs)
-            const auto len = static_cast<std::uint16_t>(val[i].size());
+            const auto n = static_cast<std::uint16_t>(len(i));
             const auto line = static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF));
             tid = stream_->on_send_remote(v, dst, deps_of(pc, v));
-            outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
+            outbox_.push_back({tid, v, dst, n, line, value(i)});
             continue;
           }
           const bool tag = tag_links && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag;
-          tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
+          tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(len(i)),
                                  static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
-                                 deps_of(pc, v), std::move(val[i]),
+                                 deps_of(pc, v), items(i),
                                  tag ? static_cast<std::uint8_t>(peer[i] + 1) : 0);
           inbox_.push(dst, tid);
           wake(v, dst);
           continue;
         }
-        if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
+        if (tr_.payload.size() + len(i) > std::numeric_limits<std::uint32_t>::max() ||
             tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
           throw LimitError("the run records more than 2^32 transfers or items; it is too large");
         tid = static_cast<std::uint32_t>(tr_.transfers.size());
-        charge_growth(tr_.payload, val[i].size());
+        charge_growth(tr_.payload, len(i));
         charge_growth(tr_.transfers, 1);
         tr_.transfers.push_back(Transfer{step, v, dst,
                                          static_cast<std::uint32_t>(tr_.payload.size()),
-                                         static_cast<std::uint16_t>(val[i].size()),
+                                         static_cast<std::uint16_t>(len(i)),
                                          static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
-        tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
+        tr_.payload.insert(tr_.payload.end(), items(i), items(i) + len(i));
         timing_.on_send(dep_transfer(deps_of(pc, v)));
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
         inbox_.push(dst, tid);

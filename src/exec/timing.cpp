@@ -548,14 +548,14 @@ __attribute__((always_inline)) inline std::uint32_t StreamTiming::open_entry(Nod
 }
 
 std::uint32_t StreamTiming::on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line,
-                                    DepTag dep, Buffer&& payload, std::uint8_t link) {
+                                    DepTag dep, const Item* payload, std::uint8_t link) {
   const std::uint32_t tid = open_entry(u, v, len, line);
   Entry& e = at(tid);
   e.link = link & 31u;
   set_pred(e, 0, last_send_[u]);
   if (dep != 0)
     set_pred(e, 1, (dep & kDepResolved) ? kStep | (dep & 0xFFFFFFFFu) : (dep & 0xFFFFFFFFu) + 1);
-  e.payload.assign(payload.data(), payload.size());
+  e.payload.assign(payload, len);
   link_send(u, Ref{tid} + 1);
   pending_.push_back(tid);
   ++unreceived_;
