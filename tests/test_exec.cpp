@@ -244,10 +244,10 @@ TEST_CASE("a sum of one-item buffers combined in place catches a wrong operand",
   CHECK(wrong > 0);
 }
 
-TEST_CASE("a one-item send read in place catches a wrong variable sent", "[exec]") {
+TEST_CASE("one-item sends and receives in place catch a wrong variable sent", "[exec]") {
   // The all-reduce that forwards its own sub-star's sum (local) along the inner links instead of
-  // the one it received (out): the send's one-item fast path carries what the model says, and
-  // the results are wrong, streamed and stored.
+  // the one it received (out): the one-item send and (streamed) receive carry what the model says,
+  // and the results are wrong, streamed and stored.
   std::string broken = kStarAllreduce;
   const std::string good = "send out along link dd;";
   broken.replace(broken.find(good), good.size(), "send local along link dd;");
@@ -261,17 +261,21 @@ TEST_CASE("a one-item send read in place catches a wrong variable sent", "[exec]
       wrong += e.domain->terms(e.final_output[v][0]) != iota_terms(24);
     CHECK(wrong > 0);
   }
-  // A chunk where one node's variable holds two items is sent by the general path: the
-  // receiver gets both.
-  Trace t =
-      run_text(simple("  if my_id = 1 then x := x \xE2\x88\xAA x; endif;\n"
-                      "  send x to (my_id + 1) mod p;\n  receive x from (my_id + p - 1) mod p;\n",
-                      "allgather"),
-               "ring:3");
-  REQUIRE(t.failure.kind == RunFailure::Kind::None);
-  CHECK(t.final_output[2].size() == 2);
-  CHECK(t.final_output[0].size() == 1);
-  CHECK(t.domain->terms(t.final_output[2][1]) == std::vector<std::uint32_t>{1});
+  // A chunk where one node's variable holds two items is sent by the general path, and its
+  // message received by the general one beside one-item messages: the receiver gets both.
+  for (auto mode : {RunOptions::Stream::Off, RunOptions::Stream::On}) {
+    RunOptions o;
+    o.stream = mode;
+    Trace t = run_text(simple("  if my_id = 1 then x := x \xE2\x88\xAA x; endif;\n"
+                              "  send x to (my_id + 1) mod p;\n"
+                              "  receive x from (my_id + p - 1) mod p;\n",
+                              "allgather"),
+                       "ring:3", o);
+    REQUIRE(t.failure.kind == RunFailure::Kind::None);
+    CHECK(t.final_output[2].size() == 2);
+    CHECK(t.final_output[0].size() == 1);
+    CHECK(t.domain->terms(t.final_output[2][1]) == std::vector<std::uint32_t>{1});
+  }
 }
 
 TEST_CASE("a sum of buffers not all of one item takes the general path", "[exec]") {

@@ -405,19 +405,38 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       }
       if (!self_got.empty()) self_receive(s, pc, self_got);
       if (n_got == 0) return;
-      auto& val = dscratch(0);
-      for (std::size_t i = 0; i < n_got; ++i) {
-        if (stream_) {
-          val[i] = stream_->on_receive(tids[i], got[i]);
-          ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
-          continue;
+      const Expr& tgt = *s.target;
+      if (stream_ && tgt.kind == ExprKind::Name && tgt.slot >= 0 &&
+          m_.var_types[static_cast<std::size_t>(tgt.slot)] == Type::Data) {
+        // A whole data variable received, streamed: a one-item message goes from the window
+        // straight into the column (no scratch buffer); storing a whole variable cannot fail.
+        DataCol& col = data_[tgt.slot];
+        for (std::size_t i = 0; i < n_got; ++i) {
+          Item x;
+          if (stream_->on_receive_one(tids[i], got[i], x)) {
+            col.set_item(got[i], x);
+            ++ops_;  // work: the message's item delivered (--max-ops)
+            continue;
+          }
+          Buffer b = stream_->on_receive(tids[i], got[i]);
+          ops_ += b.size();
+          col.set(got[i], std::move(b));
         }
-        const Transfer& t = tr_.transfers[tids[i]];
-        val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
-        ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
+      } else {
+        auto& val = dscratch(0);
+        for (std::size_t i = 0; i < n_got; ++i) {
+          if (stream_) {
+            val[i] = stream_->on_receive(tids[i], got[i]);
+            ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
+            continue;
+          }
+          const Transfer& t = tr_.transfers[tids[i]];
+          val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+          ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
+        }
+        store(tgt, got, n_got, val.data(), 1, true);
       }
-      store(*s.target, got, n_got, val.data(), 1, true);
-      track_receive(*s.target, got, n_got, tids);
+      track_receive(tgt, got, n_got, tids);
       if (stream_) stream_->resolve(false);
       auto& r = ready_[pc + 1];
       r.insert(r.end(), got, got + n_got);

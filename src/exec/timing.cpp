@@ -667,13 +667,26 @@ void StreamTiming::make_room() {
   if (next_ - lo_ >= cap_) grow();
 }
 
-Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
-  Entry& e = at(tid);
+inline void StreamTiming::mark_received(Entry& e, std::uint32_t tid, NodeId v) {
   set_pred(e, 2, last_recv_[v]);
   e.received = true;
   last_recv_[v] = Ref{tid} + 1;
   --unreceived_;
   ++since_;
+}
+
+bool StreamTiming::on_receive_one(std::uint32_t tid, NodeId v, Item& x) {
+  Entry& e = at(tid);
+  if (e.payload.size() != 1) return false;
+  x = e.payload[0];
+  e.payload.clear();
+  mark_received(e, tid, v);
+  return true;
+}
+
+Buffer StreamTiming::on_receive(std::uint32_t tid, NodeId v) {
+  Entry& e = at(tid);
+  mark_received(e, tid, v);
   Buffer out;
   out.assign(e.payload.data(), e.payload.size());
   if (e.payload.size() > 1)

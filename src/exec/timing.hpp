@@ -239,6 +239,8 @@ class StreamTiming {
   void prefetch(std::uint32_t tid) const { __builtin_prefetch(&at(tid), 1); }
   // v receives transfer tid: returns its payload.
   Buffer on_receive(std::uint32_t tid, NodeId v);
+  // The same for a payload of one item, given in x; false (nothing done) for any other payload.
+  bool on_receive_one(std::uint32_t tid, NodeId v, Item& x);
   // Gives steps to the waiting transfers that can have them; cheap unless enough has been
   // received since the last pass (always a full pass if `force`).
   void resolve(bool force);
@@ -306,6 +308,7 @@ class StreamTiming {
   Entry& at(std::uint32_t tid) { return ring_[tid]; }
   const Entry& at(std::uint32_t tid) const { return ring_[tid]; }
   bool try_resolve(std::uint32_t tid, bool at_end);
+  void mark_received(Entry& e, std::uint32_t tid, NodeId v);  // v receives tid
   void grow();
   // A fresh window entry for a transfer u -> v (the next id), its other fields zero.
   std::uint32_t open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line);
