@@ -221,6 +221,85 @@ TEST_CASE("the fingerprint domain agrees with the exact one on sums", "[exec]") 
   CHECK(t.steps == 6);
 }
 
+// `x := y + z` of data variables holding one item each runs column to column
+// (Statements::combine_in_place); what it does not handle takes the general path.
+TEST_CASE("a sum of one-item buffers combined in place catches a wrong operand", "[exec]") {
+  // The all-reduce that adds the sub-star sum it forwards (out) instead of the one it received
+  // (r): some node's result misses inputs and counts others twice, in both domains.
+  std::string broken = kStarAllreduce;
+  const std::string good = "result := result + r;";
+  broken.replace(broken.find(good), good.size(), "result := result + out;");
+  Trace e = run_text(broken, "star:4");
+  REQUIRE(e.failure.kind == RunFailure::Kind::None);
+  std::uint32_t wrong = 0;
+  for (NodeId v = 0; v < 24; ++v) wrong += e.domain->terms(e.final_output[v][0]) != iota_terms(24);
+  CHECK(wrong > 0);
+  RunOptions o;
+  o.domain = DomainKind::Fingerprint;
+  Trace f = run_text(broken, "star:4", o);
+  Item expect = 0;
+  for (NodeId v = 0; v < 24; ++v) expect += f.domain->leaf(v, 0);
+  wrong = 0;
+  for (NodeId v = 0; v < 24; ++v) wrong += f.final_output[v][0] != expect;
+  CHECK(wrong > 0);
+}
+
+TEST_CASE("one-item sends and receives in place catch a wrong variable sent", "[exec]") {
+  // The all-reduce that forwards its own sub-star's sum (local) along the inner links instead of
+  // the one it received (out): the one-item send and (streamed) receive carry what the model says,
+  // and the results are wrong, streamed and stored.
+  std::string broken = kStarAllreduce;
+  const std::string good = "send out along link dd;";
+  broken.replace(broken.find(good), good.size(), "send local along link dd;");
+  for (auto mode : {RunOptions::Stream::Off, RunOptions::Stream::On}) {
+    RunOptions o;
+    o.stream = mode;
+    Trace e = run_text(broken, "star:4", o);
+    REQUIRE(e.failure.kind == RunFailure::Kind::None);
+    std::uint32_t wrong = 0;
+    for (NodeId v = 0; v < 24; ++v)
+      wrong += e.domain->terms(e.final_output[v][0]) != iota_terms(24);
+    CHECK(wrong > 0);
+  }
+  // A chunk where one node's variable holds two items is sent by the general path, and its
+  // message received by the general one beside one-item messages: the receiver gets both.
+  for (auto mode : {RunOptions::Stream::Off, RunOptions::Stream::On}) {
+    RunOptions o;
+    o.stream = mode;
+    Trace t = run_text(simple("  if my_id = 1 then x := x \xE2\x88\xAA x; endif;\n"
+                              "  send x to (my_id + 1) mod p;\n"
+                              "  receive x from (my_id + p - 1) mod p;\n",
+                              "allgather"),
+                       "ring:3", o);
+    REQUIRE(t.failure.kind == RunFailure::Kind::None);
+    CHECK(t.final_output[2].size() == 2);
+    CHECK(t.final_output[0].size() == 1);
+    CHECK(t.domain->terms(t.final_output[2][1]) == std::vector<std::uint32_t>{1});
+  }
+}
+
+TEST_CASE("a sum of buffers not all of one item takes the general path", "[exec]") {
+  // Node 1's y holds two items, the others' one: the chunk falls back, and the general path
+  // reports the lengths that differ.
+  Trace t = run_text(simple("  y := x;\n  if my_id = 1 then y := x \xE2\x88\xAA x; endif;\n"
+                            "  x := x + y;\n"),
+                     "ring:3");
+  REQUIRE(t.failure.kind == RunFailure::Kind::RuntimeError);
+  CHECK(t.failure.message.find("runtime error at node 1 (1): '+' combines buffers item by item, "
+                               "but they hold 1 and 2 items") != std::string::npos);
+  // Two items a buffer (count 2): combined item by item by the general path.
+  RunOptions o;
+  o.domain = DomainKind::Fingerprint;
+  o.count = 2;
+  Trace c = run_text(simple("  y := x;\n  x := x + y;\n"), "ring:3", o);
+  REQUIRE(c.failure.kind == RunFailure::Kind::None);
+  for (NodeId v = 0; v < 3; ++v) {
+    REQUIRE(c.final_output[v].size() == 2);
+    for (std::uint32_t k = 0; k < 2; ++k)
+      CHECK(c.final_output[v][k] == c.domain->combine(c.domain->leaf(v, k), c.domain->leaf(v, k)));
+  }
+}
+
 TEST_CASE("a receive written before the matching send in program order still completes", "[exec]") {
   Trace t = run_text(
       simple("  if my_id = 1 then\n    receive x from 0;\n  else\n    send x to 1;\n  endif\n",

@@ -77,6 +77,17 @@ class DataCol {
     const std::size_t i = u - base_;
     return len_[i] == kMany ? many_[one_[i]].data() : &one_[i];
   }
+  // Whether u's buffer is exactly one item held inline, and that item (the executor's fast paths
+  // read it in place: exec/statements.cpp).
+  bool one_item(NodeId u) const { return len_[u - base_] == 1; }
+  Item item(NodeId u) const { return one_[u - base_]; }
+  // u's buffer becomes the one item x.
+  void set_item(NodeId u, Item x) {
+    const std::size_t i = u - base_;
+    if (len_[i] == kMany) drop(i);
+    one_[i] = x;
+    len_[i] = 1;
+  }
   // Copies u's buffer into out.
   void get(NodeId u, Buf& out) const {
     const std::size_t i = u - base_;
@@ -189,18 +200,19 @@ class IntCol {
   void set(NodeId u, std::int64_t x) {
     const std::size_t i = u - base_;
     init_[i] = 1;
-    if (!is_wide_) {
-      if (x >= INT32_MIN && x <= INT32_MAX) {
-        narrow_[i] = static_cast<std::int32_t>(x);
-        return;
-      }
-      widen();
+    if (!is_wide_ && x >= INT32_MIN && x <= INT32_MAX) {  // the usual case, inlined
+      narrow_[i] = static_cast<std::int32_t>(x);
+      return;
     }
-    wide_[i] = x;
+    set_wide(i, x);
   }
   bool wide() const { return is_wide_; }
 
  private:
+  [[gnu::noinline]] void set_wide(std::size_t i, std::int64_t x) {
+    if (!is_wide_) widen();
+    wide_[i] = x;
+  }
   void widen() {
     wide_.assign(narrow_.begin(), narrow_.end());
     narrow_ = {};

@@ -5,6 +5,64 @@
 
 namespace collv::interp {
 
+// A for loop's test (program point pc) for nodes that reach it: on to the body or past the loop.
+// ForInit and ForNext run it themselves rather than sending the nodes through the test's own
+// dispatch (the test reads two integers and cannot fail); they count its operation (--max-ops).
+void Statements::for_test(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Instr& in = prog_.code[pc];
+  const Stmt& s = *in.stmt;
+  const auto& var = ints_[s.var_slot];
+  const auto& lim = ints_[in.limit_slot];
+  std::size_t go_on = 0;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    NodeId v = nodes[i];
+    go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+  }
+  if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
+    auto& r = ready_[go_on ? pc + 1 : in.target];
+    r.insert(r.end(), nodes, nodes + cnt);
+    mark_ready(go_on ? pc + 1 : in.target);
+    return;
+  }
+  for (std::size_t i = 0; i < cnt; ++i) {
+    NodeId v = nodes[i];
+    bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
+    ready_[go ? pc + 1 : in.target].push_back(v);
+  }
+  mark_ready(pc + 1);
+  mark_ready(in.target);
+}
+
+// `x := y + z` of data variables whose buffers hold one item each at every node of the chunk (the
+// fingerprint domain at count 1, the usual case of a large run): the items combined column to
+// column, without scratch buffers. Anything else (an empty or longer buffer at some node of the
+// chunk, where the general path may also find buffers of different lengths; `collv mpi
+// --model`'s on_combine) returns false, having changed nothing, for the general path.
+bool Statements::combine_in_place(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Stmt& s = *prog_.code[pc].stmt;
+  const Expr& t = *s.target;
+  const Expr& e = *s.value;
+  if (t.kind != ExprKind::Name || e.kind != ExprKind::Binary || e.op != Op::Add || opts_.on_combine)
+    return false;
+  const Expr& a = *e.args[0];
+  const Expr& b = *e.args[1];
+  auto data = [&](const Expr& x) {
+    return x.kind == ExprKind::Name && x.slot >= 0 &&
+           m_.var_types[static_cast<std::size_t>(x.slot)] == Type::Data;
+  };
+  if (!data(t) || !data(a) || !data(b)) return false;
+  const DataCol& ca = data_[a.slot];
+  const DataCol& cb = data_[b.slot];
+  for (std::size_t i = 0; i < cnt; ++i)
+    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i])) return false;
+  DataCol& ct = data_[t.slot];
+  for (std::size_t i = 0; i < cnt; ++i)
+    ct.set_item(nodes[i], dom_->combine(ca.item(nodes[i]), cb.item(nodes[i])));
+  ops_ += 3 * cnt;  // as the general path counts: two items read, one combined (--max-ops)
+  track_assign(pc, t, nodes, cnt);
+  return true;
+}
+
 void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
   const Instr& in = prog_.code[pc];
   const Stmt& s = *in.stmt;
@@ -53,7 +111,7 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
           col.settle(nodes[i]);
         }
         track_assign(pc, tgt, nodes, cnt);
-      } else {
+      } else if (!combine_in_place(pc, nodes, cnt)) {
         auto& v = dscratch(0);
         eval_data(*s.value, nodes, cnt, v.data(), 1);
         store(tgt, nodes, cnt, v.data(), 1);
@@ -105,30 +163,13 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       for (std::size_t i = 0; i < cnt; ++i) ints_[s.var_slot].set(nodes[i], a[i]);
       eval_int(*s.limit, nodes, cnt, a.data(), 1);
       for (std::size_t i = 0; i < cnt; ++i) ints_[in.limit_slot].set(nodes[i], a[i]);
-      advance_all(pc + 1);
+      ops_ += cnt;  // the test's dispatch, run here (for_test)
+      for_test(pc + 1, nodes, cnt);
       return;
     }
-    case IOp::ForTest: {
-      const auto& var = ints_[s.var_slot];
-      const auto& lim = ints_[in.limit_slot];
-      std::size_t go_on = 0;
-      for (std::size_t i = 0; i < cnt; ++i) {
-        NodeId v = nodes[i];
-        go_on += s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
-      }
-      if (go_on == cnt || go_on == 0) {  // the whole chunk goes one way: one copy
-        advance_all(go_on ? pc + 1 : in.target);
-        return;
-      }
-      for (std::size_t i = 0; i < cnt; ++i) {
-        NodeId v = nodes[i];
-        bool go = s.downto ? var.get(v) >= lim.get(v) : var.get(v) <= lim.get(v);
-        ready_[go ? pc + 1 : in.target].push_back(v);
-      }
-      mark_ready(pc + 1);
-      mark_ready(in.target);
+    case IOp::ForTest:
+      for_test(pc, nodes, cnt);
       return;
-    }
     case IOp::ForNext: {
       // A counter at INT64_MAX (`to`) or INT64_MIN (`downto`) has no next value: the loop ends
       // there (the variable keeps it) instead of wrapping round and running again.
@@ -142,7 +183,8 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       if (at_last == 0) {  // the usual case: every counter moves on
         const std::int64_t d = s.downto ? -1 : 1;
         for (std::size_t i = 0; i < cnt; ++i) var.set(nodes[i], var.get(nodes[i]) + d);
-        advance_all(in.target);
+        ops_ += cnt;  // the test's dispatch, run here (for_test)
+        for_test(in.target, nodes, cnt);
         return;
       }
       for (std::size_t i = 0; i < cnt; ++i) {
@@ -169,8 +211,28 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       post_isend(pc, nodes, cnt);
       [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
     case IOp::Send: {
+      // A send of a data variable that holds one item at every node of the chunk (the
+      // fingerprint domain at count 1) reads the item in place; anything else is evaluated into
+      // scratch buffers.
       auto& val = dscratch(0);
-      eval_data(*s.value, nodes, cnt, val.data(), 1);
+      const DataCol* one = nullptr;
+      if (in.op == IOp::Send && s.value->kind == ExprKind::Name && s.value->slot >= 0 &&
+          m_.var_types[static_cast<std::size_t>(s.value->slot)] == Type::Data) {
+        one = &data_[s.value->slot];
+        for (std::size_t i = 0; i < cnt && one; ++i)
+          if (!one->one_item(nodes[i])) one = nullptr;
+      }
+      if (one)
+        ops_ += cnt;  // work: each item copied (as eval_data counts it)
+      else
+        eval_data(*s.value, nodes, cnt, val.data(), 1);
+      // Node i's payload (its items and their number).
+      auto items = [&](std::size_t i) { return one ? one->items(nodes[i]) : val[i].data(); };
+      auto len = [&](std::size_t i) { return one ? std::uint32_t{1} : val[i].size(); };
+      auto value = [&](std::size_t i) {  // what the send keeps (not a stream's transfer)
+        if (one) val[i].assign(one->items(nodes[i]), 1);
+        return std::move(val[i]);
+      };
       auto& peer = iscratch(0);
       eval_int(*s.peer, nodes, cnt, peer.data(), 1);
       // The destinations first, so that the loop below can prefetch each one's mailbox ahead
@@ -195,7 +257,7 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
         NodeId v = nodes[i];
         const auto dst = static_cast<NodeId>(dsts[i]);
         if (dst == v) {  // a self-message: queued at the node, no transfer, no step
-          self_send(s, pc, v, std::move(val[i]));
+          self_send(s, pc, v, value(i));
           continue;
         }
         std::uint32_t step = bound_.on_send(v, dst);  // a lower bound; timing.cpp assigns it
@@ -207,11 +269,11 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
                            s.loc.str(), topo_.label(v), step, opts_.max_steps));
           return;
         }
-        if (val[i].size() > 0xFFFF)  // a limit of collv's Trace, not an error of the model
+        if (len(i) > 0xFFFF)  // a limit of collv's Trace, not an error of the model
           throw LimitError(fmt::format(
               "{}: node {} sends a message of {} items; collv records at most 65535 items per "
               "message (a limit of collv, not a fault of the model)",
-              s.loc.str(), topo_.label(v), val[i].size()));
+              s.loc.str(), topo_.label(v), len(i)));
         std::uint32_t tid;
         if (stream_) {
           // A peer reached along a link is a neighbour by construction: no test (at star:11
@@ -224,32 +286,32 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
                 s.loc.str(), topo_.label(v), topo_.label(dst)));
           stream_->make_room();
           if (dst < lo_ || dst >= hi_) {  // another process's node (partitioned runs)
-            const auto len = static_cast<std::uint16_t>(val[i].size());
+            const auto n = static_cast<std::uint16_t>(len(i));
             const auto line = static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF));
             tid = stream_->on_send_remote(v, dst, deps_of(pc, v));
-            outbox_.push_back({tid, v, dst, len, line, std::move(val[i])});
+            outbox_.push_back({tid, v, dst, n, line, value(i)});
             continue;
           }
           const bool tag = tag_links && peer[i] >= 0 && peer[i] < StreamTiming::kMaxLinkTag;
-          tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(val[i].size()),
+          tid = stream_->on_send(v, dst, static_cast<std::uint16_t>(len(i)),
                                  static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF)),
-                                 deps_of(pc, v), std::move(val[i]),
+                                 deps_of(pc, v), items(i),
                                  tag ? static_cast<std::uint8_t>(peer[i] + 1) : 0);
           inbox_.push(dst, tid);
           wake(v, dst);
           continue;
         }
-        if (tr_.payload.size() + val[i].size() > std::numeric_limits<std::uint32_t>::max() ||
+        if (tr_.payload.size() + len(i) > std::numeric_limits<std::uint32_t>::max() ||
             tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
           throw LimitError("the run records more than 2^32 transfers or items; it is too large");
         tid = static_cast<std::uint32_t>(tr_.transfers.size());
-        charge_growth(tr_.payload, val[i].size());
+        charge_growth(tr_.payload, len(i));
         charge_growth(tr_.transfers, 1);
         tr_.transfers.push_back(Transfer{step, v, dst,
                                          static_cast<std::uint32_t>(tr_.payload.size()),
-                                         static_cast<std::uint16_t>(val[i].size()),
+                                         static_cast<std::uint16_t>(len(i)),
                                          static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
-        tr_.payload.insert(tr_.payload.end(), val[i].begin(), val[i].end());
+        tr_.payload.insert(tr_.payload.end(), items(i), items(i) + len(i));
         timing_.on_send(dep_transfer(deps_of(pc, v)));
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
         inbox_.push(dst, tid);
@@ -343,19 +405,38 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       }
       if (!self_got.empty()) self_receive(s, pc, self_got);
       if (n_got == 0) return;
-      auto& val = dscratch(0);
-      for (std::size_t i = 0; i < n_got; ++i) {
-        if (stream_) {
-          val[i] = stream_->on_receive(tids[i], got[i]);
-          ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
-          continue;
+      const Expr& tgt = *s.target;
+      if (stream_ && tgt.kind == ExprKind::Name && tgt.slot >= 0 &&
+          m_.var_types[static_cast<std::size_t>(tgt.slot)] == Type::Data) {
+        // A whole data variable received, streamed: a one-item message goes from the window
+        // straight into the column (no scratch buffer); storing a whole variable cannot fail.
+        DataCol& col = data_[tgt.slot];
+        for (std::size_t i = 0; i < n_got; ++i) {
+          Item x;
+          if (stream_->on_receive_one(tids[i], got[i], x)) {
+            col.set_item(got[i], x);
+            ++ops_;  // work: the message's item delivered (--max-ops)
+            continue;
+          }
+          Buffer b = stream_->on_receive(tids[i], got[i]);
+          ops_ += b.size();
+          col.set(got[i], std::move(b));
         }
-        const Transfer& t = tr_.transfers[tids[i]];
-        val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
-        ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
+      } else {
+        auto& val = dscratch(0);
+        for (std::size_t i = 0; i < n_got; ++i) {
+          if (stream_) {
+            val[i] = stream_->on_receive(tids[i], got[i]);
+            ops_ += val[i].size();  // work: the message's items delivered (--max-ops)
+            continue;
+          }
+          const Transfer& t = tr_.transfers[tids[i]];
+          val[i].assign(tr_.payload.data() + t.payload_begin, t.payload_len);
+          ops_ += t.payload_len;  // work: the message's items delivered (--max-ops)
+        }
+        store(tgt, got, n_got, val.data(), 1, true);
       }
-      store(*s.target, got, n_got, val.data(), 1, true);
-      track_receive(*s.target, got, n_got, tids);
+      track_receive(tgt, got, n_got, tids);
       if (stream_) stream_->resolve(false);
       auto& r = ready_[pc + 1];
       r.insert(r.end(), got, got + n_got);

@@ -14,6 +14,8 @@ class Statements : public Requests {
 
  protected:
   void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
+  void for_test(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
+  bool combine_in_place(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
 
  private:
   // A receive's chunk: the nodes whose message is there and its transfer ids (kept between

@@ -186,7 +186,7 @@ class ChunkWindow {
 // left the window is never looked up again.
 //
 //   collv::StreamTiming st(p, &deps);   // deps: a DepTable
-//   st.make_room();  auto id = st.on_send(u, v, 1, 12, dep, std::move(payload));
+//   st.make_room();  auto id = st.on_send(u, v, 1, 12, dep, payload.data());  // len items
 //   Buffer got = st.on_receive(id, v);  st.resolve(false);
 //   st.finish();  st.steps();  st.per_step();
 //
@@ -208,12 +208,12 @@ class StreamTiming {
   // Before each send, and before the dependency tag it passes is read: settles waiting transfers
   // or grows the window so that one more fits (settling rewrites the tags).
   void make_room();
-  // Records a send (u to v) and returns its transfer id (ids count up from 0, in issue order, as
-  // the stored Trace numbers its transfers).
+  // Records a send (u to v) of the len items at `payload` (copied) and returns its transfer id
+  // (ids count up from 0, in issue order, as the stored Trace numbers its transfers).
   // `link`: 1 + the link number the send went along when that is below kMaxLinkTag, else 0
   // (link_tag() gives it back to the receiver).
   std::uint32_t on_send(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line, DepTag dep,
-                        Buffer&& payload, std::uint8_t link = 0);
+                        const Item* payload, std::uint8_t link = 0);
   static constexpr std::int64_t kMaxLinkTag = 31;
   NodeId src(std::uint32_t tid) const { return at(tid).src; }
   std::uint8_t link_tag(std::uint32_t tid) const { return at(tid).link; }
@@ -239,6 +239,8 @@ class StreamTiming {
   void prefetch(std::uint32_t tid) const { __builtin_prefetch(&at(tid), 1); }
   // v receives transfer tid: returns its payload.
   Buffer on_receive(std::uint32_t tid, NodeId v);
+  // The same for a payload of one item, given in x; false (nothing done) for any other payload.
+  bool on_receive_one(std::uint32_t tid, NodeId v, Item& x);
   // Gives steps to the waiting transfers that can have them; cheap unless enough has been
   // received since the last pass (always a full pass if `force`).
   void resolve(bool force);
@@ -306,6 +308,7 @@ class StreamTiming {
   Entry& at(std::uint32_t tid) { return ring_[tid]; }
   const Entry& at(std::uint32_t tid) const { return ring_[tid]; }
   bool try_resolve(std::uint32_t tid, bool at_end);
+  void mark_received(Entry& e, std::uint32_t tid, NodeId v);  // v receives tid
   void grow();
   // A fresh window entry for a transfer u -> v (the next id), its other fields zero.
   std::uint32_t open_entry(NodeId u, NodeId v, std::uint16_t len, std::uint16_t line);
