@@ -36,9 +36,13 @@ class Partition {
     }
   };
   // Collective operations: every process calls them together, in the same order.
-  // `send` holds, in rank order, counts[r] bytes for process r (packed in place by the caller);
-  // it is emptied, its memory given back, once sent. Returns what each process sent to this one.
-  virtual Received alltoall(std::string& send, const std::vector<std::size_t>& counts) = 0;
+  // One round's exchange: `send` holds, in rank order, counts[r] bytes for process r (packed in
+  // place by the caller); it is emptied, its memory given back, once sent. `sums` (as long on
+  // every process) comes back summed element-wise over the processes, learnt with the counts in
+  // the same operation. When sums[0] is then nonzero (a process failed), or no process sends a
+  // byte, nothing else moves and nothing is received. Returns what each process sent to this one.
+  virtual Received exchange(std::string& send, const std::vector<std::size_t>& counts,
+                            std::vector<std::uint64_t>& sums) = 0;
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.
@@ -56,8 +60,9 @@ class Partition {
   }
 
   // Statistics of this process (COLLV_PARTITION_STATS=1 prints them): bytes it sent to other
-  // processes in alltoall rounds, and the rounds.
-  std::uint64_t bytes_sent = 0, rounds = 0;
+  // processes in exchanges, the exchanges (`rounds`, those that moved bytes among them), and
+  // the collective operations it took part in.
+  std::uint64_t bytes_sent = 0, rounds = 0, moved_rounds = 0, collectives = 0;
   std::uint64_t window_bytes = 0;  // the largest timing window (StreamTiming::bytes) of a run
   std::uint64_t remote_span = 0;   // the most senders' sides waiting at once (StreamTiming)
   // The processes compared their last status (partition_leave, or a disagreement found by
