@@ -87,7 +87,7 @@ class MpiPartition : public Partition {
       moved += out_q;
     }
     if ((!sums.empty() && sums[0] != 0) || moved == 0) {
-      std::string().swap(send);
+      give_back(std::move(send));
       return in;
     }
     if (most > kMaxCount)
@@ -111,11 +111,12 @@ class MpiPartition : public Partition {
     in.at[k] = r_at;
     // One copy of the round's messages at a time: `send` is freed once MPI has sent it; what
     // arrives stays in one buffer (no copy per process).
-    in.data.assign(r_at, '\0');
+    in.data = buffer();
+    in.data.resize(r_at);
     MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data.data(), rc.data(),
                    rd.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
     wait(req);
-    std::string().swap(send);
+    give_back(std::move(send));
     ++moved_rounds;
     return in;
   }

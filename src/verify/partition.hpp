@@ -37,16 +37,38 @@ class Partition {
   };
   // Collective operations: every process calls them together, in the same order.
   // One round's exchange: `send` holds, in rank order, counts[r] bytes for process r (packed in
-  // place by the caller); it is emptied, its memory given back, once sent. `sums` (as long on
-  // every process) comes back summed element-wise over the processes, learnt with the counts in
-  // the same operation. When sums[0] is then nonzero (a process failed), or no process sends a
-  // byte, nothing else moves and nothing is received. Returns what each process sent to this one.
+  // place by the caller, in a buffer()); it is emptied, its memory given back, once sent. `sums`
+  // (as long on every process) comes back summed element-wise over the processes, learnt with the
+  // counts in the same operation. When sums[0] is then nonzero (a process failed), or no process
+  // sends a byte, nothing else moves and nothing is received. Returns what each process sent to
+  // this one.
   virtual Received exchange(std::string& send, const std::vector<std::size_t>& counts,
                             std::vector<std::uint64_t>& sums) = 0;
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.
   virtual void allreduce(std::vector<std::uint64_t>& v, bool max) = 0;
+
+  // The exchange buffers, kept from one exchange to the next up to kKeepBytes each (a buffer
+  // mapped afresh costs the kernel a page fault per 4 KiB written; a larger one is given back,
+  // so the largest round's buffers do not stay for the rest of the run): an empty string,
+  // with the capacity of one given back earlier when there is one.
+  static constexpr std::size_t kKeepBytes = std::size_t{16} << 20;
+  std::string buffer() {
+    if (spare_.empty()) return {};
+    std::string s = std::move(spare_.back());
+    spare_.pop_back();
+    return s;
+  }
+  // A buffer done with (a send buffer once sent, a receive buffer once read).
+  void give_back(std::string&& s) {
+    if (s.capacity() > kKeepBytes || s.capacity() == 0 || spare_.size() >= 2) {
+      std::string().swap(s);
+      return;
+    }
+    s.clear();
+    spare_.push_back(std::move(s));
+  }
 
   // The slice of process r among p processors: nodes lo(r) .. lo(r+1)-1, contiguous node ids,
   // sizes differing by at most one.
@@ -68,6 +90,9 @@ class Partition {
   // The processes compared their last status (partition_leave, or a disagreement found by
   // partition_checkpoint or partition_agree_arguments): no collective operation may follow.
   bool settled = false;
+
+ private:
+  std::vector<std::string> spare_;  // at most two (buffer, give_back)
 };
 
 // Thrown on the processes still at the start of a run when another has left (its command

@@ -244,7 +244,8 @@ class PartitionDriver : public SliceDriver {
       std::vector<Cursor> w;
       w.reserve(k);
       for (int r = 0; r < k; ++r) total += counts[r];
-      send.assign(total, '\0');
+      send = part_.buffer();
+      send.resize(total);
       total = 0;
       for (int r = 0; r < k; ++r) {
         w.emplace_back(send.data() + total);
@@ -361,6 +362,7 @@ class PartitionDriver : public SliceDriver {
         failed = false;
         if (g[1] == 0) return g[2] != 0;
         local([&] { unpack(in); });
+        part_.give_back(std::move(got.first.data));
         if (g[2] != 0) return true;
       }
     };
@@ -386,6 +388,7 @@ class PartitionDriver : public SliceDriver {
       const Partition::Received& in = got.first;
       const std::vector<std::uint64_t>& g = got.second;
       local([&] { unpack(in); });
+      part_.give_back(std::move(got.first.data));
       if (g[2] != 0 || (g[1] == 0 && g[3] == 0)) break;
       // What just arrived is received in this round (its receivers run up to their next send and
       // are held there), so its step goes back to its sender in the timing rounds that follow:
