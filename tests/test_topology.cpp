@@ -555,6 +555,25 @@ TEST_CASE("topology: large non-vertex-transitive networks", "[topology][slow]") 
   CHECK(Topology::parse("mesh:40x50").diameter() == 88);  // BFS from every processor
 }
 
+TEST_CASE("a slice's rows of a computed star's links equal the listed table", "[topology]") {
+  const auto listed = Topology::parse("star:6");
+  Topology::compute_stars_from(2);  // as collv-mpi does for a partitioned run
+  const auto computed = Topology::parse("star:6");
+  Topology::compute_stars_from(static_cast<int>(collv::kImplicitStarN));
+  CHECK(listed.star_rows(0, 720).empty());  // a listed star keeps its own table
+  CHECK(Topology::parse("ring:8").star_rows(0, 4).empty());
+  CHECK(computed.star_rows(5, 5).empty());
+  CHECK(computed.star_rows(0, 721).empty());  // past the last node
+  for (auto [lo, hi] : {std::pair<NodeId, NodeId>{0, 720}, {100, 461}, {719, 720}}) {
+    const auto rows = computed.star_rows(lo, hi);
+    REQUIRE(rows.size() == std::size_t{hi - lo} * 5);
+    for (NodeId v = lo; v < hi; ++v)
+      for (int k = 2; k <= 6; ++k)
+        CHECK(rows[std::size_t{v - lo} * 5 + static_cast<std::size_t>(k - 2)] ==
+              *listed.neighbor(v, k));
+  }
+}
+
 TEST_CASE("stars from n = 11 compute their links from the ranks", "[topology]") {
   // The arithmetic agrees with the link tables of the smaller stars, link by link (every node
   // up to star:7; from star:8, where the ranks are decoded with divisors fixed at compile time,

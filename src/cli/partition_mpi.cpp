@@ -50,53 +50,74 @@ class MpiPartition : public Partition {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Received alltoall(std::string& send, const std::vector<std::size_t>& counts) override {
+  Received exchange(std::string& send, const std::vector<std::size_t>& counts,
+                    std::vector<std::uint64_t>& sums) override {
     COLLV_ASSERT(counts.size() == static_cast<std::size_t>(size_));
-    std::vector<std::uint64_t> scount(size_), rcount(size_);
+    // Every process's counts and sums in one gather: each then knows what it receives, whether
+    // a count would overflow MPI's ints (they refuse the round together: none is left waiting in
+    // the exchange), the sums, and whether anything moves at all.
+    const std::size_t k = static_cast<std::size_t>(size_), w = k + sums.size();
+    std::vector<std::uint64_t> mine(w), all(w * k);
     std::uint64_t total = 0;
-    for (int r = 0; r < size_; ++r) {
-      scount[r] = counts[r];
+    for (std::size_t r = 0; r < k; ++r) {
+      mine[r] = counts[r];
       total += counts[r];
-      if (r != rank_) bytes_sent += counts[r];
     }
     COLLV_ASSERT(total == send.size());
+    std::copy(sums.begin(), sums.end(), mine.begin() + static_cast<std::ptrdiff_t>(k));
     MPI_Request req;
-    MPI_Ialltoall(scount.data(), 1, MPI_UINT64_T, rcount.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD,
-                  &req);
-    wait_idle(req);
-    std::uint64_t rtotal = 0;
-    for (int r = 0; r < size_; ++r) rtotal += rcount[r];
-    // MPI counts and displacements are ints: every process learns whether one of them would
-    // overflow, so they refuse the round together (none is left waiting in the exchange).
-    std::vector<std::uint64_t> most{std::max(total, rtotal)};
-    allreduce(most, true);
-    if (most[0] > kMaxCount)
+    MPI_Iallgather(mine.data(), static_cast<int>(w), MPI_UINT64_T, all.data(), static_cast<int>(w),
+                   MPI_UINT64_T, MPI_COMM_WORLD, &req);
+    wait(req);
+    ++rounds;
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      sums[i] = 0;
+      for (std::size_t q = 0; q < k; ++q) sums[i] += all[q * w + k + i];
+    }
+    Received in;
+    in.at.assign(k + 1, 0);
+    std::uint64_t most = 0, moved = 0;
+    for (std::size_t q = 0; q < k; ++q) {
+      std::uint64_t out_q = 0, in_q = 0;
+      for (std::size_t r = 0; r < k; ++r) {
+        out_q += all[q * w + r];
+        in_q += all[r * w + q];
+      }
+      most = std::max({most, out_q, in_q});
+      moved += out_q;
+    }
+    if ((!sums.empty() && sums[0] != 0) || moved == 0) {
+      give_back(std::move(send));
+      return in;
+    }
+    if (most > kMaxCount)
       throw LimitError(fmt::format(
           "a partitioned run would exchange {} bytes with one process in one round; MPI counts "
           "take at most 2^31-1 (use more processes)",
-          most[0]));
-    std::vector<int> sc(size_), rc(size_), sd(size_), rd(size_);
-    Received in;
-    in.at.assign(size_ + 1, 0);
+          most));
+    std::vector<int> sc(k), rc(k), sd(k), rd(k);
     std::uint64_t s_at = 0, r_at = 0;
-    for (int r = 0; r < size_; ++r) {
-      sc[r] = static_cast<int>(scount[r]);
-      rc[r] = static_cast<int>(rcount[r]);
+    for (std::size_t r = 0; r < k; ++r) {
+      const std::uint64_t from_r = all[r * w + static_cast<std::size_t>(rank_)];
+      sc[r] = static_cast<int>(counts[r]);
+      rc[r] = static_cast<int>(from_r);
       sd[r] = static_cast<int>(s_at);
       rd[r] = static_cast<int>(r_at);
       in.at[r] = r_at;
-      s_at += scount[r];
-      r_at += rcount[r];
+      s_at += counts[r];
+      r_at += from_r;
+      if (static_cast<int>(r) != rank_) bytes_sent += counts[r];
     }
-    in.at[size_] = r_at;
+    in.at[k] = r_at;
     // One copy of the round's messages at a time: `send` is freed once MPI has sent it; what
     // arrives stays in one buffer (no copy per process).
-    in.data.assign(r_at, '\0');
+    in.data = buffer();
+    in.data.resize(r_at);
     MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, in.data.data(), rc.data(),
                    rd.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
-    wait_idle(req);
-    std::string().swap(send);
-    ++rounds;
+    wait(req);
+    give_back(std::move(send));
+    ++moved_rounds;
     return in;
   }
 
@@ -105,7 +126,7 @@ class MpiPartition : public Partition {
     std::vector<std::uint64_t> counts(size_);
     MPI_Request req;
     MPI_Iallgather(&n, 1, MPI_UINT64_T, counts.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
-    wait_idle(req);
+    wait(req);
     std::uint64_t total = 0;
     for (auto c : counts) total += c;
     // Every process sees every count: they refuse together.
@@ -124,7 +145,7 @@ class MpiPartition : public Partition {
     std::string all(total, '\0');
     MPI_Iallgatherv(mine.data(), c[rank_], MPI_BYTE, all.data(), c.data(), displ.data(), MPI_BYTE,
                     MPI_COMM_WORLD, &req);
-    wait_idle(req);
+    wait(req);
     std::vector<std::string> out(size_);
     for (int r = 0; r < size_; ++r) out[r] = all.substr(displ[r], c[r]);
     return out;
@@ -137,10 +158,15 @@ class MpiPartition : public Partition {
     MPI_Request req;
     MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T,
                    max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &req);
-    wait_idle(req);
+    wait(req);
   }
 
  private:
+  void wait(MPI_Request& req) {
+    ++collectives;
+    wait_idle(req);
+  }
+
   int rank_ = 0, size_ = 1;
 };
 
@@ -202,12 +228,13 @@ int MpiSession::finish(int code, const std::string& error) {
     getrusage(RUSAGE_SELF, &ru);
     std::string line = fmt::format(
         "collv-mpi: rank {} of {}: peak memory {} MiB, CPU {:.2f} s user {:.2f} s system, {} "
-        "bytes sent to other ranks in {} rounds, timing window {} MiB, senders' sides spanning "
-        "at most {} transfers\n",
+        "bytes sent to other ranks in {} of {} exchanges ({} collective operations), timing "
+        "window {} MiB, senders' sides spanning at most {} transfers\n",
         part_->rank(), part_->size(), ru.ru_maxrss / 1024,
         static_cast<double>(ru.ru_utime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_utime.tv_usec),
         static_cast<double>(ru.ru_stime.tv_sec) + 1e-6 * static_cast<double>(ru.ru_stime.tv_usec),
-        part_->bytes_sent, part_->rounds, part_->window_bytes >> 20, part_->remote_span);
+        part_->bytes_sent, part_->moved_rounds, part_->rounds, part_->collectives,
+        part_->window_bytes >> 20, part_->remote_span);
     int fd = saved_err_ >= 0 ? saved_err_ : 2;
     if (write(fd, line.data(), line.size()) < 0) {
     }

@@ -240,7 +240,7 @@ void Evaluator::eval_int(const Expr& e, const NodeId* nodes, std::size_t cnt, st
         if (e.name == "neighbor") {
           if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
             rt_error(e, nodes[i], fmt::format("no link {} at this node", x));
-          auto r = topo_.neighbor(nodes[i], static_cast<int>(x));
+          auto r = neighbor(nodes[i], static_cast<int>(x));
           if (!r) rt_error(e, nodes[i], fmt::format("no link {} at this node", x));
           out[i] = *r;
         } else if (e.name == "log2") {

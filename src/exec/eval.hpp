@@ -28,7 +28,7 @@ class Evaluator : public MachineState {
     if (s.along_link) {
       if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
         rt_error(*s.peer, v, fmt::format("no link {} at this node", x));
-      auto r = topo_.neighbor(v, static_cast<int>(x));
+      auto r = neighbor(v, static_cast<int>(x));
       if (!r) rt_error(*s.peer, v, fmt::format("no link {} at this node", x));
       return *r;
     }

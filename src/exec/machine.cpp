@@ -62,7 +62,7 @@ void Machine::run_local() {
       batch.resize(keep);
       if (batch.empty()) continue;
     }
-    if (!std::is_sorted(batch.begin(), batch.end())) std::sort(batch.begin(), batch.end());
+    sort_batch(batch);
     ops_ += batch.size();
     if ((++dispatches_ & 0xFFF) == 0) watch_.check();
     if ((dispatches_ & 0xFF) == 0 && deadline_passed())  // --timeout: exit 3
@@ -87,6 +87,27 @@ void Machine::run_local() {
       if (tr_.failure.kind != RunFailure::Kind::None) return;
     }
   }
+}
+
+void Machine::sort_batch(std::vector<NodeId>& batch) {
+  if (std::is_sorted(batch.begin(), batch.end())) return;
+  if (batch.size() < n_local_ / 64) {
+    std::sort(batch.begin(), batch.end());
+    return;
+  }
+  if (sort_bits_.empty()) sort_bits_.assign((std::size_t{n_local_} + 63) / 64, 0);
+  for (NodeId v : batch) {
+    const std::size_t i = v - lo_;
+    sort_bits_[i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  std::size_t at = 0;
+  for (std::size_t w = 0; w < sort_bits_.size(); ++w) {
+    for (std::uint64_t bits = sort_bits_[w]; bits != 0; bits &= bits - 1)
+      batch[at++] =
+          static_cast<NodeId>(lo_ + w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+    sort_bits_[w] = 0;
+  }
+  COLLV_ASSERT(at == batch.size());  // the nodes were distinct
 }
 
 void Machine::report_deadlock() {

@@ -26,6 +26,10 @@ MachineState::MachineState(const Model& m, const Topology& t, const RunOptions& 
   n_ = get("n");
   rows_ = get("rows");
   cols_ = get("cols");
+  if (n_local_ < p_) {  // a slice: its rows of the star table no process keeps whole
+    star_rows_ = t.star_rows(lo, hi);
+    if (!star_rows_.empty()) star_deg_ = static_cast<std::uint32_t>(star_rows_.size() / n_local_);
+  }
   ints_.resize(prog_.num_slots);
   data_.resize(prog_.num_slots);
   arrays_.resize(prog_.num_slots);

@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <vector>
@@ -82,6 +83,17 @@ class MachineState {
     throw ModelRuntimeError{s.loc, v, std::move(msg)};
   }
 
+  // The neighbour of v (one of this Machine's nodes) along link k: a load from the slice's star
+  // table where the Topology would unrank it (Topology::star_rows).
+  std::optional<NodeId> neighbor(NodeId v, int k) const {
+    if (!star_rows_.empty() && v - lo_ < n_local_) {
+      const std::uint32_t i = static_cast<std::uint32_t>(k) - 2u;
+      if (i >= star_deg_) return std::nullopt;
+      return star_rows_[std::size_t{v - lo_} * star_deg_ + i];
+    }
+    return topo_.neighbor(v, k);
+  }
+
   std::vector<std::int64_t>& iscratch(int depth) {
     if (static_cast<int>(iscr_.size()) <= depth) iscr_.resize(depth + 1);
     auto& v = iscr_[depth];
@@ -124,6 +136,9 @@ class MachineState {
   std::vector<RemoteSend> outbox_;  // sends to other processes' nodes, until exchanged
   Program prog_;
   std::int64_t d_ = -1, n_ = -1, rows_ = -1, cols_ = -1;
+  // A slice's star links (Topology::star_rows; empty for a whole run or another topology).
+  std::vector<NodeId> star_rows_;
+  std::uint32_t star_deg_ = 0;
   std::vector<IntCol> ints_;  // 5 bytes a node while every value fits in 32 bits
   // Integer arrays: per slot and node its elements (empty until its `array` statement runs).
   std::vector<NodeCol<std::vector<std::int64_t>>> arrays_;

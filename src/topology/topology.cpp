@@ -658,6 +658,28 @@ NodeId star_neighbor_rank(NodeId v, int n, int k) {
   return rank32(perm, n);
 }
 
+std::vector<NodeId> Topology::star_rows(NodeId lo, NodeId hi) const {
+  const Impl& t = *impl_;
+  if (!t.implicit_star || t.a >= kImplicitStarN || lo >= hi || hi > t.n_nodes) return {};
+  const int n = static_cast<int>(t.a);
+  const std::size_t deg = static_cast<std::size_t>(n - 1);
+  require_memory(sat_mul(std::uint64_t{hi - lo}, deg * sizeof(NodeId)),
+                 fmt::format("the links of nodes {}..{} of {}", lo, hi - 1, t.spec));
+  std::vector<NodeId> rows(std::size_t{hi - lo} * deg);
+  int perm[12] = {};
+  unrank32(lo, n, perm);
+  std::size_t at = 0;
+  for (NodeId v = lo; v < hi; ++v) {
+    for (std::size_t k = 1; k <= deg; ++k) {
+      std::swap(perm[0], perm[k]);
+      rows[at++] = rank32(perm, n);
+      std::swap(perm[0], perm[k]);
+    }
+    std::next_permutation(perm, perm + n);  // lexicographic order is node order
+  }
+  return rows;
+}
+
 bool star_adjacent_rank(NodeId a, NodeId b, int n) {
   int pa[12] = {}, pb[12] = {};
   unrank32(a, n, pa);

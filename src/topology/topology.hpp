@@ -95,6 +95,11 @@ class Topology {
   // one bit). A receive along link k then knows a message sent along link k by a neighbour is
   // from its neighbour along k without asking neighbor() (exec/statements.cpp).
   bool links_symmetric() const;
+  // The neighbours of nodes lo..hi-1 in a table, (v - lo) * (n - 1) + (k - 2) for link k, when
+  // this is a star whose links are computed (compute_stars_from) although a whole run would list
+  // them (n <= 10): a partitioned process's slice of the table it does not keep, a load where
+  // neighbor() unranks (about 130 ns). Empty for every other topology. Checks the memory first.
+  std::vector<NodeId> star_rows(NodeId lo, NodeId hi) const;
 
   // Chunks per step the directed link a -> b carries: 0 if there is no such link, 1 on the
   // generated families (one transfer per link per step), the listed value on `dgx1`,

@@ -36,13 +36,39 @@ class Partition {
     }
   };
   // Collective operations: every process calls them together, in the same order.
-  // `send` holds, in rank order, counts[r] bytes for process r (packed in place by the caller);
-  // it is emptied, its memory given back, once sent. Returns what each process sent to this one.
-  virtual Received alltoall(std::string& send, const std::vector<std::size_t>& counts) = 0;
+  // One round's exchange: `send` holds, in rank order, counts[r] bytes for process r (packed in
+  // place by the caller, in a buffer()); it is emptied, its memory given back, once sent. `sums`
+  // (as long on every process) comes back summed element-wise over the processes, learnt with the
+  // counts in the same operation. When sums[0] is then nonzero (a process failed), or no process
+  // sends a byte, nothing else moves and nothing is received. Returns what each process sent to
+  // this one.
+  virtual Received exchange(std::string& send, const std::vector<std::size_t>& counts,
+                            std::vector<std::uint64_t>& sums) = 0;
   // Every process's `mine`, in rank order.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   // Element-wise sum (or max) over the processes, in place.
   virtual void allreduce(std::vector<std::uint64_t>& v, bool max) = 0;
+
+  // The exchange buffers, kept from one exchange to the next up to kKeepBytes each (a buffer
+  // mapped afresh costs the kernel a page fault per 4 KiB written; a larger one is given back,
+  // so the largest round's buffers do not stay for the rest of the run): an empty string,
+  // with the capacity of one given back earlier when there is one.
+  static constexpr std::size_t kKeepBytes = std::size_t{16} << 20;
+  std::string buffer() {
+    if (spare_.empty()) return {};
+    std::string s = std::move(spare_.back());
+    spare_.pop_back();
+    return s;
+  }
+  // A buffer done with (a send buffer once sent, a receive buffer once read).
+  void give_back(std::string&& s) {
+    if (s.capacity() > kKeepBytes || s.capacity() == 0 || spare_.size() >= 2) {
+      std::string().swap(s);
+      return;
+    }
+    s.clear();
+    spare_.push_back(std::move(s));
+  }
 
   // The slice of process r among p processors: nodes lo(r) .. lo(r+1)-1, contiguous node ids,
   // sizes differing by at most one.
@@ -56,13 +82,17 @@ class Partition {
   }
 
   // Statistics of this process (COLLV_PARTITION_STATS=1 prints them): bytes it sent to other
-  // processes in alltoall rounds, and the rounds.
-  std::uint64_t bytes_sent = 0, rounds = 0;
+  // processes in exchanges, the exchanges (`rounds`, those that moved bytes among them), and
+  // the collective operations it took part in.
+  std::uint64_t bytes_sent = 0, rounds = 0, moved_rounds = 0, collectives = 0;
   std::uint64_t window_bytes = 0;  // the largest timing window (StreamTiming::bytes) of a run
   std::uint64_t remote_span = 0;   // the most senders' sides waiting at once (StreamTiming)
   // The processes compared their last status (partition_leave, or a disagreement found by
   // partition_checkpoint or partition_agree_arguments): no collective operation may follow.
   bool settled = false;
+
+ private:
+  std::vector<std::string> spare_;  // at most two (buffer, give_back)
 };
 
 // Thrown on the processes still at the start of a run when another has left (its command

@@ -141,10 +141,8 @@ struct ErrorState {
   }
 };
 
-void share_error(Partition& part, const ErrorState& mine) {
-  std::vector<std::uint64_t> any{mine.kind != 0 ? 1u : 0u};
-  part.allreduce(any, false);
-  if (any[0] == 0) return;
+// Some process has an error (`mine` may be none): every process throws the lowest rank's.
+[[noreturn]] void raise_shared_error(Partition& part, const ErrorState& mine) {
   Writer w;
   w.put<std::int32_t>(mine.kind);
   w.put_str(mine.what);
@@ -156,6 +154,13 @@ void share_error(Partition& part, const ErrorState& mine) {
     if (kind == 2) throw UsageError(what);
     if (kind == 3) throw InternalError(what);
   }
+  throw InternalError("internal error: a process reported an error it did not send");
+}
+
+void share_error(Partition& part, const ErrorState& mine) {
+  std::vector<std::uint64_t> any{mine.kind != 0 ? 1u : 0u};
+  part.allreduce(any, false);
+  if (any[0] != 0) raise_shared_error(part, mine);
 }
 
 // Runs f on this process; if it throws a user-facing error here or on any other process, every
@@ -239,7 +244,8 @@ class PartitionDriver : public SliceDriver {
       std::vector<Cursor> w;
       w.reserve(k);
       for (int r = 0; r < k; ++r) total += counts[r];
-      send.assign(total, '\0');
+      send = part_.buffer();
+      send.resize(total);
       total = 0;
       for (int r = 0; r < k; ++r) {
         w.emplace_back(send.data() + total);
@@ -308,26 +314,56 @@ class PartitionDriver : public SliceDriver {
         }
       }
     };
+    // An error on this process (a limit, a refused send) stops its work and goes to the others
+    // in the next exchange (the first of its sums), where every process throws the lowest
+    // rank's: no collective operation of its own, and none waits for a process that left.
+    ErrorState err;
+    auto local = [&](auto&& f) {
+      if (err.kind != 0) return;
+      try {
+        f();
+      } catch (...) {
+        err.capture(std::current_exception());
+      }
+    };
+    // One exchange of the records packed in `out`, and `sums` summed over the processes
+    // (returned): the round's one MPI_Iallgather and, when a byte moves, one MPI_Ialltoallv.
+    auto exchange = [&](std::string& out, std::vector<std::size_t>& counts,
+                        std::vector<std::uint64_t> sums) {
+      sums.insert(sums.begin(), err.kind != 0 ? 1u : 0u);
+      if (err.kind != 0) {
+        out.clear();
+        counts.assign(k, 0);
+      }
+      Partition::Received in = part_.exchange(out, counts, sums);
+      if (sums[0] != 0) raise_shared_error(part_, err);
+      return std::make_pair(std::move(in), std::move(sums));
+    };
     // Timing-only rounds until no process has a bound or step to send: each settles one more
     // link of the chains of sends between slices, so the windows of waiting transfers stay as
     // small as one process's (a chain waiting a round per link made them grow with the run).
-    auto settle = [&](bool at_end) {
+    // `failed` (this process's run failed) travels in the first exchange; returns whether any
+    // process's had, after that exchange's records are read.
+    auto settle = [&](bool at_end, bool failed) {
       for (;;) {
         std::string out;
-        std::vector<std::size_t> counts;
+        std::vector<std::size_t> counts(k, 0);
         std::uint64_t sent = 0;
-        together(part_, [&] {
+        local([&] {
           if (at_end)
             st->finish();
           else
             st->resolve(true);
           sent = pack(out, counts);
         });
-        std::vector<std::uint64_t> g{sent};
-        part_.allreduce(g, false);
-        if (g[0] == 0) return;
-        Partition::Received in = part_.alltoall(out, counts);
-        together(part_, [&] { unpack(in); });
+        auto got = exchange(out, counts, {sent, failed ? 1u : 0u});
+        const Partition::Received& in = got.first;  // no structured binding: a lambda reads it
+        const std::vector<std::uint64_t>& g = got.second;
+        failed = false;
+        if (g[1] == 0) return g[2] != 0;
+        local([&] { unpack(in); });
+        part_.give_back(std::move(got.first.data));
+        if (g[2] != 0) return true;
       }
     };
     // The run: each process runs its nodes until they finish, wait or reach the horizon (at
@@ -338,35 +374,33 @@ class PartitionDriver : public SliceDriver {
     // reaches --max-steps (100,000) in about 750 rounds.
     std::uint32_t horizon = kPace;
     m.set_horizon(horizon);
+    auto failed_here = [&] { return tr.failure.kind != RunFailure::Kind::None; };
     for (;;) {
       std::string out;
-      std::vector<std::size_t> counts;
+      std::vector<std::size_t> counts(k, 0);
       std::uint64_t sent = 0;
-      together(part_, [&] {
+      local([&] {
         m.run_local();
         st->resolve(true);
         sent = pack(out, counts);
       });
-      Partition::Received in = part_.alltoall(out, counts);
-      std::vector<std::uint64_t> g{sent, tr.failure.kind != RunFailure::Kind::None ? 1u : 0u,
-                                   m.held()};
-      part_.allreduce(g, false);
-      together(part_, [&] { unpack(in); });
-      if (g[1] != 0 || (g[0] == 0 && g[2] == 0)) break;
+      auto got = exchange(out, counts, {sent, failed_here() ? 1u : 0u, m.held()});
+      const Partition::Received& in = got.first;
+      const std::vector<std::uint64_t>& g = got.second;
+      local([&] { unpack(in); });
+      part_.give_back(std::move(got.first.data));
+      if (g[2] != 0 || (g[1] == 0 && g[3] == 0)) break;
       // What just arrived is received in this round (its receivers run up to their next send and
       // are held there), so its step goes back to its sender in the timing rounds that follow:
       // a transfer between slices waits in the windows for a round, not two.
-      together(part_, [&] { m.run_receives(); });
-      std::vector<std::uint64_t> failed{tr.failure.kind != RunFailure::Kind::None ? 1u : 0u};
-      part_.allreduce(failed, false);
-      if (failed[0] != 0) break;
-      settle(false);
+      local([&] { m.run_receives(); });
+      if (settle(false, failed_here())) break;
       horizon = static_cast<std::uint32_t>(std::min<std::uint64_t>(
           std::uint64_t{horizon} + std::max(kPace, horizon / 64), kNoTransfer - 1));
       m.set_horizon(horizon);
     }
     // The timing of what is left (transfers never received take no receive predecessor).
-    settle(true);
+    settle(true, false);
     share_failure(m, tr, p);
     part_.window_bytes = std::max(part_.window_bytes, st->peak_bytes());
     part_.remote_span = std::max<std::uint64_t>(part_.remote_span, st->peak_remote_span());
