@@ -14,7 +14,6 @@ using namespace collv;
 
 namespace {
 
-
 const char* kProof =
     "kind every-p\nmodel m.coll\norder (mod (- r root) p)\nround (- (- (clog2 p) 1) (clog2 "
     "mask))\nmessage length 1\nmessage block (it root 0)\n";
