@@ -18,7 +18,8 @@ std::string num_smt(long long v) { return v < 0 ? fmt::format("(- {})", -v) : st
 
 // The answer to: some of the equalities term(x, c) = expected fails.
 smt::Answer check(bool off_by_one) {
-  const long long xs[] = {0, 1, 5, 6, 12, 255, 1023, 2147483647, 2147483648LL, -1, -6, -2147483648LL};
+  const long long xs[] = {
+      0, 1, 5, 6, 12, 255, 1023, 2147483647, 2147483648LL, -1, -6, -2147483648LL};
   const long long cs[] = {1, 2, 8, 5, 12, 1LL << 30, 1LL << 31, 1LL << 32};
   std::string all = "true";
   int n = 0;
@@ -42,8 +43,8 @@ smt::Answer check(bool off_by_one) {
 TEST_CASE("every-p bits: AND OR XOR with a numeral are linear terms equal to the executor's",
           "[every-p][every-p-bits]") {
   CHECK(bit_of("r", 0) == "(mod r 2)");
-  CHECK(bit_of("r", 2) == "(mod (div (div r 2) 2) 2)");
-  CHECK(*bitop_numeral(Op::BitAnd, "r", 4) == "(* 4 (mod (div (div r 2) 2) 2))");
+  CHECK(bit_of("r", 3) == "(mod (div r 8) 2)");
+  CHECK(*bitop_numeral(Op::BitAnd, "r", 8) == "(* 8 (mod (div r 8) 2))");
   CHECK(check(false) == smt::Answer::Unsat);
   // The check can fail: one expected value off by one is found.
   CHECK(check(true) == smt::Answer::Sat);
@@ -51,4 +52,21 @@ TEST_CASE("every-p bits: AND OR XOR with a numeral are linear terms equal to the
   CHECK_FALSE(bitop_numeral(Op::Add, "r", 8));
   CHECK_FALSE(bitop_numeral(Op::BitAnd, "r", -1));
   CHECK_FALSE(bitop_numeral(Op::BitAnd, "r", (1LL << 32) + 1));
+}
+
+TEST_CASE("every-p bits: the bits lemma holds for every integer and fails when misstated",
+          "[every-p][every-p-bits]") {
+  auto ask = [](const std::string& lemma) {
+    return smt::run_smt2_script(
+               fmt::format("(declare-const x Int)\n(assert (not {}))\n(check-sat)\n", lemma), 60000,
+               1 << 24)
+        .answer;
+  };
+  for (int j = 0; j <= 32; ++j) CHECK(ask(bit_lemma("x", j)) == smt::Answer::Unsat);
+  // Misstated (bit j weighted 2^(j+1)): found.
+  std::string bad = bit_lemmas("x", 4);
+  auto at = bad.find("(* 8 ");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 5, "(* 16 ");
+  CHECK(ask(bad) == smt::Answer::Sat);
 }

@@ -79,6 +79,7 @@ struct Path {
   std::string nsend = "0", nrecv = "0";  // sends and receives so far (each rank)
   std::string decls;  // constants the path introduced (loop exits), with their definitions
   int index = 0;
+  std::string tag;  // a binomial tree's path ("recv-k3"): obligations are named NAME@tag
   // A rooted program's receives so far, and for each the sends in all of its sender.
   std::vector<RecvEvent> recvs;
   std::vector<std::string> sender_total;
@@ -290,6 +291,12 @@ class Analyzer {
   std::vector<SplitLoop> splits_;
   void note_split(const std::string& lname, int id, const SourceLoc& loc);
   void split_obligations();
+  // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
+  // loops unrolled with the mask as a numeral; the root's sends for steps-root.
+  void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  std::string tree_root_ = "false";
+  std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
+  bool tree_mod_ = false;  // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
 };
 
 }  // namespace collv::everyp

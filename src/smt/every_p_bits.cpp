@@ -8,12 +8,19 @@
 namespace collv::everyp {
 
 std::string bit_of(const std::string& x, int j) {
-  // x halved j times, each a div by 2 of the previous: the bits of one value share their chain
-  // x = 2 q1 + b0, q1 = 2 q2 + b1, ... (Z3 hash-conses the common subterms), which Z3 decides
-  // far faster than unrelated (div x 2^j) (measured on the binomial tree's match queries).
-  std::string q = x;
-  for (int i = 0; i < j; ++i) q = fmt::format("(div {} 2)", q);
-  return fmt::format("(mod {} 2)", q);
+  return j == 0 ? fmt::format("(mod {} 2)", x) : fmt::format("(mod (div {} {}) 2)", x, 1LL << j);
+}
+
+std::string bit_lemma(const std::string& x, int j) {
+  return fmt::format("(= (mod {} {}) (+ {} (* {} {})))", x, 1LL << (j + 1),
+                     j == 0 ? std::string("0") : fmt::format("(mod {} {})", x, 1LL << j), 1LL << j,
+                     bit_of(x, j));
+}
+
+std::string bit_lemmas(const std::string& x, int maxj) {
+  std::string out = "true";
+  for (int j = 0; j <= maxj && j <= 32; ++j) out = fmt::format("(and {} {})", out, bit_lemma(x, j));
+  return out;
 }
 
 std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c) {

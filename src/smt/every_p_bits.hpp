@@ -5,13 +5,13 @@
 // never mixes Int with bit-vectors (docs/smt.md, "XOR partners: encoding experiments": those
 // mixes and div/mod by a symbolic 2^k were the slow encodings).
 //
-//   bit_of("r", 2)                   -> "(mod (div (div r 2) 2) 2)"   bit 2 of r (0 or 1)
-//   bitop_numeral(Op::BitAnd, "r", 4) -> "(* 4 (mod (div (div r 2) 2) 2))"
+//   bit_of("r", 3)                   -> "(mod (div r 8) 2)"   bit 3 of r (0 or 1)
+//   bitop_numeral(Op::BitAnd, "r", 8) -> "(* 8 (mod (div r 8) 2))"
 //   bitop_numeral(Op::BitXor, "r", 8) -> r + 8 - 16 * bit 3 of r
 //
 // Exact for every integer x, negative ones too, read as infinite two's complement (the executor's
 // 64-bit AND, OR, XOR agree for |x| < 2^62): SMT-LIB's div by a positive numeral rounds down and
-// its mod is in 0 .. d - 1, so x halved j times, mod 2, is bit j of x's two's complement.
+// its mod is in 0 .. d - 1, so (mod (div x 2^j) 2) is bit j of x's two's complement.
 #pragma once
 
 #include <optional>
@@ -26,6 +26,16 @@ inline constexpr long long kBitsMaxNumeral = 1LL << 32;
 
 // Bit j (0 <= j <= 32) of x as an Int term in {0, 1}.
 std::string bit_of(const std::string& x, int j);
+
+// The bits lemma's instance for x, j = 0 .. maxj: (mod x 2^(j+1)) = (mod x 2^j) + 2^j * bit j of
+// x. Valid for every integer x (`bits-lemma-j`, one query per j with x free, proves it; Z3 answers
+// each in milliseconds, all 33 as one conjunction not in 10 s). Z3 does not relate the bits of one
+// value by itself: a query that tests bits 0..k of a rank and of its parent took 6 s to over 60 s
+// at k = 11..14 without these instances and 0.2-1.4 s with them (the binomial tree's match queries;
+// a chain of div by 2 was no better).
+std::string bit_lemmas(const std::string& x, int maxj);
+// One instance, for bit j (0 <= j <= 32).
+std::string bit_lemma(const std::string& x, int j);
 
 // x OP c for OP in BitAnd, BitOr, BitXor and a numeral 0 <= c <= kBitsMaxNumeral, as a linear
 // Int term (a sum over c's set bits). nullopt for another OP or c outside that range.

@@ -1,6 +1,7 @@
 // The every-p prover's data terms: the model's integer, condition and data expressions as SMT-LIB2
 // terms over a rank's state, and writes to buffers (see every_p_analyzer.hpp).
 #include "smt/every_p_analyzer.hpp"
+#include "smt/every_p_bits.hpp"
 
 namespace collv::everyp {
 
@@ -133,12 +134,54 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
           std::string d = divisor(b, *e.args[1]);
           if (a.c != "0")
             refuse("div/mod of a count-dependent value is outside the fragment", e.loc);
+          // Two numerals fold (an unrolled mask: `mask div 2`), as SMT-LIB's div and mod: the
+          // quotient rounds down, the remainder is in 0 .. d - 1.
+          auto x = as_int(a.k), y = as_int(d);
+          if (x && y && *y > 0) {
+            long long q = *x / *y - ((*x % *y) < 0 ? 1 : 0);
+            return Lin{"0", num(e.op == Op::Mod ? *x - q * *y : q)};
+          }
+          if (e.op == Op::Mod && d == "p" && tree_mod_) {
+            // A binomial tree's mod p, by cases where one subtraction or addition of p brings the
+            // value into 0 .. p - 1 (the ranks' sums and differences), mod p elsewhere: exact for
+            // every p > 0, and linear on the cases that occur (Z3 reads a mod by the symbolic p as
+            // nonlinear, and the tree's many distinct ones made its channel queries time out).
+            // One let name for all (an inner binding shadows an outer one, and a binding's value
+            // is read outside it), so the same value is the same term on every path.
+            const std::string v = "modp";
+            return Lin{"0", fmt::format("(let (({} {})) (ite (and (<= 0 {}) (< {} p)) {} (ite (and "
+                                        "(<= p {}) (< {} (* 2 p))) (- {} p) (ite (and (<= (- p) "
+                                        "{}) (< {} 0)) (+ {} p) (mod {} p)))))",
+                                        v, a.k, v, v, v, v, v, v, v, v, v, v)};
+          }
           return Lin{"0", op2(e.op == Op::Mod ? "mod" : "div", a.k, d)};
         }
-        case Op::BitXor:
+        case Op::BitXor: {
+          // every_p_xor.cpp; a numeral operand's bits are tested too (a tree's bit lemmas).
+          auto x = as_int(a.k), y = as_int(b.k);
+          if (a.c == "0" && b.c == "0" && (x.has_value() != y.has_value()))
+            bit_xs_.insert(x ? b.k : a.k);
           return Lin{"0", xor_term(a, b, e)};
+        }
         case Op::Pow:
           return Lin{"0", pow_term(a, b, e)};
+        case Op::BitAnd:
+        case Op::BitOr: {
+          // A bit operation with a numeral operand (an unrolled loop's mask), as linear integer
+          // arithmetic (every_p_bits.hpp); two numerals fold.
+          if (a.c != "0" || b.c != "0")
+            refuse("a bit operation on a count-dependent value is outside the fragment", e.loc);
+          auto x = as_int(a.k), y = as_int(b.k);
+          if (x && y) return Lin{"0", num(*bitop_fold(e.op, *x, *y))};
+          std::optional<std::string> t;
+          if (y && (t = bitop_numeral(e.op, a.k, *y))) bit_xs_.insert(a.k);
+          if (!t && x && (t = bitop_numeral(e.op, b.k, *x))) bit_xs_.insert(b.k);
+          if (t) return Lin{"0", *t};
+          refuse("the bit operation '" + expr_to_string(e) +
+                     "' has no numeral operand in 0 .. 2^32: outside the fragment (a mask is a "
+                     "numeral only in a loop the prover unrolls, a binomial tree's)",
+                 e.loc);
+        }
         default:
           break;
       }
@@ -161,8 +204,21 @@ std::string Analyzer::bool_expr(const Expr& e, const State& st) {
                                                   {Op::Le, "<="}, {Op::Gt, ">"},
                                                   {Op::Ge, ">="}, {Op::Ne, "distinct"}};
     auto f = cmp.find(e.op);
-    if (f != cmp.end())
-      return op2(f->second, render(int_expr(*e.args[0], st)), render(int_expr(*e.args[1], st)));
+    if (f != cmp.end()) {
+      std::string a = render(int_expr(*e.args[0], st)), b = render(int_expr(*e.args[1], st));
+      // Two numerals fold (an unrolled loop's `mask > 0`).
+      auto x = as_int(a), y = as_int(b);
+      if (x && y) {
+        bool v = e.op == Op::Eq   ? *x == *y
+                 : e.op == Op::Lt ? *x < *y
+                 : e.op == Op::Le ? *x <= *y
+                 : e.op == Op::Gt ? *x > *y
+                 : e.op == Op::Ge ? *x >= *y
+                                  : *x != *y;
+        return v ? "true" : "false";
+      }
+      return op2(f->second, a, b);
+    }
   }
   refuse("the condition '" + expr_to_string(e) + "' is outside the fragment", expr_start(e));
 }

@@ -44,13 +44,15 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
                       const std::string& decls, const std::string& hyp, const std::string& goal,
                       const SourceLoc& loc) {
   EveryPObligation ob;
-  ob.name = path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name;
+  const std::string named = !path.tag.empty() ? fmt::format("{}@{}", name, path.tag)
+                            : path.index > 0  ? fmt::format("{}@path{}", name, path.index + 1)
+                                              : name;
+  ob.name = named;
   // Names are unique (each is a certificate's file name): a second read of a loop gets "-2".
   for (int n = 2; std::any_of(out_.obligations.begin(), out_.obligations.end(),
                               [&](const EveryPObligation& o) { return o.name == ob.name; });
        ++n)
-    ob.name = fmt::format(
-        "{}-{}", path.index > 0 ? fmt::format("{}@path{}", name, path.index + 1) : name, n);
+    ob.name = fmt::format("{}-{}", named, n);
   ob.description = what;
   ob.loc = loc;
   std::string body =
@@ -117,7 +119,7 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         ++at;
         continue;
       case StmtKind::While:
-        if (rooted_) refuse("a `while` loop in a rooted program is outside the fragment", s.loc);
+        if (rooted_) return tree(todo, at, path);
         while_loop(s, path);
         ++at;
         continue;

@@ -100,6 +100,30 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.loop, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "order" || key == "round" || key == "message") {
+      // A binomial tree's (docs/smt.md): `order TERM` (a rank's place in the waits-for order),
+      // `round TERM` (an event's round), `message length|block TERM` (what every message
+      // carries): invariants of the pseudo-loop `tree`.
+      EveryPInvariant inv;
+      inv.line = no;
+      inv.loop = "tree";
+      inv.var = "#" + key;
+      inv.part = key;
+      inv.term = value;
+      if (key == "message") {
+        std::istringstream vs(value);
+        vs >> inv.part;
+        std::getline(vs, inv.term);
+        auto tb = inv.term.find_first_not_of(" \t");
+        inv.term = tb == std::string::npos ? "" : inv.term.substr(tb);
+        if ((inv.part != "length" && inv.part != "block") || inv.term.empty())
+          throw UsageError(fmt::format("{}:{}: message needs length|block TERM", path, no));
+      }
+      for (const auto& o : pf.invariants)
+        if (o.loop == inv.loop && o.var == inv.var && o.part == inv.part)
+          throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
+                                       key, inv.part, o.line));
+      pf.invariants.push_back(inv);
     } else if (key == "chunks") {
       std::istringstream vs(value);
       std::string extra;
@@ -110,7 +134,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, chunks)",
+                      "trips, heard, split, chunks, order, round, message)",
                       path, no, key.substr(0, 40)));
     }
   }

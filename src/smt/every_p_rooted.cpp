@@ -23,7 +23,16 @@
 
 namespace collv::everyp {
 
+namespace {
+bool has_while(const std::vector<StmtPtr>& body) {
+  for (const auto& s : body)
+    if (s->kind == StmtKind::While || has_while(s->body) || has_while(s->else_body)) return true;
+  return false;
+}
+}  // namespace
+
 void Analyzer::rooted_run(const std::vector<const Stmt*>& todo, const Path& p0) {
+  tree_mod_ = has_while(m_.body);
   // First reading: every path's sends and receives, with its final condition and send count.
   pass1_ = true;
   explore(todo, 0, p0);
@@ -34,6 +43,7 @@ void Analyzer::rooted_run(const std::vector<const Stmt*>& todo, const Path& p0) 
   loop_seen_.clear();
   loop_name_.clear();
   rseq_ = 0;
+  tree_root_ = "false";
   // Second reading: the obligations, with the receives matched against the first's sends.
   explore(todo, 0, p0);
   rooted_global();
@@ -331,8 +341,8 @@ void Analyzer::rooted_global() {
              fmt::format("(not (= {} {}))", e.dst, rename(e2.dst, ren)), e.loc);
     }
   }
-  if (h.steps && !rfinal_.empty()) {
-    std::string claim = header_term(*h.steps), at_root = "false";
+  if (h.steps && (!rfinal_.empty() || tree_root_ != "false")) {
+    std::string claim = header_term(*h.steps), at_root = tree_root_;
     for (const auto& f : rfinal_) {
       std::string most = fmt::format("(ite (>= {} {}) {} {})", f.nsend, f.nrecv, f.nsend, f.nrecv);
       at_root = fmt::format("(or {} (and {} (= {} {})))", at_root, rename(f.pc, {{"r", "root"}}),

@@ -47,8 +47,9 @@ std::string sub(const std::string& a, const std::string& b) {
 
 std::string mul(const std::string& a, const std::string& b) {
   auto x = as_int(a), y = as_int(b);
-  if (small(x) && small(y) && *x > -(1 << 20) && *x < (1 << 20) && *y > -(1 << 20) &&
-      *y < (1 << 20))
+  // Both small and the product too (|x * y| < 2^40: a doubling mask times 2 folds up to 2^32).
+  if (small(x) && small(y) &&
+      (*x == 0 || (*y > -kFold / (*x < 0 ? -*x : *x) && *y < kFold / (*x < 0 ? -*x : *x))))
     return num(*x * *y);
   if ((x && *x == 0) || (y && *y == 0)) return "0";
   if (x && *x == 1) return b;
