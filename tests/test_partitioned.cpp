@@ -127,6 +127,26 @@ TEST_CASE("partitioned verify agrees with one process on mutants failing across 
   CHECK(o.json.find("deadlock: 8 of 8 nodes wait for ever") != std::string::npos);
 }
 
+TEST_CASE("a runtime error in one slice mid-round gives one process's verdict at every K",
+          "[partitioned]") {
+  if (!have_mpi()) return;
+  // Node 5 divides by zero in round 3 while the other slices go on. The run fails `runtime` at
+  // every K, and nothing else: a process whose messages of that round were never received
+  // called route inconclusive (K = 2), and under --stream auto the run was an error (exit 2:
+  // "collv would run this one again with its trace kept"), where one process fails it (exit 1).
+  const std::string model = "tests/data/partitioned/runtime_error_mid_round.coll -t ring:8";
+  Outcome o = agree(model + " --stream on", {2, 3, 4});
+  CHECK(o.rc == 1);
+  CHECK(o.json.find("division by zero") != std::string::npos);
+  CHECK(o.text.find("route: inconclusive") == std::string::npos);
+  for (int k : {2, 3}) {
+    Outcome a = verify(k, model);
+    INFO("mpirun -np " << k << " (--stream auto):\n" << a.text);
+    CHECK(a.rc == 1);
+    CHECK(a.text.find("division by zero") != std::string::npos);
+  }
+}
+
 TEST_CASE("a transfer between slices waits for its step about half a round, not one and a half",
           "[partitioned]") {
   if (!have_mpi()) return;

@@ -1484,7 +1484,13 @@ std::vector<CheckResult> streamed_transfer_checks(const Trace& t, const CheckOpt
                        "a streamed run keeps no trace; this check needs each node's holdings "
                        "over the whole run (--stream off, or a smaller size)");
   };
-  if (!t.stream_incomplete.empty())
+  // A run stopped by a runtime error or a limit leaves transfers unreceived because it stopped
+  // (in a partitioned run, another process's messages of the round it stopped in): the checks
+  // the stop decides are marked by it (follows_from_stop), the others judged as far as it ran.
+  const bool stopped = t.failure.kind == RunFailure::Kind::RuntimeError ||
+                       t.failure.kind == RunFailure::Kind::OpLimit ||
+                       t.failure.kind == RunFailure::Kind::StepLimit;
+  if (!t.stream_incomplete.empty() && !stopped)
     return {unknown("single-port"), unknown("route"), unknown("congestion"),
             kept("nodup"),          kept("dataflow"), unknown("match")};
   CheckResult congestion = make("congestion");

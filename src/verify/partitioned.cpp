@@ -686,7 +686,12 @@ Trace run_model_partitioned(const Model& m, const Topology& t, const RunOptions&
   d.share_first_output(tr);
   // --stream auto runs a streamed run again with its trace kept when the transfer checks cannot
   // be judged without it (run_model); a partitioned run cannot, and says so rather than differ.
-  if (opts.stream == RunOptions::Stream::Auto && !tr.stream_incomplete.empty())
+  // A run stopped by a runtime error or a limit has its verdict already (the stored run would
+  // stop at the same place and give the same one); its unreceived transfers are the stop's.
+  const bool stopped = tr.failure.kind == RunFailure::Kind::RuntimeError ||
+                       tr.failure.kind == RunFailure::Kind::OpLimit ||
+                       tr.failure.kind == RunFailure::Kind::StepLimit;
+  if (opts.stream == RunOptions::Stream::Auto && !tr.stream_incomplete.empty() && !stopped)
     throw StreamRefused(fmt::format(
         "partitioned verify follows streamed runs only, and collv would run this one again with "
         "its trace kept ({}); use --stream on to judge it streamed",
