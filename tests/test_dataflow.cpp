@@ -13,6 +13,8 @@
 #include "check/dataflow.hpp"
 #include "cli.hpp"
 #include "exec/executor.hpp"
+#include "render/render.hpp"
+#include "smt/prove.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -41,36 +43,53 @@ Trace run(const std::string& model, const std::string& topo, DomainKind d, std::
   return run_model(m, Topology::parse(topo), ro);
 }
 
+// Per slot (Dataflow::slot[i] + k: item k of transfer i, its own position even where transfers
+// share payload items), the transfer that carries it and the item.
+struct Slots {
+  std::vector<std::uint32_t> own;
+  std::vector<Item> item;
+};
+Slots slots_of(const Trace& t, const Dataflow& df) {
+  REQUIRE(df.slot.size() == t.transfers.size());
+  Slots s;
+  for (std::uint32_t i = 0; i < t.transfers.size(); ++i) {
+    const Transfer& x = t.transfers[i];
+    for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+      std::size_t j = df.slot[i] + k;
+      if (j >= s.own.size()) {
+        s.own.resize(j + 1, UINT32_MAX);
+        s.item.resize(j + 1, 0);
+      }
+      REQUIRE(s.own[j] == UINT32_MAX);  // one slot, one transfer
+      s.own[j] = i;
+      s.item[j] = t.payload.at(x.payload_begin + k);
+    }
+  }
+  return s;
+}
+
 // Rebuilds an item from its derivation with the trace's own domain.
-Item rebuild(const Trace& t, NodeId v, const Derivation& d) {
+Item rebuild(const Trace& t, const Slots& sl, NodeId v, const Derivation& d) {
   Item acc = 0;
   for (const HeldRef& h : d.parts) {
     const Buffer& in = t.initial_input.at(v);
     if (h.kind == HeldRef::Kind::Input) REQUIRE(h.index < in.size());
-    Item part = h.kind == HeldRef::Kind::Input ? in[h.index] : t.payload.at(h.index);
+    Item part = h.kind == HeldRef::Kind::Input ? in[h.index] : sl.item.at(h.index);
     acc = t.domain->combine(acc, part);
   }
   return acc;
-}
-
-// Which transfer carries payload index k.
-std::vector<std::uint32_t> owner_of_payload(const Trace& t) {
-  std::vector<std::uint32_t> own(t.payload.size(), UINT32_MAX);
-  for (std::uint32_t i = 0; i < t.transfers.size(); ++i)
-    for (std::uint32_t k = 0; k < t.transfers[i].payload_len; ++k)
-      own[t.transfers[i].payload_begin + k] = i;
-  return own;
 }
 
 // Every derivation is sound: its parts are values the node held at that point (its input, or
 // items of transfers it received in an earlier step), no part is used twice, and combining the
 // parts in order gives the item (exactly, in the exact and the ordered domain).
 void check_derivations(const Trace& t, const Dataflow& df) {
-  auto own = owner_of_payload(t);
+  Slots sl = slots_of(t, df);
+  const auto& own = sl.own;
   std::set<std::uint32_t> lost(t.unreceived.begin(), t.unreceived.end());
   auto held_ok = [&](NodeId v, const HeldRef& h, std::uint32_t before_step) {
     if (h.kind == HeldRef::Kind::Input) return h.index < t.initial_input[v].size();
-    if (h.index >= t.payload.size()) return false;
+    if (h.index >= own.size() || own[h.index] == UINT32_MAX) return false;
     const Transfer& x = t.transfers[own[h.index]];
     return x.dst == v && x.step < before_step && !lost.count(own[h.index]);
   };
@@ -79,15 +98,15 @@ void check_derivations(const Trace& t, const Dataflow& df) {
     for (const auto& h : d.parts) s.insert({static_cast<int>(h.kind), h.index});
     return s.size() == d.parts.size();
   };
-  REQUIRE(df.payload.size() == t.payload.size());
-  for (std::uint32_t k = 0; k < t.payload.size(); ++k) {
+  REQUIRE(df.payload.size() == own.size());
+  for (std::uint32_t k = 0; k < own.size(); ++k) {
     const Transfer& x = t.transfers[own[k]];
     const Derivation& d = df.payload[k];
-    INFO("payload " << k << " = " << t.domain->describe(t.payload[k]) << " at step " << x.step);
+    INFO("slot " << k << " = " << t.domain->describe(sl.item[k]) << " at step " << x.step);
     REQUIRE(d.found);
     CHECK(distinct(d));
     for (const auto& h : d.parts) CHECK(held_ok(x.src, h, x.step));
-    CHECK(rebuild(t, x.src, d) == t.payload[k]);
+    CHECK(rebuild(t, sl, x.src, d) == sl.item[k]);
   }
   for (NodeId v = 0; v < t.final_output.size(); ++v)
     for (std::uint32_t q = 0; q < t.final_output[v].size(); ++q) {
@@ -95,7 +114,7 @@ void check_derivations(const Trace& t, const Dataflow& df) {
       REQUIRE(d.found);
       CHECK(distinct(d));
       for (const auto& h : d.parts) CHECK(held_ok(v, h, UINT32_MAX));
-      CHECK(rebuild(t, v, d) == t.final_output[v][q]);
+      CHECK(rebuild(t, sl, v, d) == t.final_output[v][q]);
     }
 }
 
@@ -444,4 +463,202 @@ TEST_CASE("dataflow: a run's own items (with combine history) still fail when a 
     INFO("transfer " << k << " removed");
     CHECK(named(check_trace(t, {}), "dataflow").verdict == Verdict::Fail);
   }
+}
+
+namespace {
+
+// The trace with every transfer's items at a place of their own, in transfer order (how traces
+// were recorded before payloads were shared).
+Trace unshared(const Trace& t) {
+  Trace u = t;
+  u.payload.clear();
+  for (auto& x : u.transfers) {
+    const auto at = static_cast<std::uint32_t>(u.payload.size());
+    u.payload.insert(u.payload.end(), t.payload.begin() + x.payload_begin,
+                     t.payload.begin() + x.payload_begin + x.payload_len);
+    x.payload_begin = at;
+  }
+  u.payload_shared = false;
+  return u;
+}
+
+// What the readers of the payload answer on a trace, as text: every check's verdict, note and
+// counterexamples, the JSON, the schedule, the pictures of the schedule and of each step, and
+// with `smt` the SMT engine's verdicts and counterexamples over the derivations.
+std::string answers(const Trace& t, bool smt) {
+  std::ostringstream o;
+  auto put = [&o](const std::vector<CheckResult>& rs) {
+    for (const auto& r : rs) {
+      o << r.name << ' ' << verdict_name(r.verdict) << ' ' << r.violation_count << ' ' << r.note
+        << '\n';
+      for (const auto& c : r.violations) {
+        o << "  " << c.invariant << ' ' << (c.step ? *c.step : 0) << ' ' << c.message << '\n';
+        for (auto v : c.nodes) o << "   node " << v;
+        for (auto i : c.transfers) o << "   transfer " << i;
+        for (const auto& b : c.buffers) o << "   " << b.node << ' ' << b.what << ' ' << b.contents;
+        o << '\n';
+      }
+    }
+  };
+  put(check_trace(t, {}));
+  o << trace_to_json(t).dump() << '\n';
+  print_schedule(t, o);
+  o << schedule_dot(t);
+  for (std::uint32_t s = 0; s <= t.steps; ++s) o << step_dot(t, s);
+  if (smt) {
+    auto rs = smt_check_trace(t, analyze_dataflow(t, {}), {});
+    // The second of two equal queries reuses the first's answer, and says so: that is dropped
+    // here (the caller asks the second trace's queries whether they were the same).
+    const std::string again = " (the same query as an earlier run: answer reused)";
+    for (auto& r : rs)
+      if (auto at = r.note.find(again); at != std::string::npos) r.note.erase(at, again.size());
+    put(rs);
+  }
+  return o.str();
+}
+
+Trace run_count(const std::string& model, const std::string& topo, DomainKind d,
+                std::uint32_t count) {
+  Model m = parse_model_file(kRoot + "/" + model + ".coll");  // a path under the source tree
+  RunOptions ro;
+  ro.domain = d;
+  ro.count = count;
+  return run_model(m, Topology::parse(topo), ro);
+}
+
+}  // namespace
+
+TEST_CASE("shared payloads: the executor records a payload equal to an earlier one once",
+          "[dataflow][trace]") {
+  // MPICH's recursive doubling at p = 8, count 8: in step s the 2^(s-1) nodes of a group send
+  // equal buffers, so 8 + 4 + 2 payloads of 8 items are kept for 24 transfers (192 items).
+  for (DomainKind d : {DomainKind::Fingerprint, DomainKind::Exact, DomainKind::Ordered}) {
+    Trace t = run_count("models/mpich/allreduce_recursive_doubling", "complete:8", d, 8);
+    REQUIRE(t.transfers.size() == 24);
+    CHECK(t.payload_shared);
+    CHECK(payload_items(t) == 192);
+    CHECK(t.payload.size() == (8 + 4 + 2) * 8);
+    std::uint64_t total = 0;
+    auto slot = payload_slots(t, &total);
+    CHECK(total == 192);
+    CHECK(slot.back() == 23 * 8);
+    // The items each transfer carries are those of the trace written out one by one.
+    Trace u = unshared(t);
+    for (std::size_t i = 0; i < t.transfers.size(); ++i)
+      CHECK(payload_to_string(t, t.transfers[i]) == payload_to_string(u, u.transfers[i]));
+    for (const auto& r : check_trace(t, {})) CHECK(r.verdict != Verdict::Fail);
+    if (d == DomainKind::Fingerprint) continue;  // the derivations are judged on exact terms
+    Dataflow df = analyze_dataflow(t, {});
+    CHECK(df.dataflow.verdict == Verdict::Pass);
+    check_derivations(t, df);
+  }
+  // One item a message is appended as it is (a table entry would cost more than the item).
+  Trace one =
+      run_count("models/mpich/allreduce_recursive_doubling", "complete:8", DomainKind::Exact, 1);
+  CHECK_FALSE(one.payload_shared);
+  CHECK(one.payload.size() == one.transfers.size());
+}
+
+TEST_CASE("shared payloads: every reader answers as on the trace written out item by item",
+          "[dataflow][trace][nodup][render][smt]") {
+  struct Case {
+    const char* model;
+    const char* topo;
+    DomainKind d;
+    std::uint32_t count;
+    bool smt;
+  };
+  for (const Case& c : {
+           Case{"models/mpich/allreduce_recursive_doubling", "complete:8", DomainKind::Exact, 4,
+                false},
+           Case{"models/mpich/allreduce_recursive_doubling", "complete:4", DomainKind::Ordered, 4,
+                true},
+           Case{"models/mpich/bcast_binomial", "complete:8", DomainKind::Exact, 4, false},
+           Case{"models/mpich/allgather_recursive_doubling", "complete:4", DomainKind::Ordered, 4,
+                true},
+           Case{"tests/mutants/dataflow_allreduce_hcube_double_send", "hypercube:3",
+                DomainKind::Exact, 4, false},
+           Case{"tests/mutants/nodup_ring_resend_all", "ring:4", DomainKind::Exact, 4, false},
+       }) {
+    INFO(c.model << " " << c.topo << " count " << c.count);
+    Trace t = run_count(c.model, c.topo, c.d, c.count);
+    Trace u = unshared(t);
+    CHECK(answers(t, c.smt) == answers(u, c.smt));
+    if (c.smt) {  // the SMT queries are the same text: the second reuses the first's answer
+      auto rs = smt_check_trace(u, analyze_dataflow(u, {}), {});
+      CHECK(named(rs, "postcondition").note.find("answer reused") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("shared payloads: a bad send that shares an earlier send's items is judged",
+          "[dataflow][trace][nodup][render][smt]") {
+  // Recursive doubling at p = 4, count 4, exact: in step 2, 0 -> 2 and 1 -> 3 carry x0+x1 (one
+  // payload). The mutant: 3 -> 1 in step 2 carries x0+x1 too, pointing at those items. Node 3
+  // holds x2+x3 only (dataflow), node 1 already holds x0+x1 (nodup). A reader that judged a
+  // payload range once, for its first transfer (which is right), would pass the mutant.
+  for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered}) {
+    Trace t = run_count("models/mpich/allreduce_recursive_doubling", "complete:4", d, 4);
+    REQUIRE(t.payload_shared);
+    std::optional<std::uint32_t> good, bad;
+    for (std::uint32_t i = 0; i < t.transfers.size(); ++i) {
+      const Transfer& x = t.transfers[i];
+      if (x.step == 2 && x.src == 0 && x.dst == 2) good = i;
+      if (x.step == 2 && x.src == 3 && x.dst == 1) bad = i;
+    }
+    REQUIRE(good);
+    REQUIRE(bad);
+    t.transfers[*bad].payload_begin = t.transfers[*good].payload_begin;
+    t.nodup_claimed = true;  // judged whatever the model's header says
+    Trace u = unshared(t);
+    auto rs = check_trace(t, {});
+    for (const char* n : {"dataflow", "nodup"}) {
+      INFO(n);
+      const CheckResult& r = named(rs, n);
+      REQUIRE(r.verdict == Verdict::Fail);
+    }
+    const CheckResult& df = named(rs, "dataflow");
+    // The earliest: the send (node 1's later items, made without x2+x3, follow).
+    REQUIRE(!df.violations.empty());
+    CHECK(df.violations[0].transfers == std::vector<std::uint32_t>{*bad});
+    CHECK(df.violations[0].nodes == std::vector<NodeId>{3, 1});
+    if (d == DomainKind::Exact) {  // the SMT engine proves from ordered-domain traces
+      CHECK(answers(t, false) == answers(u, false));
+      continue;
+    }
+    CHECK(named(smt_check_trace(t, analyze_dataflow(t, {}), {}), "postcondition").verdict !=
+          Verdict::Pass);
+    CHECK(answers(t, true) == answers(u, true));
+  }
+}
+
+TEST_CASE("expected outputs: one buffer for the nodes of which the collective asks the same",
+          "[dataflow][trace]") {
+  Trace t =
+      run_count("models/mpich/allreduce_recursive_doubling", "complete:8", DomainKind::Exact, 4);
+  auto refs = expected_output_refs(t, 0, 8);
+  auto copies = expected_outputs(t);
+  REQUIRE(refs.size() == 8);
+  for (std::size_t v = 0; v < 8; ++v) {
+    REQUIRE(refs[v]);
+    CHECK(refs[v] == refs[0]);
+    CHECK(*refs[v] == *copies[v]);
+  }
+  // A scan asks each node for another prefix: no sharing, each as expected_outputs says.
+  Trace s = run_count("models/mpich/scan_recursive_doubling", "complete:8", DomainKind::Exact, 4);
+  auto srefs = expected_output_refs(s, 0, 8);
+  auto scopies = expected_outputs(s);
+  for (std::size_t v = 1; v < 8; ++v) {
+    REQUIRE(srefs[v]);
+    CHECK(srefs[v] != srefs[0]);
+    CHECK(*srefs[v] == *scopies[v]);
+    CHECK(*srefs[v] != *srefs[v - 1]);
+  }
+  // A node whose output is not the shared expected buffer still fails the postcondition alone.
+  t.final_output[5][2] = t.final_output[5][1];
+  auto rs = check_trace(t, {});
+  const CheckResult& post = named(rs, "postcondition");
+  REQUIRE(post.verdict == Verdict::Fail);
+  REQUIRE(post.violations.size() == 1);
+  CHECK(post.violations[0].nodes == std::vector<NodeId>{5});
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -129,6 +130,10 @@ CheckResult check_runtime(const Trace& t, const CheckOptions& o);
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t);
 // The same for nodes lo .. hi-1 only (entry v - lo for node v): a slice of a partitioned run.
 std::vector<std::optional<Buffer>> expected_outputs(const Trace& t, NodeId lo, NodeId hi);
+// The same without copies: null where expected_outputs has nullopt, and nodes of which the
+// collective asks the same buffer (broadcast, all-reduce, allgather, allgatherv) share one.
+using SharedBuffer = std::shared_ptr<const Buffer>;
+std::vector<SharedBuffer> expected_output_refs(const Trace& t, NodeId lo, NodeId hi);
 
 // Whether the outputs are judged up to order: allgather, gather and all-to-all under `layout any`
 // (the book's union). Otherwise, MPI's layout: item for item, as expected_outputs orders them.

@@ -51,10 +51,9 @@ class Analyzer {
       : t_(t), o_(o), d_(*t.domain), record_(record), total_budget_(o.dataflow_total_budget) {
     // A direct map from contribution to its place in the target, when the universe is small.
     std::uint64_t universe = static_cast<std::uint64_t>(d_.p()) * d_.elems();
-    if (d_.kind() == DomainKind::Exact && universe <= (1u << 24)) {
-      pos_.assign(universe, 0);
-      pos_stamp_.assign(universe, 0);
-    }
+    // Made at the first search (cover_exact): most runs derive every item by its combine
+    // history and never search (at p = count = 4,096, 128 MiB not taken).
+    if (d_.kind() == DomainKind::Exact && universe <= (1u << 24)) pos_universe_ = universe;
     // Items of an exact or ordered domain are small ids: a node's held and derived items are
     // stamped in one slot per id (8 bytes), not hashed, up to a few slots per item occurrence
     // (item_table_slots); an item past the table goes to the hash table.
@@ -66,8 +65,14 @@ class Analyzer {
     Dataflow df;
     df.dataflow.name = "dataflow";
     df.dataflow.verdict = Verdict::Pass;
+    // Recorded derivations are kept per slot (payload_slots): transfers that share payload
+    // items are sent by different nodes, each with a derivation of its own.
+    std::vector<std::uint32_t> slot;
     if (record_) {
-      df.payload.resize(t_.payload.size());
+      std::uint64_t slots = 0;
+      slot = payload_slots(t_, &slots);
+      df.slot = slot;
+      df.payload.resize(slots);
       df.final_output.resize(t_.final_output.size());
       for (std::size_t v = 0; v < t_.final_output.size(); ++v)
         df.final_output[v].resize(t_.final_output[v].size());
@@ -126,7 +131,7 @@ class Analyzer {
           const Transfer& x = t_.transfers[in_list[j]];
           for (std::uint32_t k = 0; k < x.payload_len; ++k)
             add_held(t_.payload[x.payload_begin + k],
-                     {HeldRef::Kind::Received, x.payload_begin + k});
+                     {HeldRef::Kind::Received, record_ ? slot[in_list[j]] + k : 0});
           ++j;
         }
       };
@@ -135,7 +140,7 @@ class Analyzer {
         const Transfer& x = t_.transfers[xi];
         take_until(x.step);
         for (std::uint32_t q = 0; q < x.payload_len; ++q) {
-          Derivation* out = record_ ? &df.payload[x.payload_begin + q] : nullptr;
+          Derivation* out = record_ ? &df.payload[slot[xi] + q] : nullptr;
           Outcome r = derive(t_.payload[x.payload_begin + q], out);
           if (r != Outcome::Derived) report(df.dataflow, r, v, &x, xi, q);
         }
@@ -384,6 +389,10 @@ class Analyzer {
         distinct_.push_back(c);
         count_.push_back(1);
       }
+    }
+    if (pos_universe_ && pos_.empty()) {
+      pos_.assign(pos_universe_, 0);
+      pos_stamp_.assign(pos_universe_, 0);
     }
     if (!pos_.empty()) {
       if (++target_stamp_ == 0) {
@@ -794,6 +803,7 @@ class Analyzer {
   std::size_t occupied_ = 0;  // slots of this node's generation: held and derived items
   std::vector<std::uint8_t> used_;
   std::vector<std::uint32_t> pos_, pos_stamp_;
+  std::uint64_t pos_universe_ = 0;  // pos_'s size once made; 0: the universe is too large
   std::uint32_t target_stamp_ = 0;
   std::size_t remaining_ = 0;
   bool exhausted_ = false;

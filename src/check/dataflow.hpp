@@ -7,7 +7,8 @@
 //
 //   collv::Dataflow df = collv::analyze_dataflow(trace, {});
 //   df.dataflow.verdict;  // Pass, or Fail: step, transfer, item and what the sender held
-//   df.payload[k].parts;  // how Trace::payload[k] was made from what its sender held
+//   df.payload[df.slot[i] + k].parts;  // how item k of transfer i was made from what its
+//                                      // sender held
 //
 // The `match` check reports sends that no node ever receives (Trace::unreceived) and receives
 // that never happen (the nodes a deadlock leaves waiting). docs/checks.md has the details.
@@ -26,8 +27,8 @@ namespace collv {
 struct HeldRef {
   enum class Kind : std::uint8_t { Input, Received };
   Kind kind = Kind::Input;
-  // Input: index into Trace::initial_input[node]. Received: index into Trace::payload (the item
-  // at that position of the transfer that brought it).
+  // Input: index into Trace::initial_input[node]. Received: the slot (payload_slots) of the item
+  // in the transfer that brought it: Dataflow::slot[transfer] + position.
   std::uint32_t index = 0;
   bool operator==(const HeldRef&) const = default;
 };
@@ -40,7 +41,8 @@ struct Derivation {
 };
 
 struct Dataflow {
-  std::vector<Derivation> payload;                    // per Trace::payload index
+  std::vector<std::uint32_t> slot;  // per transfer: its first slot (payload_slots)
+  std::vector<Derivation> payload;  // per slot: item k of transfer i at slot[i] + k
   std::vector<std::vector<Derivation>> final_output;  // per node, per item of final_output
   CheckResult dataflow;                               // name "dataflow"
   CheckResult match;                                  // name "match"

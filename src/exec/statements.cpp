@@ -63,6 +63,29 @@ bool Statements::combine_in_place(std::uint32_t pc, const NodeId* nodes, std::si
   return true;
 }
 
+std::uint32_t Statements::record_payload(const Item* data, std::size_t n) {
+  const auto at = static_cast<std::uint32_t>(tr_.payload.size());
+  auto append = [&] {
+    charge_growth(tr_.payload, n);
+    tr_.payload.insert(tr_.payload.end(), data, data + n);
+    return at;
+  };
+  if (n < kShareItems) return append();
+  std::uint64_t h = n;
+  for (const Item* it = data; it != data + n; ++it)
+    h = (h ^ *it) * 0x9E3779B97F4A7C15ULL + (h >> 29);
+  auto [slot, fresh] = payload_at_.try_emplace(h, at);
+  if (!fresh) {
+    const Item* old = tr_.payload.data() + slot->second;
+    if (slot->second + n <= tr_.payload.size() && std::equal(data, data + n, old)) {
+      tr_.payload_shared = true;
+      return slot->second;
+    }
+    slot->second = at;  // a collision: the newer payload is the one remembered
+  }
+  return append();
+}
+
 void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
   const Instr& in = prog_.code[pc];
   const Stmt& s = *in.stmt;
@@ -305,13 +328,10 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
             tr_.transfers.size() >= std::numeric_limits<std::uint32_t>::max() - 1)
           throw LimitError("the run records more than 2^32 transfers or items; it is too large");
         tid = static_cast<std::uint32_t>(tr_.transfers.size());
-        charge_growth(tr_.payload, len(i));
         charge_growth(tr_.transfers, 1);
-        tr_.transfers.push_back(Transfer{step, v, dst,
-                                         static_cast<std::uint32_t>(tr_.payload.size()),
+        tr_.transfers.push_back(Transfer{step, v, dst, record_payload(items(i), len(i)),
                                          static_cast<std::uint16_t>(len(i)),
                                          static_cast<std::uint16_t>(std::min(s.loc.line, 0xFFFF))});
-        tr_.payload.insert(tr_.payload.end(), items(i), items(i) + len(i));
         timing_.on_send(dep_transfer(deps_of(pc, v)));
         if (m_.header.collective == Collective::Barrier) tr_.events.push_back(tid << 1);
         inbox_.push(dst, tid);

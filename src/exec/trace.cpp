@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "util/error.hpp"
+
 namespace collv {
 
 std::vector<std::uint32_t> Trace::ordered_transfers() const {
@@ -164,8 +166,29 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
   return bytes;
 }
 
+std::vector<std::uint32_t> payload_slots(const Trace& t, std::uint64_t* total) {
+  std::vector<std::uint32_t> at(t.transfers.size());
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < t.transfers.size(); ++i) {
+    const Transfer& x = t.transfers[i];
+    at[i] = t.payload_shared ? static_cast<std::uint32_t>(n) : x.payload_begin;
+    n += x.payload_len;
+    if (n > 0xFFFFFFFFull)
+      throw LimitError("the trace's transfers carry more than 2^32 items; it is too large");
+  }
+  if (total) *total = t.payload_shared ? n : t.payload.size();
+  return at;
+}
+
+std::uint64_t payload_items(const Trace& t) {
+  if (!t.payload_shared) return t.payload.size();
+  std::uint64_t n = 0;
+  for (const auto& x : t.transfers) n += x.payload_len;
+  return n;
+}
+
 std::uint64_t item_table_slots(const Trace& t) {
-  std::uint64_t uses = t.payload.size();
+  std::uint64_t uses = payload_items(t);
   for (const auto& b : t.initial_input) uses += b.size();
   for (const auto& b : t.final_output) uses += b.size();
   return std::min<std::uint64_t>(t.domain->num_items(),

@@ -91,6 +91,10 @@ struct Trace {
   // executor performed them, a causal order; the barrier postcondition replays it.
   std::vector<std::uint32_t> events;
   std::vector<Item> payload;
+  // Transfers may share payload items (the executor records a payload equal to an earlier one
+  // once: payload_begin then points into the earlier transfer's items). A reader that keeps a
+  // table per carried item, one entry per transfer and position, indexes it by payload_slots().
+  bool payload_shared = false;
   std::vector<Buffer> final_output;   // per processor: the `output` variable at the end
   std::vector<Buffer> initial_input;  // per processor: the `input` variable at the start
   // A slice of a partitioned run (verify/partition.hpp): final_output and initial_input hold
@@ -189,6 +193,13 @@ std::uint64_t collective_bytes(Collective c, DomainKind k, std::uint64_t p, std:
 std::uint64_t item_table_slots(const Trace& t);
 // Bytes per step (up to the largest step) that the statistics and the checks hold.
 inline constexpr std::uint64_t kBytesPerStep = 64;
+
+// Per transfer, the first of its own positions ("slots") for tables kept per carried item: its
+// payload_begin where no transfers share payload items, else the sum of the payload_len of the
+// transfers before it. `total` gets the number of slots. Throws LimitError past 2^32 slots.
+std::vector<std::uint32_t> payload_slots(const Trace& t, std::uint64_t* total = nullptr);
+// The items the transfers carry, shared ones counted per transfer (sum of payload_len).
+std::uint64_t payload_items(const Trace& t);
 
 std::string buffer_to_string(const Trace& t, const Buffer& b);
 // The items transfer x carries, as buffer_to_string prints them.

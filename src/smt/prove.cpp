@@ -1,8 +1,9 @@
 // smt_check_trace: the schedule's data flow and invariants as SMT queries (see prove.hpp and
 // docs/smt.md). Every data term is built from the schedule's derivations (analyze_dataflow), never
-// from collv's values: x<node>_<elem> are the inputs, m<k> the item Trace::payload[k] as its sender
-// built it from what it held, o<v>_<i> node v's final item i as v built it; the collective's
-// required output e<k> is built from the inputs by the collective's definition alone.
+// from collv's values: x<node>_<elem> are the inputs, m<k> the item at slot k (payload_slots: the
+// k-th item sent) as its sender built it from what it held, o<v>_<i> node v's final item i as v
+// built it; the collective's required output e<k> is built from the inputs by the collective's
+// definition alone.
 #include "smt/prove.hpp"
 
 #include <algorithm>
@@ -42,11 +43,14 @@ long long parse_int_value(std::string v) {
 class Flow {
  public:
   Flow(const Trace& t, const Dataflow& df) : t_(t), df_(df), d_(*t.domain) {
-    auto n = t.payload.size();
+    // Payload items are named by slot (payload_slots): transfers that share items in
+    // Trace::payload are still one premise each, from their own sender.
+    std::uint64_t n = 0;
+    slot_ = payload_slots(t, &n);
     xfer_.assign(n, UINT32_MAX);
     for (std::uint32_t i = 0; i < t.transfers.size(); ++i) {
       const Transfer& x = t.transfers[i];
-      for (std::uint32_t k = 0; k < x.payload_len; ++k) xfer_[x.payload_begin + k] = i;
+      for (std::uint32_t k = 0; k < x.payload_len; ++k) xfer_[slot_[i] + k] = i;
     }
     unreceived_.assign(t.transfers.size(), false);
     for (auto i : t.unreceived)
@@ -60,7 +64,7 @@ class Flow {
       for (auto i : order_) {
         const Transfer& x = t.transfers[i];
         for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-          auto j = x.payload_begin + k;
+          auto j = slot_[i] + k;
           const auto& parts = df.payload[j].parts;
           if (parts.size() != 1)
             root_[j] = {false, x.src, j};
@@ -148,7 +152,7 @@ class Flow {
       const Transfer& x = t_.transfers[i];
       out += fmt::format("; transfer {}: step {}, {} -> {}\n", i, x.step, x.src, x.dst);
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-        auto j = x.payload_begin + k;
+        auto j = slot_[i] + k;
         out += fmt::format("(declare-const m{} {})\n(assert (= m{} {}))\n", j, sort, j,
                            direct_derivation(x.src, df_.payload[j], seq));
       }
@@ -163,7 +167,7 @@ class Flow {
   // The contributions of the payload and final items in operand order, as the derivations build
   // them (not collv's values).
   void compute_words() {
-    pw_.assign(t_.payload.size(), {});
+    pw_.assign(xfer_.size(), {});
     auto build = [&](NodeId v, const Derivation& dv) {
       Word w;
       for (auto& h : dv.parts) {
@@ -180,7 +184,7 @@ class Flow {
     for (auto i : order_) {
       const Transfer& x = t_.transfers[i];
       for (std::uint32_t k = 0; k < x.payload_len; ++k)
-        pw_[x.payload_begin + k] = build(x.src, df_.payload[x.payload_begin + k]);
+        pw_[slot_[i] + k] = build(x.src, df_.payload[slot_[i] + k]);
     }
     fw_.assign(t_.final_output.size(), {});
     for (NodeId v = 0; v < t_.final_output.size(); ++v)
@@ -199,6 +203,8 @@ class Flow {
   }
 
   std::uint32_t transfer_of(std::uint32_t payload) const { return xfer_[payload]; }
+  // Transfer i's first slot: its item k is m<slot(i) + k>.
+  std::uint32_t slot(std::uint32_t i) const { return slot_[i]; }
 
  private:
   std::string check_ref(NodeId v, const HeldRef& h, std::optional<std::uint32_t> step) const {
@@ -218,13 +224,13 @@ class Flow {
     return "";
   }
   std::string validate() const {
-    if (df_.payload.size() != t_.payload.size() ||
+    if (df_.slot != slot_ || df_.payload.size() != xfer_.size() ||
         df_.final_output.size() != t_.final_output.size())
       return "the data-flow analysis does not cover this trace";
     for (auto i : order_) {
       const Transfer& x = t_.transfers[i];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-        const Derivation& dv = df_.payload[x.payload_begin + k];
+        const Derivation& dv = df_.payload[slot_[i] + k];
         std::string where = fmt::format("step {}: {} -> {}, item {}", x.step,
                                         t_.topology.label(x.src), t_.topology.label(x.dst), k);
         if (!dv.found) return where + ": no derivation from what the sender held";
@@ -249,7 +255,8 @@ class Flow {
   const Trace& t_;
   const Dataflow& df_;
   const Domain& d_;
-  std::vector<std::uint32_t> xfer_;
+  std::vector<std::uint32_t> slot_;  // per transfer (payload_slots)
+  std::vector<std::uint32_t> xfer_;  // per slot: the transfer that carries it
   std::vector<bool> unreceived_;
   std::vector<std::uint32_t> order_;
   std::string problem_;
@@ -510,7 +517,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
     for (auto i : flow.order()) {
       const Transfer& x = t.transfers[i];
       for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-        auto j = x.payload_begin + k;
+        auto j = flow.slot(i) + k;
         if (flow.is_copy(j)) continue;  // a copy counts what the value it copies counts
         auto [a, dd] = derivation_pair(x.src, df.payload[j]);
         s += fmt::format("(define-fun a{} () {} {})\n(define-fun d{} () {} {})\n", j, bv, a, j, bv,
@@ -536,7 +543,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
       for (auto i : steps[st]) {
         const Transfer& x = t.transfers[i];
         for (std::uint32_t k = 0; k < x.payload_len; ++k) {
-          auto j = x.payload_begin + k;
+          auto j = flow.slot(i) + k;
           auto [aj, dj] = received_pair(j);
           // A copy's multiplicities are those of the value it copies (checked where it was made).
           if (!flow.is_copy(j))
@@ -872,7 +879,7 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
           if (c >= 0 && st > 0) {
             const Transfer& x = t.transfers[static_cast<std::size_t>(c)];
             for (std::uint32_t k = 0; k < x.payload_len && contrib == "?"; ++k) {
-              Word w = flow.payload_word(x.payload_begin + k);
+              Word w = flow.payload_word(flow.slot(static_cast<std::uint32_t>(c)) + k);
               std::sort(w.begin(), w.end());
               for (std::size_t i = 1; i < w.size() && contrib == "?"; ++i)
                 if (w[i] == w[i - 1]) contrib = flow.xname(w[i]);
@@ -884,12 +891,15 @@ std::vector<CheckResult> smt_check_trace(const Trace& t, const Dataflow& df, con
               for (std::uint32_t e = 0;
                    x.dst < t.initial_input.size() && e < t.initial_input[x.dst].size(); ++e)
                 for (auto u : flow.input_word(x.dst, e)) other.insert(u);
-              for (const Transfer& y : t.transfers)
+              const std::uint32_t xk = flow.slot(static_cast<std::uint32_t>(c)) + k;
+              for (std::uint32_t yi = 0; yi < t.transfers.size(); ++yi) {
+                const Transfer& y = t.transfers[yi];
                 if (y.dst == x.dst && y.step <= x.step)
                   for (std::uint32_t kk = 0; kk < y.payload_len; ++kk)
-                    if (y.payload_begin + kk != x.payload_begin + k)
-                      for (auto u : flow.payload_word(y.payload_begin + kk)) other.insert(u);
-              for (auto u : flow.payload_word(x.payload_begin + k))
+                    if (flow.slot(yi) + kk != xk)
+                      for (auto u : flow.payload_word(flow.slot(yi) + kk)) other.insert(u);
+              }
+              for (auto u : flow.payload_word(xk))
                 if (other.count(u) && contrib == "?") contrib = flow.xname(u);
             }
           }
