@@ -395,12 +395,12 @@ TEST_CASE("the memory limit holds when large messages fill the trace", "[limits]
   // before it is made: the run stops with the process holding less than the limit. Every
   // message differs (inp takes in what it received): a payload equal to one already recorded
   // is shared, not stored again, and 100 sends of one unchanged buffer no longer fill anything.
-  std::string path = write_temp(
-      "limits_payload.coll",
-      "model mem\n  collective gather\n  topology ring\n  elements 65535\n  input inp\n"
-      "  output inp\nprocedure P(my_id, inp)\nbegin\n  for k := 1 to 100 do\n"
-      "    send inp to (my_id + 1) mod p;\n    receive t from (my_id - 1) mod p;\n"
-      "    inp := inp + t;\n  endfor;\nend P\n");
+  std::string path =
+      write_temp("limits_payload.coll",
+                 "model mem\n  collective gather\n  topology ring\n  elements 65535\n  input inp\n"
+                 "  output inp\nprocedure P(my_id, inp)\nbegin\n  for k := 1 to 100 do\n"
+                 "    send inp to (my_id + 1) mod p;\n    receive t from (my_id - 1) mod p;\n"
+                 "    inp := inp + t;\n  endfor;\nend P\n");
   std::string out;
   CHECK(cli("run " + path + " -t ring:15 --max-memory 300 --max-ops 100000000 --quiet", out, 120) ==
         3);
