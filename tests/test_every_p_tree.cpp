@@ -222,3 +222,29 @@ TEST_CASE(
     CHECK(x.root == m.root);
   }
 }
+
+TEST_CASE(
+    "every-p tree: MPICH's other binomial trees (scatter and gather and reduce) are refused with "
+    "file:line:col and never proved",
+    "[every-p][every-p-tree]") {
+  // The broadcast's proof terms applied to each: refused before any query (exit 3), naming the
+  // statement or header the reader stops at (docs/smt.md, binomial trees, "Not done").
+  struct Refusal {
+    const char* model;
+    const char* at;
+  };
+  for (const Refusal& x :
+       {Refusal{"scatter_binomial", "scatter_binomial.coll:25:13"},
+        Refusal{"gather_binomial", "gather_binomial.coll:3:1"},
+        Refusal{"reduce_binomial", "reduce_binomial.coll:3:1"},
+        Refusal{"reduce_binomial_commutative", "reduce_binomial_commutative.coll:3:1"}}) {
+    ProveCommandOptions o;
+    o.timeout_ms = 60000;
+    EveryPOutcome r = prove_every_p(parse_model_file(kRoot + "/models/mpich/" + x.model + ".coll"),
+                                    parse_every_p_proof_text(kProof, "m.proof"), o);
+    INFO(x.model << ": " << r.note);
+    CHECK(r.note.find(x.at) != std::string::npos);
+    CHECK(r.exit == kExitInconclusive);
+    CHECK(r.note.find("outside the fragment") != std::string::npos);
+  }
+}

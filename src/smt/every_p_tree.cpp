@@ -41,7 +41,12 @@
 //                       a schedule of `steps` synchronous rounds, one event of a rank per round,
 //                       each message sent and received in its round; with `steps-root` (the root
 //                       sends `steps` messages, one a round) the round count is exactly steps;
-//   postcondition-...   at the path's end, as for every rooted program.
+//   postcondition-...   at the path's end, as for every rooted program;
+//   bits-prefix-kK      the prefix form (below, where the receive loop is built): for every
+//                       integer x, the program's bit tests of iterations 0 .. K - 1 all false
+//                       iff (mod x 2^K) = 0, and iteration K's true iff (mod x 2^(K+1)) = 2^K,
+//                       so each path states one fact about rel instead of K + 1 bit tests;
+//   bits-lemma-J        the bits lemma (every_p_bits.hpp), assumed by the above.
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
 
