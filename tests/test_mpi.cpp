@@ -651,3 +651,54 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
 }
+
+TEST_CASE(
+    "mpi judge: alltoallw and alltoallv in place are judged with symmetric counts, with equal "
+    "counts as alltoall, and a block in another place fails",
+    "[mpi]") {
+  // p = 2, count 2. In place: spair(i, j) = (2 + i + j) mod 3, rank 1 gets nothing from rank 0
+  // and 1 element of its own at position 1; vpair (not in place) would give it 1 and 2.
+  const std::string r0 = "{\"k\":\"out\",\"buf\":[[0,1],[1,1],[-1,0],[-1,0]]}\n" + done(0, 2);
+  const std::string r1 = "{\"k\":\"out\",\"buf\":[[-1,0],[1,2],[-1,0]]}\n" + done(1, 2);
+  for (const char* k : {"alltoallw", "alltoallv"}) {
+    INFO(k);
+    MpiCase in_place{k, 2, 2, 0, true, true};
+    CHECK(all_pass(judge_mpi_run(in_place, write_ranks({r0, r1}))));
+    // The same buffers read as not in place (vpair counts) fail.
+    MpiCase not_in_place{k, 2, 2, 0, true, false};
+    CHECK(verdict(judge_mpi_run(not_in_place, write_ranks({r0, r1})), "postcondition") ==
+          Verdict::Fail);
+    // Rank 1's own element one place early: in the gap after rank 0's (empty) block.
+    const std::string early = "{\"k\":\"out\",\"buf\":[[1,2],[-1,0],[-1,0]]}\n" + done(1, 2);
+    CHECK(verdict(judge_mpi_run(in_place, write_ranks({r0, early})), "postcondition") ==
+          Verdict::Fail);
+  }
+  // Equal counts (the _equal kinds): alltoall's layout, no gaps.
+  const std::string e0 = "{\"k\":\"out\",\"buf\":[[0,1],[0,2]]}\n" + done(0, 2);
+  const std::string e1 = "{\"k\":\"out\",\"buf\":[[1,1],[1,2]]}\n" + done(1, 2);
+  MpiCase equal{"alltoallw_equal", 2, 1, 0, true, true};
+  CHECK(all_pass(judge_mpi_run(equal, write_ranks({e0, e1}))));
+  CHECK(verdict(judge_mpi_run(equal, write_ranks({e1, e0})), "postcondition") == Verdict::Fail);
+  MpiCase gaps{"alltoallw", 2, 1, 0, true, true};
+  CHECK(verdict(judge_mpi_run(gaps, write_ranks({e0, e1})), "postcondition") == Verdict::Fail);
+}
+
+TEST_CASE(
+    "collv mpi: alltoallw's algorithms are listed (MPICH's four, Open MPI's tuned none), and "
+    "--equal-counts and --in-place are refused where they do not apply",
+    "[mpi]") {
+  std::string out;
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoallw --list-algorithms", out) == 0);
+  CHECK(out == "auto\nnb\npairwise_sendrecv_replace\nscattered\n");
+  CHECK(test::run_cli("mpi --impl openmpi --collective alltoallw --list-algorithms", out) == 0);
+  CHECK(out == "ignore\n");
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoall --equal-counts --list-algorithms",
+                      out) == 2);
+  CHECK_THAT(out, Catch::Contains("--equal-counts applies to"));
+  CHECK(test::run_cli("mpi --impl mpich --collective barrier --in-place --list-algorithms", out) ==
+        2);
+  CHECK_THAT(out, Catch::Contains("a barrier has no buffer"));
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoallw --in-place --equal-counts "
+                      "--list-algorithms",
+                      out) == 0);
+}
