@@ -277,7 +277,7 @@ TEST_CASE("every-p: programs outside the fragment are refused with file:line:col
 }
 
 TEST_CASE("every-p: the command ties a proof to its model, --model applies it elsewhere",
-          "[every-p]") {
+          "[every-p][heavy]") {
   std::string out;
   std::string proof = kProofs + "/allgather_ring.proof";
   std::string mutant = kProofs + "/mutants/allgather_ring_p64.coll";

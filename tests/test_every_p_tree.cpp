@@ -76,7 +76,7 @@ TEST_CASE("every-p tree: the small binomial broadcast (p <= 8) is proved for eve
 TEST_CASE(
     "every-p tree: each obligation of the binomial tree fails on a program or proof that "
     "breaks it",
-    "[every-p][every-p-tree]") {
+    "[every-p][every-p-tree][heavy]") {
   // match: the source is rel - mask (right only for root 0).
   EveryPOutcome m =
       prove_text(tree("receive buf from (my_id - mask)", "receive buf from (rel - mask)"));
