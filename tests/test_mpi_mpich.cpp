@@ -364,7 +364,7 @@ TEST_CASE(
 TEST_CASE(
     "collv mpi --conformance: MPICH's alltoallw (scattered, and pairwise_sendrecv_replace in "
     "place) and in-place alltoallv conform, and a mutant of each fails on its messages",
-    "[mpi][mpi-mpich]") {
+    "[mpi][mpi-mpich][heavy]") {
   if (!have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
     return;
