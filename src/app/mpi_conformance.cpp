@@ -253,12 +253,14 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
         // MPI_Alltoallw (an alltoallv model: the same blocks, datatypes being the harness's
         // representation), and MPI_Alltoallv or MPI_Alltoallw with equal counts (an alltoall
         // model: --equal-counts, the symmetric counts MPICH's in-place algorithms need).
-        for (const char* v : {"alltoallv", "alltoallw"})
-          if ((coll == "alltoall" || (coll == "alltoallv" && std::string(v) == "alltoallw")) &&
-              k == "MPIR_CVAR_" + upper(v) + "_INTRA_ALGORITHM") {
-            coll = v;
-            want = k;
-          }
+        if ((coll == "alltoall" || coll == "alltoallv") &&
+            k == "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM") {
+          coll = "alltoallw";
+          want = k;
+        } else if (coll == "alltoall" && k == "MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM") {
+          coll = "alltoallv";
+          want = k;
+        }
         if (k == want)
           algo = v;
         else
