@@ -287,6 +287,20 @@ TEST_CASE(
   // A barrier is compared by its messages.
   CHECK(one(m + "mpich/barrier_dissemination.coll").why_not.empty());
   CHECK(one(m + "mpich/barrier_dissemination.coll").options.collective == "barrier");
+  // An alltoallv model with MPICH's ALLTOALLW selector runs MPI_Alltoallw; an alltoall model with
+  // the ALLTOALLV or ALLTOALLW one runs that collective with equal counts (in place: its line).
+  const auto w = one(m + "mpich/alltoallw_scattered.coll");
+  CHECK(w.why_not.empty());
+  CHECK(w.options.collective == "alltoallw");
+  CHECK_FALSE(w.options.equal_counts);
+  for (const char* k : {"alltoallv", "alltoallw"}) {
+    const auto psr = one(m + "mpich/" + k + "_pairwise_sendrecv_replace.coll");
+    CHECK(psr.why_not.empty());
+    CHECK(psr.options.collective == k);
+    CHECK(psr.options.equal_counts);
+    CHECK(psr.options.in_place);
+  }
+  CHECK_FALSE(one(m + "mpich/alltoall_pairwise_sendrecv_replace.coll").options.equal_counts);
   CHECK_THAT(one(m + "allreduce_hypercube.coll").why_not, Catch::Contains("no `library` line"));
   // A selector of another collective, or an algorithm the library does not have.
   std::string text = test::slurp(m + "mpich/allgather_ring.coll");
