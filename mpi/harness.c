@@ -5,8 +5,9 @@
  *
  *   harness OUTDIR COLLECTIVE COUNTS ROOT OP INPLACE INJECT
  *     COLLECTIVE  allreduce reduce bcast allgather gather scatter alltoall reduce_scatter
- *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv barrier,
- *                 reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for every rank),
+ *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv alltoallw
+ *                 barrier, reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for
+ *                 every rank), alltoallv_equal, alltoallw_equal (`count` elements for every pair),
  *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
@@ -48,6 +49,11 @@
  * counts(j) / counts(i, j) have at the same count (docs/language.md, so that a model of the
  * library runs with the counts the library ran with), the blocks in rank order with one element between
  * them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
+ * In place, alltoallv and alltoallw take one set of counts for both directions: spair(i, j) =
+ * (count + i + j) mod (count + 1), the same both ways. alltoallw moves the same blocks as
+ * alltoallv, its displacements in bytes, each block's datatype either n elements of the element
+ * type or one contiguous type of n elements: the two ends of a pair take different ones, and
+ * neighbouring pairs too (pair_type).
  * A barrier writes no result but, per call, {"k":"barrier","enter":NS,"leave":NS} (CLOCK_MONOTONIC,
  * one clock for the ranks of one node), the last rank entering 30 ms late.
  *
@@ -250,6 +256,22 @@ static void fill_own(elem* e, long n) {
  * counts), uneven and with zeros: rank 0 count, rank 1 none, rank 2 one, ... */
 static int vcount(int j, int count) { return (count + j) % (count + 1); }
 static int vpair(int i, int j, int count) { return (count + i + 2 * j) % (count + 1); }
+/* In place (MPI_Alltoallv and MPI_Alltoallw take one set of counts for both directions): counts
+ * that are the same both ways, uneven and with zeros. */
+static int spair(int i, int j, int count) { return (count + i + j) % (count + 1); }
+/* MPI_Alltoallw's datatype for a block of n elements: one contiguous type of n elements (count
+ * 1) when `block`, else n of the element type. The two ends of a pair take different ones, and
+ * so do neighbouring pairs at one rank, so a library that mixes up whose count, datatype or
+ * displacement it uses writes the wrong elements (or a wrong number of them). */
+static void pair_type(int n, int block, int* count_out, MPI_Datatype* type_out) {
+  *count_out = n;
+  *type_out = etype;
+  if (block && n > 0) {
+    MPI_Type_contiguous(n, etype, type_out);
+    MPI_Type_commit(type_out);
+    *count_out = 1;
+  }
+}
 /* reduce_scatter's per-rank counts: uneven on purpose, a `reduce-scatterv` model's counts(j). */
 static int rs_count(int r, int count) { return vcount(r, count); }
 
@@ -653,24 +675,52 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     if (ip) memcpy(r, s + sd[rank], sizeof(elem) * (size_t)sc[rank]);
     result = r;
     n_out = sc[rank];
-  } else if (strcmp(coll, "alltoallv") == 0) {
-    /* Rank i sends rank j vpair(i, j) elements; blocks in rank order, one element apart. */
+  } else if (strncmp(coll, "alltoallv", 9) == 0 || strncmp(coll, "alltoallw", 9) == 0) {
+    /* Rank i sends rank j pc(i, j) elements; blocks in rank order, one element apart (none with
+     * equal counts). alltoallw: the same elements, its displacements in bytes and the pair's
+     * datatypes mixed (pair_types). In place, one set of counts serves both directions, so the
+     * counts are symmetric (spair), or all `count` (the _equal kinds). */
+    int w = coll[8] == 'w', equal = strcmp(coll + 9, "_equal") == 0;
+    if (coll[9] != '\0' && !equal) {
+      if (rank == 0) fprintf(stderr, "harness: unknown collective '%s'\n", coll);
+      return 2;
+    }
+    int gap = equal ? 0 : 1;
     int *sc = (int*)malloc(sizeof(int) * (size_t)p), *sd = (int*)malloc(sizeof(int) * (size_t)p);
     int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
     long st = 0, rt = 0;
     for (int j = 0; j < size; ++j) {
-      sc[j] = vpair(rank, j, count);
+      sc[j] = equal ? count : inplace ? spair(rank, j, count) : vpair(rank, j, count);
       sd[j] = (int)st;
-      st += sc[j] + 1;
-      rc[j] = vpair(j, rank, count);
+      st += sc[j] + gap;
+      rc[j] = equal ? count : inplace ? spair(j, rank, count) : vpair(j, rank, count);
       rd[j] = (int)rt;
-      rt += rc[j] + 1;
+      rt += rc[j] + gap;
     }
     elem* s = alloc_elems(st);
     elem* r = alloc_elems(rt);
     fill_own(s, st);
-    snap(s, st, sizeof(elem));
-    ok = MPI_Alltoallv(s, sc, sd, etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    if (inplace) /* the blocks only (rd = sd: symmetric counts); the gaps stay unwritten */
+      for (int j = 0; j < size; ++j) memcpy(r + rd[j], s + sd[j], sizeof(elem) * (size_t)rc[j]);
+    snap(inplace ? NULL : s, st, sizeof(elem));
+    void* sb = inplace ? MPI_IN_PLACE : (void*)s;
+    if (!w) {
+      ok = MPI_Alltoallv(sb, sc, sd, etype, r, rc, rd, etype, MPI_COMM_WORLD);
+    } else {
+      MPI_Datatype *stp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
+      MPI_Datatype *rtp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
+      for (int j = 0; j < size; ++j) {
+        pair_type(sc[j], (rank + j) % 2 == 0, &sc[j], &stp[j]);
+        pair_type(rc[j], (rank + j) % 2 == (inplace ? 0 : 1), &rc[j], &rtp[j]);
+        sd[j] *= (int)sizeof(elem);
+        rd[j] *= (int)sizeof(elem);
+      }
+      ok = MPI_Alltoallw(sb, sc, sd, stp, r, rc, rd, rtp, MPI_COMM_WORLD);
+      for (int j = 0; j < size; ++j) {
+        if (stp[j] != etype) MPI_Type_free(&stp[j]);
+        if (rtp[j] != etype) MPI_Type_free(&rtp[j]);
+      }
+    }
     result = r;
     n_out = rt;
   } else if (strcmp(coll, "barrier") == 0) {

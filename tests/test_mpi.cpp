@@ -287,6 +287,20 @@ TEST_CASE(
   // A barrier is compared by its messages.
   CHECK(one(m + "mpich/barrier_dissemination.coll").why_not.empty());
   CHECK(one(m + "mpich/barrier_dissemination.coll").options.collective == "barrier");
+  // An alltoallv model with MPICH's ALLTOALLW selector runs MPI_Alltoallw; an alltoall model with
+  // the ALLTOALLV or ALLTOALLW one runs that collective with equal counts (in place: its line).
+  const auto w = one(m + "mpich/alltoallw_scattered.coll");
+  CHECK(w.why_not.empty());
+  CHECK(w.options.collective == "alltoallw");
+  CHECK_FALSE(w.options.equal_counts);
+  for (const char* k : {"alltoallv", "alltoallw"}) {
+    const auto psr = one(m + "mpich/" + k + "_pairwise_sendrecv_replace.coll");
+    CHECK(psr.why_not.empty());
+    CHECK(psr.options.collective == k);
+    CHECK(psr.options.equal_counts);
+    CHECK(psr.options.in_place);
+  }
+  CHECK_FALSE(one(m + "mpich/alltoall_pairwise_sendrecv_replace.coll").options.equal_counts);
   CHECK_THAT(one(m + "allreduce_hypercube.coll").why_not, Catch::Contains("no `library` line"));
   // A selector of another collective, or an algorithm the library does not have.
   std::string text = test::slurp(m + "mpich/allgather_ring.coll");
@@ -327,20 +341,22 @@ TEST_CASE(
                          out, "", 600);
   INFO(out);
   CHECK(rc == 3);
-  CHECK_THAT(out, Catch::Contains("conformance: 94 models with an Open MPI or MPICH selector"));
+  CHECK_THAT(out, Catch::Contains("conformance: 97 models with an Open MPI or MPICH selector"));
   std::size_t pass = 0, uncompared = 0, at = 0;
   while ((at = out.find("\n  pass  ", at)) != std::string::npos) ++pass, ++at;
   at = 0;
   while ((at = out.find("(no compare: ", at)) != std::string::npos) ++uncompared, ++at;
-  // 92 compared and conform: Open MPI's sixty (combinations and per-peer messages; its four
-  // two_proc models are not run at p = 4) and thirty-two of MPICH's thirty-four (combinations and
-  // message patterns; reduce-scatterv's with the harness's MPI_Reduce_scatter counts, the
+  // 95 compared and conform: Open MPI's sixty (combinations and per-peer messages; its four
+  // two_proc models are not run at p = 4) and thirty-five of MPICH's thirty-seven (combinations
+  // and message patterns; reduce-scatterv's with the harness's MPI_Reduce_scatter counts, the
   // noncommutative reduce-scatter with equal counts; the barrier and the v-collectives by their
-  // message patterns; the Rabenseifner reduce and all-reduce under MPI_SUM, by their message
-  // patterns, at count 4 >= pof2, count 3 falling back). The other two, the scatter-ring and the
-  // scatter-recursive-doubling broadcasts, cut the buffer in bytes: at count 3 (12-byte pieces)
-  // no model of whole elements describes their messages: inconclusive (exit 3), never a pass.
-  CHECK(pass == 92);
+  // message patterns, the alltoallw scattered one on MPI_Alltoallw, the in-place alltoallv and
+  // alltoallw ones with equal counts; the Rabenseifner reduce and all-reduce under MPI_SUM, by
+  // their message patterns, at count 4 >= pof2, count 3 falling back). The other two, the
+  // scatter-ring and the scatter-recursive-doubling broadcasts, cut the buffer in bytes: at count 3
+  // (12-byte pieces) no model of whole elements describes their messages: inconclusive (exit 3),
+  // never a pass.
+  CHECK(pass == 95);
   CHECK(uncompared == 0);
   // Open MPI's ring reduce-scatter (equal blocks) is not run: the harness's MPI_Reduce_scatter
   // has uneven counts.
@@ -650,4 +666,55 @@ TEST_CASE(
   rc = test::run_cli(cmd, out, "", 120);
   INFO(out);
   CHECK(rc == 0);
+}
+
+TEST_CASE(
+    "mpi judge: alltoallw and alltoallv in place are judged with symmetric counts, with equal "
+    "counts as alltoall, and a block in another place fails",
+    "[mpi]") {
+  // p = 2, count 2. In place: spair(i, j) = (2 + i + j) mod 3, rank 1 gets nothing from rank 0
+  // and 1 element of its own at position 1; vpair (not in place) would give it 1 and 2.
+  const std::string r0 = "{\"k\":\"out\",\"buf\":[[0,1],[1,1],[-1,0],[-1,0]]}\n" + done(0, 2);
+  const std::string r1 = "{\"k\":\"out\",\"buf\":[[-1,0],[1,2],[-1,0]]}\n" + done(1, 2);
+  for (const char* k : {"alltoallw", "alltoallv"}) {
+    INFO(k);
+    MpiCase in_place{k, 2, 2, 0, true, true};
+    CHECK(all_pass(judge_mpi_run(in_place, write_ranks({r0, r1}))));
+    // The same buffers read as not in place (vpair counts) fail.
+    MpiCase not_in_place{k, 2, 2, 0, true, false};
+    CHECK(verdict(judge_mpi_run(not_in_place, write_ranks({r0, r1})), "postcondition") ==
+          Verdict::Fail);
+    // Rank 1's own element one place early: in the gap after rank 0's (empty) block.
+    const std::string early = "{\"k\":\"out\",\"buf\":[[1,2],[-1,0],[-1,0]]}\n" + done(1, 2);
+    CHECK(verdict(judge_mpi_run(in_place, write_ranks({r0, early})), "postcondition") ==
+          Verdict::Fail);
+  }
+  // Equal counts (the _equal kinds): alltoall's layout, no gaps.
+  const std::string e0 = "{\"k\":\"out\",\"buf\":[[0,1],[0,2]]}\n" + done(0, 2);
+  const std::string e1 = "{\"k\":\"out\",\"buf\":[[1,1],[1,2]]}\n" + done(1, 2);
+  MpiCase equal{"alltoallw_equal", 2, 1, 0, true, true};
+  CHECK(all_pass(judge_mpi_run(equal, write_ranks({e0, e1}))));
+  CHECK(verdict(judge_mpi_run(equal, write_ranks({e1, e0})), "postcondition") == Verdict::Fail);
+  MpiCase gaps{"alltoallw", 2, 1, 0, true, true};
+  CHECK(verdict(judge_mpi_run(gaps, write_ranks({e0, e1})), "postcondition") == Verdict::Fail);
+}
+
+TEST_CASE(
+    "collv mpi: alltoallw's algorithms are listed (MPICH's four, Open MPI's tuned none), and "
+    "--equal-counts and --in-place are refused where they do not apply",
+    "[mpi]") {
+  std::string out;
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoallw --list-algorithms", out) == 0);
+  CHECK(out == "auto\nnb\npairwise_sendrecv_replace\nscattered\n");
+  CHECK(test::run_cli("mpi --impl openmpi --collective alltoallw --list-algorithms", out) == 0);
+  CHECK(out == "ignore\n");
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoall --equal-counts --list-algorithms",
+                      out) == 2);
+  CHECK_THAT(out, Catch::Contains("--equal-counts applies to"));
+  CHECK(test::run_cli("mpi --impl mpich --collective barrier --in-place --list-algorithms", out) ==
+        2);
+  CHECK_THAT(out, Catch::Contains("a barrier has no buffer"));
+  CHECK(test::run_cli("mpi --impl mpich --collective alltoallw --in-place --equal-counts "
+                      "--list-algorithms",
+                      out) == 0);
 }

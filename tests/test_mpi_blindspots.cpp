@@ -516,3 +516,33 @@ TEST_CASE("collv mpi: a launch stopped at --timeout is inconclusive, its cut log
   CHECK_THAT(out, Catch::Contains("conformance: inconclusive: not judged: the launch was stopped"));
   CHECK(out.find("the library makes no more") == std::string::npos);
 }
+
+TEST_CASE(
+    "collv mpi: an MPI_Alltoallw that ignores the receive displacements (a preloaded shim) fails "
+    "the postcondition on both libraries, in place too, and passes where the blocks touch",
+    "[mpi][mpi-blindspots]") {
+  const auto impls = test::installed_mpis();
+  if (impls.empty()) {
+    WARN("no MPI installed: skipped; scripts/install-deps.sh installs Open MPI and MPICH");
+    return;
+  }
+  for (const auto& impl : impls) {
+    const std::string launcher = test::shim_launcher(impl, "ALLTOALLW_PACKED");
+    REQUIRE(!launcher.empty());
+    std::string out;
+    const std::string cmd =
+        "mpi --impl " + impl + " --collective alltoallw --sizes 3 --count 2 --mpirun " + launcher;
+    // The harness's blocks are one element apart: the packed blocks write the gaps.
+    int rc = test::run_cli(cmd, out, "", 120);
+    INFO(impl << "\n" << out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("postcondition: rank 0 position 2: holds ranks {2} of position "
+                                    "0, expected nothing (never written)"));
+    rc = test::run_cli(cmd + " --in-place", out, "", 120);
+    INFO(impl << " in place\n" << out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("postcondition: rank 0 position"));
+    // With equal counts the blocks touch: packed is where they are, and the bug is invisible.
+    CHECK(test::run_cli(cmd + " --equal-counts", out, "", 120) == 0);
+  }
+}

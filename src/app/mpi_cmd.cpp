@@ -98,16 +98,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   if (o.counts.first < 0 || o.counts.second > 65536 || o.counts.first > o.counts.second)
     throw UsageError("--count must lie in 0..65536");
   if (o.timeout_s < 1 || o.timeout_s > 86400) throw UsageError("--timeout must be 1..86400");
-  if (o.equal_counts && (o.collective != "reduce_scatter" || o.op == "builtin" || o.op == "matrix"))
+  if (o.equal_counts && ((o.collective != "reduce_scatter" && o.collective != "alltoallv" &&
+                          o.collective != "alltoallw") ||
+                         o.op == "builtin" || o.op == "matrix"))
     throw UsageError(
         "--equal-counts applies to --collective reduce_scatter under a user operation "
-        "(commutative or noncommutative)");
+        "(commutative or noncommutative), alltoallv and alltoallw");
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
-  if (o.in_place && (o.collective == "barrier" || o.collective == "alltoallv"))
-    throw UsageError(
-        "--in-place: not run for " + o.collective +
-        " (a barrier has no buffer; the harness's alltoallv sends from its own buffer)");
+  if (o.in_place && o.collective == "barrier")
+    throw UsageError("--in-place: a barrier has no buffer");
   if (o.in_place && ring) throw UsageError("--in-place does not apply to harness-ring");
   if (o.list) {
     for (const auto& a : mpi_algorithms(o.impl, o.collective)) out << a << "\n";
@@ -146,7 +146,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
     env.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
-    if (!ring && o.collective != "gatherv" && o.collective != "scatterv") {
+    if (!ring && o.collective != "gatherv" && o.collective != "scatterv" &&
+        o.collective != "alltoallw") {
       auto algs = mpi_algorithms(o.impl, o.collective);
       auto n = std::find(algs.begin(), algs.end(), alg) - algs.begin();
       env.emplace_back("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
@@ -257,7 +258,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
         std::string kind = ring             ? "ring_allreduce"
-                           : o.equal_counts ? "reduce_scatter_equal"
+                           : o.equal_counts ? o.collective + "_equal"
                                             : o.collective;
         std::vector<std::string> argv = {
             run,

@@ -250,6 +250,17 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           coll = "reduce_scatter_block";
           want = k;
         }
+        // MPI_Alltoallw (an alltoallv model: the same blocks, datatypes being the harness's
+        // representation), and MPI_Alltoallv or MPI_Alltoallw with equal counts (an alltoall
+        // model: --equal-counts, the symmetric counts MPICH's in-place algorithms need).
+        if ((coll == "alltoall" || coll == "alltoallv") &&
+            k == "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM") {
+          coll = "alltoallw";
+          want = k;
+        } else if (coll == "alltoall" && k == "MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM") {
+          coll = "alltoallv";
+          want = k;
+        }
         if (k == want)
           algo = v;
         else
@@ -286,6 +297,8 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
             "`collective reduce-scatterv` model's counts(j)) and a `collective reduce-scatter` "
             "model has equal blocks";
     }
+    if (r.why_not.empty() && m.header.collective == Collective::Alltoall && coll != "alltoall")
+      r.options.equal_counts = true;
     r.options.collective = coll;
     r.options.algorithm = algo;
     // The operator the model is written for: a model of the non-commutative path (`operator

@@ -30,6 +30,7 @@ std::string ranks_text(std::uint64_t m);
 std::string elem_text(const Elem& e);
 std::uint64_t all_below(int n);
 int rs_count(int r, int count);
+std::int64_t symmetric_pair_count(std::int64_t count, std::int64_t i, std::int64_t j);
 // The result region the collective defines at rank r (MPI layout), or nullopt where it defines
 // none (a non-root of a rooted collective, rank 0 of exscan).
 std::optional<std::vector<Elem>> expected(const MpiCase& c, int r);

@@ -27,7 +27,7 @@ const std::vector<std::string> kCollectives = {
     "alltoall",  "reduce_scatter", "reduce_scatter_block",
     "scan",      "exscan",         "allgatherv",
     "gatherv",   "scatterv",       "alltoallv",
-    "barrier"};
+    "alltoallw", "barrier"};
 
 bool rooted(const std::string& c) {
   return c == "reduce" || c == "bcast" || c == "gather" || c == "scatter" || c == "gatherv" ||
@@ -63,6 +63,12 @@ std::uint64_t all_below(int n) { return n >= 64 ? ~std::uint64_t{0} : (std::uint
 // MPI_Reduce_scatter's counts in the harness: a `reduce-scatterv` model's counts(j).
 int rs_count(int r, int count) { return static_cast<int>(v_count(count, r)); }
 
+// MPI_Alltoallv's and MPI_Alltoallw's counts in place in the harness (mpi/harness.c spair): one
+// set of counts for both directions, so the same both ways; uneven, with zeros.
+std::int64_t symmetric_pair_count(std::int64_t count, std::int64_t i, std::int64_t j) {
+  return (count + i + j) % (count + 1);
+}
+
 // The result region the collective defines at rank r (MPI layout), or nullopt where it defines
 // none (a non-root of a rooted collective, rank 0 of exscan).
 std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
@@ -81,7 +87,7 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
       for (int i = 0; i < n; ++i) e.push_back({i, std::uint64_t{1} << j});
   } else if (k == "scatter") {
     for (int i = 0; i < n; ++i) e.push_back({static_cast<std::int64_t>(r) * n + i, root});
-  } else if (k == "alltoall") {
+  } else if (k == "alltoall" || k == "alltoallv_equal" || k == "alltoallw_equal") {
     for (int j = 0; j < p; ++j)
       for (int i = 0; i < n; ++i)
         e.push_back({static_cast<std::int64_t>(r) * n + i, std::uint64_t{1} << j});
@@ -101,13 +107,16 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
     std::int64_t off = 0;
     for (int j = 0; j < r; ++j) off += v_count(n, j) + 1;
     for (std::int64_t i = 0; i < v_count(n, r); ++i) e.push_back({off + i, root});
-  } else if (k == "alltoallv") {
-    // From rank j: v_pair_count(j, r) elements, from j's send buffer at its block for r.
+  } else if (k == "alltoallv" || k == "alltoallw") {
+    // From rank j: pc(j, r) elements, from j's send buffer at its block for r. In place, one set
+    // of counts serves both directions: the harness's symmetric counts.
+    auto pc = [&](int i, int q) {
+      return c.in_place ? symmetric_pair_count(n, i, q) : v_pair_count(n, i, q);
+    };
     for (int j = 0; j < p; ++j) {
       std::int64_t off = 0;
-      for (int q = 0; q < r; ++q) off += v_pair_count(n, j, q) + 1;
-      for (std::int64_t i = 0; i < v_pair_count(n, j, r); ++i)
-        e.push_back({off + i, std::uint64_t{1} << j});
+      for (int q = 0; q < r; ++q) off += pc(j, q) + 1;
+      for (std::int64_t i = 0; i < pc(j, r); ++i) e.push_back({off + i, std::uint64_t{1} << j});
       e.push_back({-1, 0});
     }
   } else if (k == "barrier") {

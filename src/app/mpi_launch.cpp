@@ -48,6 +48,9 @@ std::vector<std::string> mpi_algorithms(const std::string& impl, const std::stri
       {"scan", {"ignore", "linear", "recursive_doubling"}},
       {"allgatherv", {"ignore", "default", "bruck", "ring", "neighbor", "two_proc"}},
       {"alltoallv", {"ignore", "basic_linear", "pairwise"}},
+      // The tuned component has no alltoallw algorithm (ompi_info --param coll tuned --level 9
+      // lists none): the library's own choice.
+      {"alltoallw", {"ignore"}},
       {"barrier",
        {"ignore", "linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"}},
       // The tuned component has no gatherv or scatterv algorithm: the library's own choice.
@@ -74,6 +77,7 @@ std::vector<std::string> mpi_algorithms(const std::string& impl, const std::stri
       {"gatherv", {"auto", "linear", "nb"}},
       {"scatterv", {"auto", "linear", "nb"}},
       {"alltoallv", {"auto", "nb", "pairwise_sendrecv_replace", "scattered"}},
+      {"alltoallw", {"auto", "nb", "pairwise_sendrecv_replace", "scattered"}},
       {"barrier", {"auto", "nb", "smp", "dissemination"}},
   };
   const auto& table = impl == "openmpi" ? ompi : mpich;

@@ -427,7 +427,7 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--collective", mpi_opts.collective,
                   "allreduce reduce bcast allgather gather scatter alltoall reduce_scatter "
                   "reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv "
-                  "barrier");
+                  "alltoallw barrier");
   mpi->add_option("--conformance", mpi_opts.conformance,
                   "model files or directories: run every model whose `library` line names an "
                   "Open MPI or MPICH selector as that algorithm, with conformance to it");
@@ -446,7 +446,8 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_flag("--in-place", mpi_opts.in_place, "MPI_IN_PLACE where the collective allows it");
   mpi->add_flag("--equal-counts", mpi_opts.equal_counts,
                 "reduce_scatter: every rank's count is --count (a `collective reduce-scatter` "
-                "model's equal blocks), not the uneven counts(j)");
+                "model's equal blocks), not the uneven counts(j); alltoallv, alltoallw: every "
+                "pair's count is --count (a `collective alltoall` model's blocks)");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");

@@ -666,8 +666,8 @@ class Parser {
       case Collective::Scatterv:
         names = {"scatterv"};
         break;
-      case Collective::Alltoallv:
-        names = {"alltoallv"};
+      case Collective::Alltoallv:  // MPI_Alltoallw's blocks are alltoallv's (docs/mpi.md)
+        names = {"alltoallv", "alltoallw"};
         break;
       case Collective::ReduceScatterv:
         names = {"reduce_scatter"};
@@ -679,7 +679,7 @@ class Parser {
         names = {"gather", "gatherv"};
         break;
       case Collective::Alltoall:
-        names = {"alltoall", "alltoallv"};
+        names = {"alltoall", "alltoallv", "alltoallw"};
         break;
       case Collective::Barrier:
         names = {"barrier"};

@@ -8,6 +8,8 @@
  *   BARRIER_EARLY    MPI_Barrier: returns at once, no rank waits for the others
  *   HANG_SECOND      MPI_Allreduce: rank 0 sleeps 60 s after its second call (a launch that
  *                    outlives --timeout, its logs cut short)
+ *   ALLTOALLW_PACKED MPI_Alltoallw: ignores the receive displacements and puts the blocks one
+ *                    after the other in rank order (right only where the caller's blocks touch)
  * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
  * ranks (never into collv). */
 #include <mpi.h>
@@ -71,6 +73,28 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
   if (++calls == 2 && rank == 0) sleep(60);
+  return rc;
+}
+#endif
+
+#if defined(ALLTOALLW_PACKED)
+int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  int size = 0;
+  PMPI_Comm_size(comm, &size);
+  int* packed = (int*)malloc(sizeof(int) * (size_t)(size > 0 ? size : 1));
+  int at = 0;
+  for (int j = 0; j < size; ++j) { /* the receive blocks' bytes, one after the other */
+    int tsize = 0;
+    PMPI_Type_size(recvtypes[j], &tsize);
+    packed[j] = at;
+    at += recvcounts[j] * tsize;
+  }
+  (void)rdispls;
+  int rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, packed,
+                          recvtypes, comm);
+  free(packed);
   return rc;
 }
 #endif
