@@ -114,3 +114,50 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("MPICH has no nonblocking allreduce algorithm 'sched_bogus'"));
   std::remove(bogus.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's nb models whose nonblocking schedule differs from the "
+    "blocking algorithm conform (Rabenseifner's segments, the binomial broadcast at count 0), and "
+    "the blocking models declared as nb fail",
+    "[mpi][mpi-mpich][mpi-nb]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string m = kSrc + "/models/mpich/";
+  // Rabenseifner's all-reduce: the nonblocking schedule puts the remainder in the last segment.
+  const std::string rsag = m + "allreduce_nb_reduce_scatter_allgather.coll";
+  int rc = collv::test::run_cli("mpi --conformance " + rsag + " --sizes 3 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + rsag + "#nb=sched_reduce_scatter_allgather"));
+  const std::string blocking = edited_copy(
+      m + "allreduce_rabenseifner.coll", "ALGORITHM = reduce_scatter_allgather",
+      "ALGORITHM = nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_reduce_scatter_allgather",
+      "nb_rsag_blocking");
+  rc = collv::test::run_cli("mpi --conformance " + blocking + " --sizes 3 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 1: the library sends 16 bytes "
+                                  "to rank 2, the model sends 8 bytes to rank 2"));
+  std::remove(blocking.c_str());
+  // The binomial broadcast: at count 0 the nonblocking schedule sends empty messages along the
+  // tree, where the blocking one returns first.
+  const std::string bin = m + "bcast_nb_binomial.coll";
+  rc = collv::test::run_cli("mpi --conformance " + bin + " --sizes 3 --count 0..1 --root last", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + bin + "#nb=sched_binomial"));
+  const std::string bin_blocking = edited_copy(
+      m + "bcast_binomial.coll", "ALGORITHM = binomial",
+      "ALGORITHM = nb MPIR_CVAR_IBCAST_INTRA_ALGORITHM = sched_binomial", "nb_bcast_blocking");
+  rc = collv::test::run_cli(
+      "mpi --conformance " + bin_blocking + " --sizes 3 --count 0 --root last", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 2, call 1, message 1: the library sends 0 bytes "
+                                  "to rank 1, the model sends no more"));
+  std::remove(bin_blocking.c_str());
+}
