@@ -84,6 +84,13 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("FAIL          " + naive + "#nb=sched_naive"));
   CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1"));
   std::remove(naive.c_str());
+  // ... and the model of the naive schedule (a binomial reduce, then a binomial broadcast) passes.
+  const std::string naive_model = kSrc + "/models/mpich/allreduce_nb_naive.coll";
+  rc = collv::test::run_cli("mpi --conformance " + naive_model + " --sizes 3 --count 2", out, "",
+                            120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + naive_model + "#nb=sched_naive"));
 
   // A schedule that does not apply (built-in operations only): MPICH falls back, not judged.
   const std::string rsag = edited_copy(
