@@ -167,4 +167,21 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("messages: rank 2, call 1, message 1: the library sends 0 bytes "
                                   "to rank 1, the model sends no more"));
   std::remove(bin_blocking.c_str());
+  // The scatter-ring broadcast: the nonblocking scatter sends a child everything from its piece
+  // to the end; at p = 5, root 4, count 5 rank 1 (relative rank 2) sends rank 2 two pieces where
+  // the blocking scatter sends one.
+  const std::string ring = m + "bcast_nb_scatter_ring_allgather.coll";
+  const std::string ring_blocking =
+      edited_copy(m + "bcast_scatter_ring_allgather.coll", "ALGORITHM = scatter_ring_allgather",
+                  "ALGORITHM = nb MPIR_CVAR_IBCAST_INTRA_ALGORITHM = sched_scatter_ring_allgather",
+                  "nb_ring_blocking");
+  rc = collv::test::run_cli(
+      "mpi --conformance " + ring_blocking + " " + ring + " --sizes 5 --count 5 --root last", out,
+      "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 1: the library sends 32 bytes "
+                                  "to rank 2, the model sends 16 bytes to rank 2"));
+  CHECK_THAT(out, Catch::Contains("pass          " + ring + "#nb=sched_scatter_ring_allgather"));
+  std::remove(ring_blocking.c_str());
 }
