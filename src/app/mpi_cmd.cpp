@@ -110,10 +110,30 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     throw UsageError("--in-place: a barrier has no buffer");
   if (o.in_place && ring) throw UsageError("--in-place does not apply to harness-ring");
   if (o.list) {
-    for (const auto& a : mpi_algorithms(o.impl, o.collective)) out << a << "\n";
+    // With --algorithm nb (MPICH): the nonblocking algorithms it can run, --nb-algorithm's names.
+    const bool nb = o.impl == "mpich" && o.algorithm == "nb";
+    for (const auto& a :
+         nb ? mpich_nb_algorithms(o.collective) : mpi_algorithms(o.impl, o.collective))
+      out << a << "\n";
     return kExitOk;
   }
   std::string alg = algorithm_name(o);
+  // MPICH's `nb` runs the nonblocking collective's own selection; --nb-algorithm pins it.
+  if (!o.nb_algorithm.empty()) {
+    if (o.impl != "mpich" || alg != "nb")
+      throw UsageError(
+          "--nb-algorithm selects the nonblocking algorithm that MPICH's `nb` runs: it needs "
+          "--impl mpich --algorithm nb");
+    auto names = mpich_nb_algorithms(o.collective);
+    if (std::find(names.begin(), names.end(), o.nb_algorithm) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw UsageError(
+          fmt::format("--nb-algorithm '{}' is not one of MPICH's nonblocking {} "
+                      "algorithms (MPIR_CVAR_I{}_INTRA_ALGORITHM): {}",
+                      o.nb_algorithm, o.collective, upper(o.collective), list));
+    }
+  }
   std::string model_file;
   if (!o.model.empty()) {
     model_file =
@@ -161,6 +181,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     env.emplace_back("MPIR_CVAR_DEVICE_COLLECTIVES", "none");
     env.emplace_back("MPIR_CVAR_COLLECTIVE_FALLBACK", "print");
     if (!ring) env.emplace_back("MPIR_CVAR_" + upper(o.collective) + "_INTRA_ALGORITHM", alg);
+    if (!o.nb_algorithm.empty())
+      env.emplace_back("MPIR_CVAR_I" + upper(o.collective) + "_INTRA_ALGORITHM", o.nb_algorithm);
     // Against a model: the harness logs every message a rank posts (its UCX interposer).
     if (!model_file.empty()) env.emplace_back("COLLV_MPI_TRACE", "1");
   }
@@ -180,6 +202,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   VerifyReport rep;
   VerifyGroup g;
   g.model = fmt::format("{} {} {}", o.impl, o.collective, alg);
+  if (!o.nb_algorithm.empty()) g.model += " " + o.nb_algorithm;
   if (o.inject != "none") g.model += " inject=" + o.inject;
   g.file = src;
   g.family = "np";
@@ -320,6 +343,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
               o.in_place ? " --in-place" : "");
           if (o.equal_counts) cmd += " --equal-counts";
+          if (!o.nb_algorithm.empty()) cmd += " --nb-algorithm " + o.nb_algorithm;
           if (o.inject != "none") cmd += " --inject " + o.inject;
           if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
           if (!o.model.empty() && o.max_ops != RunOptions{}.max_ops_per_node)

@@ -50,6 +50,9 @@ struct MpiOptions {
   // reduce_scatter only: MPI_Reduce_scatter with `count` elements for every rank (a `collective
   // reduce-scatter` model's equal blocks; set by --conformance), not the uneven counts(j).
   bool equal_counts = false;
+  // MPICH's `nb` only: the nonblocking collective's algorithm it runs,
+  // MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM (--nb-algorithm; a library line's key of that name).
+  std::string nb_algorithm;
   // Further selector settings of a library line (Open MPI: OMPI_MCA_<name>=<value>).
   std::vector<std::pair<std::string, std::string>> extra_env;
   // Set (when not null) to whether the library fell back to its own choice in every run.
@@ -73,6 +76,9 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file, cons
 // The algorithms a library lets a run select for a collective, in the library's order (Open MPI:
 // the number is the index, 0 = "ignore", the library's own decision; MPICH: 0 = "auto").
 std::vector<std::string> mpi_algorithms(const std::string& impl, const std::string& collective);
+// MPICH's nonblocking algorithms of a collective (MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM, as
+// MPICH 4.0.2's mpivars lists them), which its blocking `nb` algorithm runs; 0 = "auto".
+std::vector<std::string> mpich_nb_algorithms(const std::string& collective);
 
 // One launch: a collective at p processes, count elements, a root.
 struct MpiCase {

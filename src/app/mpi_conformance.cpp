@@ -70,9 +70,13 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   std::size_t judged = 0;  // models with at least one run the library did not fall back in
   std::vector<std::string> lines;
   for (const auto& r : runs) {
-    out << fmt::format("== {}: {} {} {} ({}), {} operation{}{}\n", r.options.model, r.options.impl,
-                       r.options.collective, r.options.algorithm, r.selector, r.options.op,
-                       r.options.in_place ? ", in place" : "",
+    // A model's `nb` line is labelled apart from its blocking one: file#nb=<nonblocking name>.
+    const std::string label =
+        r.options.model + (r.options.nb_algorithm.empty() ? "" : "#nb=" + r.options.nb_algorithm);
+    out << fmt::format("== {}: {} {} {}{} ({}), {} operation{}{}\n", label, r.options.impl,
+                       r.options.collective, r.options.algorithm,
+                       r.options.nb_algorithm.empty() ? "" : " " + r.options.nb_algorithm,
+                       r.selector, r.options.op, r.options.in_place ? ", in place" : "",
                        r.options.equal_counts ? ", equal counts" : "");
     int rc = kExitUsage;
     // The library refused the algorithm for every run (MPICH says so and runs its own choice):
@@ -100,12 +104,12 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         : fell_back               ? "not judged  "
         : rc == kExitInconclusive ? "inconclusive"
                                   : "error       ",
-        r.options.model +
-            (fell_back    ? " (the library fell back to its own choice in every run: see its note)"
-             : uncompared ? " (no compare: the runs pass; nothing of them could be compared with "
-                            "the model: no combination, and no per-peer message counts under "
-                            "MPICH)"
-                          : "")));
+        label + (fell_back ? " (the library fell back to its own choice in every run: see its note)"
+                 : uncompared
+                     ? " (no compare: the runs pass; nothing of them could be compared with "
+                       "the model: no combination, and no per-peer message counts under "
+                       "MPICH)"
+                     : "")));
     if (!fell_back) ++judged;
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
   }
@@ -261,10 +265,19 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           coll = "alltoallv";
           want = k;
         }
-        if (k == want)
+        if (k == want && algo.empty()) {
           algo = v;
-        else
-          r.why_not = fmt::format("{} does not select MPICH's {} ({})", k, coll, want);
+        } else if (k == "MPIR_CVAR_I" + want.substr(10) && algo == "nb" &&
+                   r.options.nb_algorithm.empty()) {
+          // The nonblocking algorithm MPICH's `nb` runs (the parser checked the pairing).
+          r.options.nb_algorithm = v;
+        } else {
+          // A key collv does not know could change what the library runs: never ignored.
+          throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
+                                                "MPICH setting of {} (the selector {}, then "
+                                                "MPIR_CVAR_I{} for nb, MPI_Op, MPI_IN_PLACE)",
+                                                k, v, coll, want, want.substr(10)));
+        }
       } else {
         // Open MPI's models of MPI_Reduce_scatter_block name its own selector; a further
         // coll_tuned_ setting (a segment size, or the algorithm of a collective the algorithm
@@ -314,6 +327,12 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       } catch (const UsageError& e) {
         r.why_not = e.what();
       }
+    }
+    if (r.why_not.empty() && !r.options.nb_algorithm.empty()) {
+      auto names = mpich_nb_algorithms(coll);
+      if (std::find(names.begin(), names.end(), r.options.nb_algorithm) == names.end())
+        r.why_not =
+            fmt::format("MPICH has no nonblocking {} algorithm '{}'", coll, r.options.nb_algorithm);
     }
     // A model whose `requires` holds at no p of --sizes (Open MPI's two_proc algorithms: p = 2,
     // which the library refuses elsewhere) says nothing of those runs: not run, with the reason.

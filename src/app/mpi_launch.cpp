@@ -85,6 +85,51 @@ std::vector<std::string> mpi_algorithms(const std::string& impl, const std::stri
   return it == table.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::vector<std::string> mpich_nb_algorithms(const std::string& coll) {
+  static const std::map<std::string, std::vector<std::string>> nb = {
+      {"barrier", {"auto", "sched_auto", "sched_recursive_doubling"}},
+      {"bcast",
+       {"auto", "sched_auto", "sched_binomial", "sched_smp",
+        "sched_scatter_recursive_doubling_allgather", "sched_scatter_ring_allgather", "tsp_tree",
+        "tsp_scatterv_recexch_allgatherv", "tsp_ring"}},
+      {"gather", {"auto", "sched_auto", "sched_binomial", "tsp_tree"}},
+      {"gatherv", {"auto", "sched_auto", "sched_linear", "tsp_linear"}},
+      {"scatter", {"auto", "sched_auto", "sched_binomial", "tsp_tree"}},
+      {"scatterv", {"auto", "sched_auto", "sched_linear", "tsp_linear"}},
+      {"allgather",
+       {"auto", "sched_auto", "sched_ring", "sched_brucks", "sched_recursive_doubling", "tsp_ring",
+        "tsp_brucks", "tsp_recexch_doubling", "tsp_recexch_halving"}},
+      {"allgatherv",
+       {"auto", "sched_auto", "sched_brucks", "sched_recursive_doubling", "sched_ring",
+        "tsp_recexch_doubling", "tsp_recexch_halving", "tsp_ring", "tsp_brucks"}},
+      {"alltoall",
+       {"auto", "sched_auto", "sched_brucks", "sched_inplace", "sched_pairwise",
+        "sched_permuted_sendrecv", "tsp_ring", "tsp_brucks", "tsp_scattered"}},
+      {"alltoallv",
+       {"auto", "sched_auto", "sched_blocked", "sched_inplace", "tsp_scattered", "tsp_blocked",
+        "tsp_inplace"}},
+      {"reduce",
+       {"auto", "sched_auto", "sched_smp", "sched_binomial", "sched_reduce_scatter_gather",
+        "tsp_tree", "tsp_ring"}},
+      {"allreduce",
+       {"auto", "sched_auto", "sched_naive", "sched_smp", "sched_recursive_doubling",
+        "sched_reduce_scatter_allgather", "tsp_recexch_single_buffer",
+        "tsp_recexch_multiple_buffer", "tsp_tree", "tsp_ring",
+        "tsp_recexch_reduce_scatter_recexch_allgatherv"}},
+      {"reduce_scatter",
+       {"auto", "sched_auto", "sched_noncommutative", "sched_recursive_doubling", "sched_pairwise",
+        "sched_recursive_halving", "tsp_recexch"}},
+      {"reduce_scatter_block",
+       {"auto", "sched_auto", "sched_noncommutative", "sched_recursive_doubling", "sched_pairwise",
+        "sched_recursive_halving", "tsp_recexch"}},
+      {"scan",
+       {"auto", "sched_auto", "sched_smp", "sched_recursive_doubling", "tsp_recursive_doubling"}},
+      {"exscan", {"auto", "sched_auto", "sched_recursive_doubling"}},
+  };
+  auto it = nb.find(coll);
+  return it == nb.end() ? std::vector<std::string>{} : it->second;
+}
+
 namespace mpi_detail {
 
 std::string find_program(const std::string& name) {

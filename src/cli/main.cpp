@@ -448,6 +448,10 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                 "reduce_scatter: every rank's count is --count (a `collective reduce-scatter` "
                 "model's equal blocks), not the uneven counts(j); alltoallv, alltoallw: every "
                 "pair's count is --count (a `collective alltoall` model's blocks)");
+  mpi->add_option("--nb-algorithm", mpi_opts.nb_algorithm,
+                  "MPICH's --algorithm nb: the nonblocking algorithm it runs "
+                  "(MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM; --list-algorithms --algorithm nb "
+                  "lists them)");
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");

@@ -172,7 +172,7 @@ struct ModelHeader {
   SourceLoc port_loc;
   ExprPtr elements;  // elements per input (default 1): `elements p` splits a message in p parts
   std::vector<std::string> notes;
-  std::vector<LibraryClaim> libraries;  // `library ...` lines, at most one per library
+  std::vector<LibraryClaim> libraries;  // `library ...` lines; one library's differ in selectors
   SourceLoc loc;
   // The header formulas' values already computed, per formula and environment (header_value in
   // lang/check.hpp); set by check_model.

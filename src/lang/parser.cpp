@@ -580,9 +580,6 @@ class Parser {
     if (l.library != "openmpi" && l.library != "mpich" && l.library != "nccl")
       error(name,
             "unknown library '" + printable(l.library) + "' (expected openmpi, mpich or nccl)");
-    for (const LibraryClaim& o : h.libraries)
-      if (o.library == l.library)
-        error(name, "a second 'library " + l.library + "' line (one line per library)");
     auto version = [&](const char* what) {
       const Token& v = peek();
       if (v.kind != Tok::Version && v.kind != Tok::Number)
@@ -611,6 +608,14 @@ class Parser {
             "coll_tuned_allreduce_algorithm = 4, MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM = "
             "recursive_doubling or NCCL_ALGO = Ring), found " +
                 describe(peek()));
+    // Several lines of one library are several algorithms the model stands for (MPICH's
+    // recursive doubling and its `nb` over the nonblocking recursive doubling), each with its
+    // own selectors; the same selectors twice say nothing more and are refused.
+    for (const LibraryClaim& o : h.libraries)
+      if (o.library == l.library && o.selectors == l.selectors)
+        error(name, "a second 'library " + l.library +
+                        "' line with the same selectors (a further line names another algorithm "
+                        "of the library)");
     h.libraries.push_back(std::move(l));
   }
 
@@ -708,6 +713,27 @@ class Parser {
       if (ok && std::isdigit(static_cast<unsigned char>(value[0])))
         error_at(l.loc, "'" + key + "' takes the algorithm's name in MPICH (as ring), not '" +
                             value + "'");
+      // MPICH's `nb` runs the nonblocking collective's own selection: a further key
+      // MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM names the schedule, for `nb` of the same
+      // collective only.
+      for (std::size_t i = 1; ok && i < l.selectors.size(); ++i) {
+        const auto& [k, v] = l.selectors[i];
+        if (k.rfind("MPIR_CVAR_I", 0) != 0 || k.size() < 28 ||
+            k.compare(k.size() - 16, 16, "_INTRA_ALGORITHM") != 0)
+          continue;
+        const std::string blocking = "MPIR_CVAR_" + k.substr(11);
+        if (blocking != key)
+          error_at(l.loc, "'" + k + "' selects another collective's nonblocking algorithm than '" +
+                              key + "' (expected MPIR_CVAR_I" + key.substr(10) + ")");
+        if (value != "nb")
+          error_at(l.loc, "'" + k + "' is read by MPICH's `nb` algorithm only, and '" + key +
+                              "' is '" + value + "', not nb");
+        if (std::isdigit(static_cast<unsigned char>(v[0])))
+          error_at(l.loc, "'" + k +
+                              "' takes the algorithm's name in MPICH (as sched_binomial), "
+                              "not '" +
+                              v + "'");
+      }
     } else {
       // NCCL's rings run every collective here; its trees only the all-reduce.
       ok = key == "NCCL_ALGO" && !names.empty() && c != Collective::Alltoall &&
