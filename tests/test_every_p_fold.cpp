@@ -138,6 +138,13 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
                    pf);
   CHECK(b.refusal.find("sends before it receives") != std::string::npos);
   CHECK(b.refusal_loc.line == 35);
+  // Two phases on one line would share their positions.
+  auto d = analyze(replaced(m, "    rem := p - pof2;\n",
+                            "    rem := p - pof2; send buf to (my_id + 1) mod p; receive tmp from "
+                            "(my_id - 1) mod p;\n"),
+                   pf);
+  CHECK(d.refusal.find("two communicating statements on one line") != std::string::npos);
+  CHECK(d.refusal_loc.line == 19);
   // A witness for a line that is no phase (a typo would otherwise leave rank 0 as the witness).
   auto c = analyze(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
   CHECK(c.refusal.find("the program has no phase there") != std::string::npos);

@@ -319,7 +319,8 @@ class Analyzer {
   std::vector<PhaseEvent> pev_prev_, pev_cur_;
   std::map<std::string, std::string> pdecl_;  // a loop exit's constant -> its declaration
   std::map<const Stmt*, int> ploop_id_;
-  std::vector<Path> pfinal_;  // the paths at their end (rounds of each phase)
+  std::map<std::string, const Stmt*> phase_stmt_;  // a phase's key (its line) -> its statement
+  std::vector<Path> pfinal_;                       // the paths at their end (rounds of each phase)
   int loop_id(const Stmt& s);
   void phased_run(const std::vector<const Stmt*>& todo, const Path& p0);
   void phased_if(const Stmt& s, const std::string& c, const Path& path,

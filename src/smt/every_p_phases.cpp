@@ -118,6 +118,10 @@ void Analyzer::phased_if(const Stmt& s, const std::string& c, const Path& path,
 }
 
 void Analyzer::phase_open(const Stmt& s, Path& path, std::size_t end) {
+  // A phase is named by its line: two on one line would share their events' positions.
+  auto [at, fresh] = phase_stmt_.emplace(phase_key(&s), &s);
+  if (!fresh && at->second != &s)
+    refuse("two communicating statements on one line: the phases need a line each", s.loc);
   path.phase = &s;
   path.phase_end = end;
   path.psend = "0";
