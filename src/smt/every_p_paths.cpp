@@ -100,7 +100,7 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         std::vector<bool> feasible = {true, true};
         const bool opens = phased_ && mentions(c, "r") && !path.phase &&
                            (has_comm(s.body) || has_comm(s.else_body));
-        if (phased_ && mentions(c, "r")) phased_if(s, c, path, feasible);
+        if (phased_) phased_if(s, c, path, feasible);  // also `newrank <> -1` folded to false
         if (mentions(c, "r") && !rooted_ && !phased_) {
           my_id_if_ = has_comm(s.body) || has_comm(s.else_body);
           refuse(
