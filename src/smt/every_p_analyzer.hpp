@@ -320,6 +320,7 @@ class Analyzer {
   std::map<std::string, std::string> pdecl_;  // a loop exit's constant -> its declaration
   std::map<const Stmt*, int> ploop_id_;
   std::map<std::string, const Stmt*> phase_stmt_;  // a phase's key (its line) -> its statement
+  std::map<std::string, bool> pruned_;             // an `infeasible-...` query -> Z3 said unsat
   std::vector<Path> pfinal_;                       // the paths at their end (rounds of each phase)
   int loop_id(const Stmt& s);
   void phased_run(const std::vector<const Stmt*>& todo, const Path& p0);

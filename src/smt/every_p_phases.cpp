@@ -106,11 +106,15 @@ void Analyzer::phased_if(const Stmt& s, const std::string& c, const Path& path,
     oblige(b, fmt::format("infeasible-line-{}-{}", s.loc.line, side == 0 ? "then" : "else"),
            "no rank takes this branch of an `if` on my_id (its queries are left out)", "", "true",
            "false", s.loc);
-    smt::Solver z(smt::Limits{10000, 20'000'000});
     const std::string& script = out_.obligations.back().script;
-    z.reserve(script.size() / 8 + 16);
-    z.add(script);
-    if (z.check({"a"}).answer == smt::Answer::Unsat)
+    auto known = pruned_.find(script);  // each reading asks the same questions
+    if (known == pruned_.end()) {
+      smt::Solver z(smt::Limits{10000, 20'000'000});
+      z.reserve(script.size() / 8 + 16);
+      z.add(script);
+      known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
+    }
+    if (known->second)
       feasible[side] = false;
     else
       out_.obligations.pop_back();
