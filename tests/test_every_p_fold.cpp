@@ -146,6 +146,13 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
                    pf);
   CHECK(d.refusal.find("two communicating statements on one line") != std::string::npos);
   CHECK(d.refusal_loc.line == 19);
+  // A barrier with an `if` on my_id around its rounds (knowledge is not carried across paths).
+  std::string barrier =
+      replaced(replaced(collv::test::slurp(kRoot + "/models/mpich/barrier_dissemination.coll"),
+                        "    mask := 1;\n", "    mask := 1;\n    if my_id > 0 then\n"),
+               "    endwhile;\n", "    endwhile;\n    endif;\n");
+  auto e = analyze(barrier, "kind every-p\nmodel barrier_dissemination\ntrips while (clog2 p)\n");
+  CHECK(e.refusal.find("a barrier whose ranks take different rounds") != std::string::npos);
   // A witness for a line that is no phase (a typo would otherwise leave rank 0 as the witness).
   auto c = analyze(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
   CHECK(c.refusal.find("the program has no phase there") != std::string::npos);

@@ -68,6 +68,12 @@ int Analyzer::loop_id(const Stmt& s) {
 }
 
 void Analyzer::phased_run(const std::vector<const Stmt*>& todo, const Path& p0) {
+  // A barrier's knowledge is not carried across paths yet: refused, not under-approximated.
+  if (barrier_)
+    refuse(
+        "a barrier whose ranks take different rounds (an `if` on my_id around communication) "
+        "is outside the fragment",
+        m_.header.loc);
   phased_ = true;
   pdecl_.clear();
   auto signature = [](const std::vector<PhaseEvent>& ev) {
