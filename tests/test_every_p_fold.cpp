@@ -47,6 +47,13 @@ EveryPAnalysis analyze(const std::string& model, const std::string& proof) {
   return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
 }
 
+std::string all_failed(const EveryPOutcome& r) {
+  std::string out;
+  for (const auto& l : r.lines)
+    if (l.rfind("FAILED", 0) == 0) out += l + "\n";
+  return out;
+}
+
 bool any_sat(const std::vector<smt::Answer>& a) {
   return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
 }
@@ -153,6 +160,12 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
                "    endwhile;\n", "    endwhile;\n    endif;\n");
   auto e = analyze(barrier, "kind every-p\nmodel barrier_dissemination\ntrips while (clog2 p)\n");
   CHECK(e.refusal.find("a barrier whose ranks take different rounds") != std::string::npos);
+  // MPICH's recursive halving: its fold is read as phases, the prover stops at the array of
+  // block offsets (docs/smt.md, "Not done").
+  const std::string halving = kRoot + "/models/mpich/reduce_scatter_recursive_halving.coll";
+  auto h = analyze(collv::test::slurp(halving), "kind every-p\nmodel m\n");
+  CHECK(h.refusal.find("outside the fragment") != std::string::npos);
+  CHECK(h.refusal_loc.line == 41);  // array nd[pof2 + 1]
   // A witness for a line that is no phase (a typo would otherwise leave rank 0 as the witness).
   auto c = analyze(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
   CHECK(c.refusal.find("the program has no phase there") != std::string::npos);
@@ -182,7 +195,11 @@ TEST_CASE("every-p: phases: the fold's mutants past p = 64 and above count 1000 
                           kProofs + "/mutants/allreduce_recursive_doubling_p64.proof");
   INFO(a.note);
   CHECK(a.exit == kExitViolation);
-  CHECK(a.p == 65);
+  // The first failing query is a round's destination past the last rank (p = 127 = 2 pof2 - 1);
+  // the rounds' match and received queries fail too (from p = 65, where the executor fails).
+  CHECK(a.p > 64);
+  CHECK(a.failed_obligation.rfind("send-dst-loop-while", 0) == 0);
+  CHECK(all_failed(a).find("received-loop-while") != std::string::npos);
   EveryPOutcome b = prove(kProofs + "/mutants/allreduce_recursive_doubling_count1000.coll",
                           kProofs + "/mutants/allreduce_recursive_doubling_count1000.proof");
   INFO(b.note);
