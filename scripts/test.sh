@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds the release build and runs every test
 # (fast and [slow]) in it; builds the ASan/UBSan build and runs the fast tests (ctest label
-# "unit": everything not tagged [slow]) under the sanitizers: they cover every reader of input
+# "unit": everything not tagged [slow] or [heavy]) under the sanitizers: they cover every reader of input
 # (models, specs, schedule files, proof files, the command line); the [slow] tests are long pure
 # computations on the repository's own models and proofs and run in the release build only.
+# [heavy] tests are fast-suite tests long only from Z3 or MPI launches: release phase only.
 # Then the fuzz harnesses briefly and the main job (the proofs and z3's re-check of every
 # certificate are a [slow] test). Each phase's wall and CPU time is printed at the end (README.md
 # says how long the whole takes on a 2-core machine).

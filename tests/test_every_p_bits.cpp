@@ -70,3 +70,35 @@ TEST_CASE("every-p bits: the bits lemma holds for every integer and fails when m
   bad.replace(at, 5, "(* 16 ");
   CHECK(ask(bad) == smt::Answer::Sat);
 }
+
+TEST_CASE(
+    "every-p bits: the prefix claim (bits 0 .. k - 1 clear iff x mod 2^k = 0) holds for the "
+    "tree's tests and fails on tests of the wrong bits",
+    "[every-p][every-p-bits]") {
+  // The tests as the tree's receive loop writes them, `(x AND 2^j) <> 0`, with the mask of
+  // iteration j shifted by `shift` bits; the claim at k, assuming bit_lemmas(x, k + shift).
+  auto ask = [](int k, int shift, bool with_test) {
+    std::string zero = "true", test;
+    for (int j = 0; j <= k; ++j) {
+      std::string t =
+          fmt::format("(not (= {} 0))", *bitop_numeral(Op::BitAnd, "x", 1LL << (j + shift)));
+      if (j == k)
+        test = t;
+      else
+        zero = fmt::format("(and {} (not {}))", zero, t);
+    }
+    std::string claim = bits_prefix_claim("x", zero, with_test ? test : "", k);
+    return smt::run_smt2_script(
+               fmt::format("(declare-const x Int)\n(assert {})\n(assert (not {}))\n(check-sat)\n",
+                           bit_lemmas("x", k + shift), claim),
+               60000, 1 << 24)
+        .answer;
+  };
+  for (int k : {0, 1, 5, 13, 31})
+    for (bool t : {true, false}) CHECK(ask(k, 0, t) == smt::Answer::Unsat);
+  // Tests of bits 1 .. k + 1 (a mask starting at 2): the claim fails (at k = 0 without the test
+  // it is (mod x 1) = 0, true for every x).
+  CHECK(ask(0, 1, true) == smt::Answer::Sat);
+  for (int k : {5, 13})
+    for (bool t : {true, false}) CHECK(ask(k, 1, t) == smt::Answer::Sat);
+}

@@ -61,7 +61,7 @@ bool any_sat(const std::vector<smt::Answer>& a) {
 }  // namespace
 
 TEST_CASE("every-p: phases: the fold's matches, partners and rounds hold up to p = 8",
-          "[every-p][every-p-fold]") {
+          "[every-p][every-p-fold][heavy]") {
   // The phased reading's own obligations, solved one by one (the whole proof of this copy, 195
   // queries and about 5 s of CPU, is the [slow] test below).
   auto a = analyze(small_model(), small_proof());
@@ -93,7 +93,7 @@ TEST_CASE("every-p: phases: MPICH's recursive-doubling all-reduce up to p = 8 is
 }
 
 TEST_CASE("every-p: phases: each obligation of the phased reading fails on a broken input",
-          "[every-p][every-p-fold]") {
+          "[every-p][every-p-fold][heavy]") {
   const std::string m = small_model(), pf = small_proof();
   SECTION("match: the odd rank of the fold receives from the wrong rank") {
     auto a = analyze(replaced(m, "receive tmp from my_id - 1;", "receive tmp from my_id - 3;"), pf);

@@ -168,7 +168,7 @@ TEST_CASE("every-p: xor_pow2 is the executor's XOR with 2^e, negative x included
 TEST_CASE(
     "every-p: Open MPI's recursive-doubling allgather is proved for every p, its queries split "
     "per round k = 0..31 and the rest",
-    "[every-p]") {
+    "[every-p][heavy]") {
   EveryPOutcome r = prove_files(kRdAllgather, kProofs + "allgather_recursive_doubling_ompi.proof");
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
@@ -225,7 +225,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p: a recursive-doubling allgather whose partner is off only past p = 64 is disproved at "
     "p = 128",
-    "[every-p]") {
+    "[every-p][heavy]") {
   EveryPOutcome r = prove_files(kProofs + "mutants/allgather_recursive_doubling_ompi_p64.coll",
                                 kProofs + "mutants/allgather_recursive_doubling_ompi_p64.proof");
   INFO(r.note);

@@ -316,7 +316,7 @@ TEST_CASE(
     "collv mpi --conformance: every library model with a selector conforms at p = 4, "
     "counts 3..4, root p-1 (MPICH's collectives without a reduction by their message "
     "patterns), and the old Open MPI ring model fails below count p",
-    "[mpi]") {
+    "[mpi][heavy]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpicc.mpich")) {
     WARN("Open MPI or MPICH is not installed: skipped; scripts/install-deps.sh installs them");
     return;

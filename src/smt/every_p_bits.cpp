@@ -23,6 +23,16 @@ std::string bit_lemmas(const std::string& x, int maxj) {
   return out;
 }
 
+std::string bits_prefix_claim(const std::string& x, const std::string& zero,
+                              const std::string& test, int k) {
+  const long long w = 1LL << k;
+  std::string first = fmt::format("(= {} (= (mod {} {}) 0))", zero, x, w);
+  if (test.empty()) return first;
+  return fmt::format(
+      "(and {} (= (and {} {}) (= (mod {} {}) {})) (= (and {} (not {})) (= (mod {} {}) 0)))", first,
+      zero, test, x, 2 * w, w, zero, test, x, 2 * w);
+}
+
 std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c) {
   if (op != Op::BitAnd && op != Op::BitOr && op != Op::BitXor) return std::nullopt;
   if (c < 0 || c > kBitsMaxNumeral) return std::nullopt;

@@ -37,6 +37,15 @@ std::string bit_lemmas(const std::string& x, int maxj);
 // One instance, for bit j (0 <= j <= 32).
 std::string bit_lemma(const std::string& x, int j);
 
+// The prefix form of a binomial tree's receive loop (every_p_tree.cpp): `zero` is the conjunction
+// of the negated bit tests of iterations 0 .. k - 1 and `test` iteration k's (over the free name
+// x); the claim, for every integer x: zero iff (mod x 2^k) = 0, zero and test iff (mod x 2^(k+1))
+// = 2^k, zero and not test iff (mod x 2^(k+1)) = 0. Valid when iteration j's test is bit j of x
+// (`bits-prefix-kK` proves it, assuming bit_lemmas(x, k): 0.02 s each where the claim alone took
+// 20-40 s or timed out at k >= 13). `test` empty: the first equivalence only.
+std::string bits_prefix_claim(const std::string& x, const std::string& zero,
+                              const std::string& test, int k);
+
 // x OP c for OP in BitAnd, BitOr, BitXor and a numeral 0 <= c <= kBitsMaxNumeral, as a linear
 // Int term (a sum over c's set bits). nullopt for another OP or c outside that range.
 std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c);

@@ -41,7 +41,12 @@
 //                       a schedule of `steps` synchronous rounds, one event of a rank per round,
 //                       each message sent and received in its round; with `steps-root` (the root
 //                       sends `steps` messages, one a round) the round count is exactly steps;
-//   postcondition-...   at the path's end, as for every rooted program.
+//   postcondition-...   at the path's end, as for every rooted program;
+//   bits-prefix-kK      the prefix form (below, where the receive loop is built): for every
+//                       integer x, the program's bit tests of iterations 0 .. K - 1 all false
+//                       iff (mod x 2^K) = 0, and iteration K's true iff (mod x 2^(K+1)) = 2^K,
+//                       so each path states one fact about rel instead of K + 1 bit tests;
+//   bits-lemma-J        the bits lemma (every_p_bits.hpp), assumed by the above.
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
 
@@ -168,6 +173,30 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   Path cur = path;
   cur.sends.clear();
   std::string spine = path.pc;
+  // The prefix form (MPICH's `(rel AND mask) <> 0`, mask = 2^k at iteration k): the bit tests
+  // of iterations 0 .. k - 1 all false is the one fact (mod X 2^k) = 0, and with iteration k's
+  // true (mod X 2^(k+1)) = 2^k, X the tested value (the same term at every iteration). Each
+  // equivalence is an obligation over the program's own tests (`bits-prefix-kK`, for every
+  // integer x); the paths then state the one fact instead of k + 1 bit tests, and Z3 decides the
+  // parent's bits without branch-and-bound over k divisions. Built beside the bit-test form,
+  // used when every iteration's test has that shape (else the bit tests, as before).
+  const Expr* bx_e = nullptr;  // E of `(E AND M) <> 0`, E a variable
+  {
+    const Expr& c1 = *rif->cond;
+    if (c1.kind == ExprKind::Binary && c1.op == Op::Ne && c1.args[1]->kind == ExprKind::Number &&
+        c1.args[1]->value == 0 && c1.args[0]->kind == ExprKind::Binary &&
+        c1.args[0]->op == Op::BitAnd && c1.args[0]->args[0]->kind == ExprKind::Name)
+      bx_e = c1.args[0]->args[0].get();
+  }
+  bool prefix = bx_e != nullptr;
+  std::string bx_term;                 // X
+  std::vector<std::string> tests_x;    // iteration k's bit test over the free name bx
+  std::string heads = path.pc;         // the loop's conditions at heads 0 .. k (no bit tests)
+  std::vector<std::string> pc_prefix;  // tps[i]'s condition in the prefix form
+  std::vector<std::string> alive_prefix;
+  auto zero_below = [&](int k) {
+    return k == 0 ? std::string("true") : fmt::format("(= (mod {} {}) 0)", bx_term, 1LL << k);
+  };
   for (int k = 0;; ++k) {
     std::string c = bool_expr(*w1.cond, cur.st);
     if (k == kUnroll) {
@@ -183,6 +212,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     if (c != "true") {
       TreePath e;
       e.pc = fmt::format("(and {} (not {}))", spine, c);
+      pc_prefix.push_back(fmt::format("(and {} (not {}) {})", heads, c, zero_below(k)));
       e.tag = fmt::format("exit-k{}", k);
       e.iter = k;
       e.st = cur.st;
@@ -190,6 +220,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     }
     if (c == "false") break;
     spine = fmt::format("(and {} {})", spine, c);
+    heads = fmt::format("(and {} {})", heads, c);
     bool left = false;
     for (const auto& b : w1.body) {
       if (b->kind == StmtKind::Assign) {
@@ -198,6 +229,22 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         continue;
       }
       std::string c1 = bool_expr(*b->cond, cur.st);
+      if (prefix) {
+        // The test over the free name bx; the prefix form applies to this iteration if the
+        // program's test is literally that test of X, with the mask 2^k.
+        const std::string x = render(int_expr(*bx_e, cur.st));
+        auto mask = as_int(render(int_expr(*b->cond->args[0]->args[1], cur.st)));
+        State sx = cur.st;
+        sx.ints[bx_e->name] = Lin{"0", "bx"};
+        const bool had = bit_xs_.count("bx") > 0;
+        std::string tx = bool_expr(*b->cond, sx);
+        if (!had) bit_xs_.erase("bx");
+        if ((k > 0 && x != bx_term) || !mask || *mask != (1LL << k) || c1 == "true" ||
+            c1 == "false" || rename(tx, {{"bx", x}}) != c1 || mentions(x, "bx"))
+          prefix = false;
+        bx_term = x;
+        tests_x.push_back(tx);
+      }
       if (c1 != "false") {
         TreePath e;
         e.pc = fmt::format("(and {} {})", spine, c1);
@@ -208,18 +255,31 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         e.src = render(int_expr(*rcv.peer, cur.st));
         e.round = round_at(cur.st, rcv.loc);
         tps.push_back(std::move(e));
+        if (prefix)
+          pc_prefix.push_back(
+              fmt::format("(and {} (= (mod {} {}) {}))", heads, bx_term, 1LL << (k + 1), 1LL << k));
       }
       if (c1 == "true") left = true;
       spine = fmt::format("(and {} (not {}))", spine, c1);
     }
     alive.push_back(spine);
+    if (prefix)
+      alive_prefix.push_back(
+          fmt::format("(and {} (= (mod {} {}) 0))", heads, bx_term, 1LL << (k + 1)));
     if (left) break;
+  }
+  if (prefix && pc_prefix.size() == tps.size() && alive_prefix.size() == alive.size()) {
+    for (std::size_t i = 0; i < tps.size(); ++i) tps[i].pc = pc_prefix[i];
+    alive = alive_prefix;
+  } else {
+    prefix = false;
   }
 
   // The bits lemma's instances (every_p_bits.hpp) for the values whose bits the program tests, at
   // the ranks a query names, for bits 0 .. maxj: proved once for every integer (`bits-lemma`).
   auto lem = [&](const std::vector<std::string>& ranks, int maxj) {
     std::string out = "true";
+    if (prefix) return out;  // the prefix form has no bit tests
     for (const auto& x : bit_xs_)
       for (const auto& R : ranks)
         out = fmt::format("(and {} {})", out, bit_lemmas(rename(x, {{"r", R}}), maxj));
@@ -302,6 +362,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   if (h.steps && h.steps_at_most)
     refuse("`steps at most` in a rooted program is not in the fragment", h.loc);
 
+  std::set<std::pair<std::string, std::string>> dst_done;  // sends whose send-dst is stated
   for (const auto& tp : tps) {
     Path P = path;
     P.pc = tp.pc;
@@ -345,7 +406,9 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       std::string dst = "true", carry = "true";
       for (std::size_t i = 0; i < tp.sends.size(); ++i) {
         const TreeSend& s = tp.sends[i];
-        dst = fmt::format("(and {} (=> {} (and (<= 0 {}) (< {} p))))", dst, s.guard, s.dst, s.dst);
+        if (dst_done.insert({s.guard, s.dst}).second)
+          dst =
+              fmt::format("(and {} (=> {} (and (<= 0 {}) (< {} p))))", dst, s.guard, s.dst, s.dst);
         carry =
             fmt::format("(and {} (=> {} (and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))))",
                         carry, s.guard, s.val.len, msg.len, msg.len, s.val.blk, msg.blk);
@@ -353,10 +416,14 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
           oblige(P, read_name(what, sl), what, "(declare-const b Int)\n",
                  fmt::format("(and (> count 0) {})", s.guard), g, s.loc);
       }
-      // Without the path's condition (its bit tests only slow Z3 down here): a stronger claim.
+      // Without the path's condition (its bit tests only slow Z3 down here): a stronger claim,
+      // the same on every path, so each send (guard and destination) once, on the first path
+      // that makes it.
       Path G = P;
       G.pc = path.pc;
-      oblige(G, "send-dst-" + sl, "every send goes to a rank (on any path)", "", "true", dst, sloc);
+      if (dst != "true")
+        oblige(G, "send-dst-" + sl, "every send goes to a rank (on any path)", "", "true", dst,
+               sloc);
 
       oblige(P, "message-" + sl,
              "every send carries the proof's message (r's receive, if any, got it from a rank "
@@ -419,6 +486,33 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
              "the rank r's send goes to receives from r in the send's round", "",
              fmt::format("(and {} {})", g, lem({D}, maxj)), who, sloc);
     }
+  }
+  if (prefix) {
+    // The prefix form's equivalences, for every integer bx, over the program's tests at
+    // iterations 0 .. K, assuming the bits lemma's instances for bx (proved below).
+    Path P = path;
+    P.pc = "true";
+    std::string zero = "true";
+    for (std::size_t k = 0; k < tests_x.size(); ++k) {
+      const std::string g = bits_prefix_claim("bx", zero, tests_x[k], static_cast<int>(k));
+      oblige(P, fmt::format("bits-prefix-k{}", k),
+             fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
+                         "at iterations 0 .. {} iff (mod x 2^{}) = 0, and then iteration {}'s is "
+                         "true iff (mod x 2^{}) = 2^{}",
+                         rif->loc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
+             "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(k)), g, rif->loc);
+      zero = fmt::format("(and {} (not {}))", zero, tests_x[k]);
+    }
+    // An exit at the head after the last test (the loop's condition false there).
+    const std::size_t K = tests_x.size();
+    if (std::any_of(tps.begin(), tps.end(),
+                    [&](const TreePath& t) { return static_cast<std::size_t>(t.iter) == K; }))
+      oblige(P, fmt::format("bits-prefix-k{}", K),
+             fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
+                         "at iterations 0 .. {} iff (mod x 2^{}) = 0",
+                         rif->loc.line, static_cast<long long>(K) - 1, K),
+             "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(K)),
+             bits_prefix_claim("bx", zero, "", static_cast<int>(K)), rif->loc);
   }
   if (!bit_xs_.empty()) {
     Path P = path;
