@@ -166,6 +166,16 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
   auto h = analyze(collv::test::slurp(halving), "kind every-p\nmodel m\n");
   CHECK(h.refusal.find("outside the fragment") != std::string::npos);
   CHECK(h.refusal_loc.line == 41);  // array nd[pof2 + 1]
+  // A round loop run on two paths with different bounds (one induction needs the same rounds).
+  std::string ring = replaced(
+      replaced(collv::test::slurp(kRoot + "/models/mpich/allgather_ring.coll"),
+               "    for i := 1 to p - 1 do\n",
+               "    if my_id >= 0 then\n    if my_id = 0 then hi := p - 1; else hi := p; endif;\n"
+               "    for i := 1 to hi do\n"),
+      "    endfor;\n", "    endfor;\n    endif;\n");
+  auto g = analyze(ring, collv::test::slurp(kProofs + "/allgather_ring.proof"));
+  CHECK(g.refusal.find("bounds that differ between them") != std::string::npos);
+  CHECK(g.refusal_loc.line == 24);
   // A witness for a line that is no phase (a typo would otherwise leave rank 0 as the witness).
   auto c = analyze(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
   CHECK(c.refusal.find("the program has no phase there") != std::string::npos);

@@ -319,6 +319,7 @@ class Analyzer {
   std::vector<PhaseEvent> pev_prev_, pev_cur_;
   std::map<std::string, std::string> pdecl_;  // a loop exit's constant -> its declaration
   std::map<const Stmt*, int> ploop_id_;
+  std::map<int, std::pair<std::string, std::string>> ploop_bounds_;  // a loop's lot and hit
   std::map<std::string, const Stmt*> phase_stmt_;  // a phase's key (its line) -> its statement
   std::map<std::string, bool> pruned_;             // an `infeasible-...` query -> Z3 said unsat
   std::vector<Path> pfinal_;                       // the paths at their end (rounds of each phase)

@@ -72,6 +72,15 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   const int id = spec.id;
   std::string iter = fmt::format("i_L{}", id);
   std::string loop_where = fmt::format("loop {} ({})", lname, s.loc.str());
+  // A phased program's loop is one induction over the paths that run it: the same bounds on each.
+  if (phased_) {
+    auto [at, fresh] = ploop_bounds_.emplace(id, std::make_pair(lot, hit));
+    if (!fresh && at->second != std::make_pair(lot, hit))
+      refuse(
+          "a round loop run on several paths with bounds that differ between them is outside "
+          "the fragment",
+          s.loc);
+  }
   // The body: assignments, one send and one receive, in either order.
   const Stmt* snd = nullptr;
   const Stmt* rcv = nullptr;

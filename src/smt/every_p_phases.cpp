@@ -58,8 +58,7 @@ bool Analyzer::has_comm(const std::vector<StmtPtr>& body) {
 int Analyzer::loop_id(const Stmt& s) {
   if (!phased_) return ++out_.loops;
   // One loop statement, one induction: its iteration and exit constants are shared by the paths
-  // that run it (its bounds are free of r and the same on each: checked by the match queries,
-  // which name them).
+  // that run it (its bounds are free of r and the same on each: checked in round_loop).
   auto f = ploop_id_.find(&s);
   if (f != ploop_id_.end()) return f->second;
   int id = ++out_.loops;
@@ -91,6 +90,7 @@ void Analyzer::phased_run(const std::vector<const Stmt*>& todo, const Path& p0) 
     loop_name_.clear();
     splits_.clear();
     ploop_id_.clear();
+    ploop_bounds_.clear();
     pev_cur_.clear();
     pfinal_.clear();
     explore(todo, 0, p0);
