@@ -83,6 +83,14 @@ struct Path {
   // A rooted program's receives so far, and for each the sends in all of its sender.
   std::vector<RecvEvent> recvs;
   std::vector<std::string> sender_total;
+  // A phased program's (every_p_phases.cpp): the phase statement the path is in (nullptr between
+  // phases), where it ends in the path's statement list, the phase's sends and receives so far,
+  // whether it is a loop, and each finished phase's rounds (its key, a term).
+  const Stmt* phase = nullptr;
+  std::size_t phase_end = 0;
+  std::string psend = "0", precv = "0";
+  bool phase_loop = false;
+  std::vector<std::pair<std::string, std::string>> phase_n;
 };
 
 // Items: none (identity items), (it RANK BLOCK) the input block BLOCK of rank RANK, and (sm BLOCK
@@ -297,6 +305,37 @@ class Analyzer {
   std::string tree_root_ = "false";
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
   bool tree_mod_ = false;  // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
+  // every_p_phases.cpp: an unrooted program whose ranks take different rounds (an `if` on my_id
+  // around communication: MPICH's non-power-of-two fold) is read as phases, and each receive is
+  // matched with a send of the same phase and index on the same channel, over every path. The
+  // program is read until the sends and receives of every path reach a fixed point.
+  bool phased_ = false;
+  bool my_id_if_ = false;  // the plain reading stopped at an `if` on my_id around communication
+  struct PhaseEvent {
+    bool send = false, in_loop = false;
+    std::string phase, idx = "0", lo, hi, iter, pc, peer, len = "0", blk = "none";
+    SourceLoc loc;
+  };
+  std::vector<PhaseEvent> pev_prev_, pev_cur_;
+  std::map<std::string, std::string> pdecl_;  // a loop exit's constant -> its declaration
+  std::map<const Stmt*, int> ploop_id_;
+  std::map<int, std::pair<std::string, std::string>> ploop_bounds_;  // a loop's lot and hit
+  std::map<std::string, const Stmt*> phase_stmt_;  // a phase's key (its line) -> its statement
+  std::map<std::string, bool> pruned_;             // an `infeasible-...` query -> Z3 said unsat
+  std::vector<Path> pfinal_;                       // the paths at their end (rounds of each phase)
+  int loop_id(const Stmt& s);
+  void phased_run(const std::vector<const Stmt*>& todo, const Path& p0);
+  void phased_if(const Stmt& s, const std::string& c, const Path& path,
+                 std::vector<bool>& feasible);
+  void phase_open(const Stmt& s, Path& path, std::size_t end);
+  void phase_close(Path& path);
+  void phase_comm(const Stmt& s, Path& path, bool loop);
+  void phase_event(const PhaseEvent& e, const Path& path);
+  Incoming phased_incoming(const Path& path, const std::string& K);
+  std::string phase_received(const Path& path, const std::string& dst, const std::string& K);
+  std::string phase_decls(const std::string& text, const std::string& have);
+  void phased_global();
+  static bool has_comm(const std::vector<StmtPtr>& body);
 };
 
 }  // namespace collv::everyp

@@ -21,7 +21,7 @@ std::string pow2_defs() {
   return fmt::format(
       "(define-fun pow2 ((x Int)) Int {})\n(define-fun clog2 ((x Int)) Int (ite (<= x 1) 0 {}))\n"
       "(declare-fun clog2_undefined (Int) Int)\n(declare-fun pow2_undefined (Int) Int)\n"
-      "(declare-fun log2_undefined (Int) Int)\n",
+      "(declare-fun log2_undefined (Int) Int)\n(declare-fun popcount_undefined (Int) Int)\n",
       pw, cl);
 }
 
@@ -34,7 +34,7 @@ void Analyzer::while_loop(const Stmt& s, Path& path) {
     named = loop_name_.emplace(&s, nth == 1 ? "while" : fmt::format("while#{}", nth)).first;
   }
   std::string lname = named->second;
-  int id = ++out_.loops;
+  int id = loop_id(s);
   note_split(lname, id, s.loc);
   const EveryPInvariant* tr = invariant(lname, "#trips", "trips");
   if (!tr)

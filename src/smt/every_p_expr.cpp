@@ -23,12 +23,33 @@ std::string Analyzer::header_term(const Expr& e) {
         return fmt::format(
             "(ite (and (>= {} 1) (<= {} 4294967296)) (clog2 {}) (clog2_undefined {}))", x, x, x, x);
       }
+      // ilog2 (log2 rounded down) of x in 1 .. 2^32 - 1; popcount of x in 0 .. 2^32 - 1, the sum
+      // of its 32 bits (a div and a mod by numerals each); unknown values elsewhere.
+      if (e.name == "ilog2" && e.args.size() == 1) return log2_int(header_term(*e.args[0]));
+      if (e.name == "popcount" && e.args.size() == 1) {
+        std::string x = header_term(*e.args[0]), bits = "0";
+        for (int j = 31; j >= 0; --j)
+          bits = add(fmt::format("(mod (div {} {}) 2)", x, 1LL << j), bits);
+        return fmt::format("(ite (and (>= {} 0) (<= {} 4294967295)) {} (popcount_undefined {}))", x,
+                           x, bits, x);
+      }
       break;
     case ExprKind::Unary:
       if (e.op == Op::Neg) return sub("0", header_term(*e.args[0]));
       if (e.op == Op::Not) return fmt::format("(not {})", header_term(*e.args[0]));
       break;
     case ExprKind::Binary: {
+      // popcount(X) = 1: X is a power of two (the same claim, without X's 32 bits, which Z3
+      // took tens of seconds to sum for large p).
+      if (e.op == Op::Eq && e.args[0]->kind == ExprKind::Call && e.args[0]->name == "popcount" &&
+          e.args[0]->args.size() == 1 && e.args[1]->kind == ExprKind::Number &&
+          e.args[1]->value == 1) {
+        std::string x = header_term(*e.args[0]->args[0]);
+        return fmt::format(
+            "(ite (and (>= {} 0) (<= {} 4294967295)) (and (>= {} 1) (= (pow2 (- (clog2 (+ {} 1)) "
+            "1)) {})) (= (popcount_undefined {}) 1))",
+            x, x, x, x, x, x);
+      }
       std::string a = header_term(*e.args[0]), b = header_term(*e.args[1]);
       switch (e.op) {
         case Op::Add:

@@ -52,7 +52,7 @@ void Analyzer::loop(const Stmt& s, Path& path) {
     named = loop_name_.emplace(&s, nth == 1 ? s.var : fmt::format("{}#{}", s.var, nth)).first;
   }
   std::string lname = named->second;
-  int id = ++out_.loops;
+  int id = loop_id(s);
   if (s.var == "r" || s.var == "b" || s.var == "p" || s.var == "t" || s.var == "q")
     refuse("a loop counter named r, b, t, q or p clashes with the invariant language's names",
            s.loc);
@@ -72,6 +72,15 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   const int id = spec.id;
   std::string iter = fmt::format("i_L{}", id);
   std::string loop_where = fmt::format("loop {} ({})", lname, s.loc.str());
+  // A phased program's loop is one induction over the paths that run it: the same bounds on each.
+  if (phased_) {
+    auto [at, fresh] = ploop_bounds_.emplace(id, std::make_pair(lot, hit));
+    if (!fresh && at->second != std::make_pair(lot, hit))
+      refuse(
+          "a round loop run on several paths with bounds that differ between them is outside "
+          "the fragment",
+          s.loc);
+  }
   // The body: assignments, one send and one receive, in either order.
   const Stmt* snd = nullptr;
   const Stmt* rcv = nullptr;
@@ -101,6 +110,11 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
     if (b.get() == snd) send_first = true;
     if (b.get() == rcv) break;
   }
+  // A phased program's round: the send comes first, so a rank waiting for its partner's send of
+  // a round waits only for rounds before it (no deadlock by induction on the rounds).
+  if (phased_ && !local_loop && !send_first)
+    refuse("in a phased program a round loop sends before it receives (else outside the fragment)",
+           s.loc);
 
   // The head of iteration `iter`: the proof's closed forms for what the loop assigns. A variable
   // without one has no value at the head (a read before the body writes it is refused).
@@ -270,7 +284,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   std::vector<Pending> obs;
   State st = head;
   std::string src;
-  std::string K = add(path.nrecv, sub(iter, lot));
+  std::string K = phased_ ? sub(iter, lot) : add(path.nrecv, sub(iter, lot));
   for (const auto& b : s.body) {
     if (b.get() == snd) continue;  // its obligations are the template's (reads) and the match
     if (b.get() == rcv)
@@ -292,6 +306,20 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
     oblige(path, fmt::format("send-dst-loop-{}", lname),
            fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
            fmt::format("(and (<= 0 {}) (< {} p))", ev.dst, ev.dst), snd->loc);
+  if (phased_ && snd) {
+    // The partner takes part: its path receives from r in the same phase and round.
+    phase_event(
+        PhaseEvent{true, true, "", "0", lot, hit, iter, path.pc, ev.dst, ev.len, ev.blk, snd->loc},
+        path);
+    phase_event(
+        PhaseEvent{false, true, "", "0", lot, hit, iter, path.pc, src, "0", "none", rcv->loc},
+        path);
+    oblige(path, fmt::format("received-loop-{}", lname),
+           fmt::format("in every round of {}, r's partner takes part: its path receives from r "
+                       "in the same phase and round",
+                       loop_where),
+           decls, hyp, phase_received(path, ev.dst, sub(iter, lot)), snd->loc);
+  }
   for (const auto& o : obs)
     oblige(path, o.name, o.what + " (" + loop_where + ")", decls, o.data ? hypc : hyp, o.goal,
            o.loc);
@@ -369,11 +397,23 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   if (!local_loop) {
     path.nsend = add(path.nsend, trips);
     path.nrecv = add(path.nrecv, trips);
+    if (phased_) {
+      path.psend = trips;
+      path.precv = trips;
+      pdecl_[exit] = fmt::format(
+          "(declare-const {} Int)\n(assert (= {} (ite (>= (+ {} 1) {}) (+ {} 1) {})))\n", exit,
+          exit, hit, lot, hit, lot);
+    }
   }
 }
 
 void Analyzer::finish(const Path& path) {
   if (rooted_) return rooted_finish(path);
+  if (phased_) {
+    Path done = path;
+    phase_close(done);
+    pfinal_.push_back(done);
+  }
   const auto& h = m_.header;
   const Buf& out = data_var(h.output, path.st, h.loc);
   if (more_collective(h.collective)) {
@@ -407,6 +447,7 @@ void Analyzer::finish(const Path& path) {
                        comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
            h.loc);
   }
+  if (phased_) return;  // matched per phase and channel; rounds by phase (phased_global)
   oblige(path, "sends-received",
          "every rank receives as many messages as it sends (with the matches above, every send "
          "is received in its round)",

@@ -32,10 +32,17 @@ void Analyzer::run() {
   if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
   std::vector<const Stmt*> todo;
   for (const auto& s : m_.body) todo.push_back(s.get());
-  if (rooted_)
+  if (rooted_) {
     rooted_run(todo, p0);
-  else
-    explore(todo, 0, p0);
+  } else {
+    try {
+      explore(todo, 0, p0);
+    } catch (const Refused&) {
+      // An `if` on my_id around communication: the ranks take different rounds, read as phases.
+      if (!my_id_if_) throw;
+      phased_run(todo, p0);
+    }
+  }
   out_.paths = paths_;
   split_obligations();
 }
@@ -58,7 +65,9 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
   std::string body =
       "(declare-const p Int)\n(declare-const count Int)\n(declare-const root Int)\n"
       "(declare-const r Int)\n(declare-const a Bool)\n";
-  body += std::string(barrier_ ? "(declare-const q Int)\n" : "") + path.decls + decls +
+  const std::string more =
+      phased_ ? phase_decls(path.pc + hyp + goal + decls, path.decls + decls) : std::string();
+  body += std::string(barrier_ ? "(declare-const q Int)\n" : "") + path.decls + more + decls +
           fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
   if (hyp != "true") body += fmt::format("(assert {})\n", hyp);
   body += fmt::format("(assert (=> a (not {})))\n", goal);
@@ -66,7 +75,9 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
   // doubling loops' masks and the `clog2` of headers stay quantifier-free and linear), only in
   // the queries that use them: an unused definition changed Z3's search enough to take NCCL's
   // all-reduce consecution from 12 s to over 60 s.
-  const bool pw = body.find("pow2") != std::string::npos || body.find("clog2") != std::string::npos;
+  const bool pw = body.find("pow2") != std::string::npos ||
+                  body.find("clog2") != std::string::npos ||
+                  body.find("popcount_undefined") != std::string::npos;
   ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
               (pw ? pow2_defs() : std::string()) +
               (body.find("xor_pow2") != std::string::npos ? xor_defs() : std::string()) + body;
@@ -75,6 +86,7 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
 
 void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path) {
   while (at < todo.size()) {
+    if (phased_ && path.phase && at >= path.phase_end) phase_close(path);
     const Stmt& s = *todo[at];
     switch (s.kind) {
       case StmtKind::Assign:
@@ -85,11 +97,17 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         std::string c = bool_expr(*s.cond, path.st);
         if (rooted_ && !path.recvs.empty())
           refuse("an `if` after a receive in a rooted program is outside the fragment", s.loc);
-        if (mentions(c, "r") && !rooted_)
+        std::vector<bool> feasible = {true, true};
+        const bool opens = phased_ && mentions(c, "r") && !path.phase &&
+                           (has_comm(s.body) || has_comm(s.else_body));
+        if (phased_) phased_if(s, c, path, feasible);  // also `newrank <> -1` folded to false
+        if (mentions(c, "r") && !rooted_ && !phased_) {
+          my_id_if_ = has_comm(s.body) || has_comm(s.else_body);
           refuse(
               "an `if` whose condition depends on my_id, around communication or data, is "
               "outside the fragment",
               s.loc);
+        }
         if (++paths_ > 64) refuse("more than 64 paths", s.loc);
         std::vector<const Stmt*> t2(todo.begin(), todo.begin() + static_cast<long>(at));
         std::vector<const Stmt*> e2 = t2;
@@ -104,8 +122,16 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         pt.pc = fmt::format("(and {} {})", path.pc, c);
         pe.pc = fmt::format("(and {} (not {}))", path.pc, c);
         pe.index = paths_;
-        explore(t2, then_at, pt);
-        explore(e2, else_at, pe);
+        if (path.phase && path.phase_end > at) {  // the phase's end moves with the flattening
+          pt.phase_end = path.phase_end + s.body.size() - 1;
+          pe.phase_end = path.phase_end + s.else_body.size() - 1;
+        }
+        if (opens) {
+          phase_open(s, pt, at + s.body.size());
+          phase_open(s, pe, at + s.else_body.size());
+        }
+        if (feasible[0]) explore(t2, then_at, pt);
+        if (feasible[1]) explore(e2, else_at, pe);
         return;
       }
       case StmtKind::For:
@@ -115,17 +141,20 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
           continue;
         }
         if (chunked()) return split_loop(s, todo, at, path);
+        if (phased_) phase_comm(s, path, true);
         loop(s, path);
         ++at;
         continue;
       case StmtKind::While:
         if (rooted_) return tree(todo, at, path);
+        if (phased_) phase_comm(s, path, true);
         while_loop(s, path);
         ++at;
         continue;
       case StmtKind::Send:
       case StmtKind::Receive:
         if (s.along_link) refuse("`along link` is outside the fragment", s.loc);
+        if (phased_) phase_comm(s, path, false);
         if (!rooted_)
           straight_comm(s, path);
         else if (s.kind == StmtKind::Send)
@@ -166,6 +195,7 @@ void Analyzer::straight(const Stmt& s, Path& path) {
 
 Analyzer::Incoming Analyzer::incoming(const Path& path, const std::string& K, int cur_loop,
                                       const std::string& iter) {
+  if (phased_) return phased_incoming(path, K);
   Incoming in;
   for (const auto& e : path.sends) {
     std::string cond;
@@ -220,7 +250,7 @@ void Analyzer::do_receive(const Stmt& b, State& st, const Path& path, const std:
 void Analyzer::straight_comm(const Stmt& s, Path& path) {
   if (s.kind == StmtKind::Send) {
     SendEvent e;
-    e.idx = path.nsend;
+    e.idx = phased_ ? path.psend : path.nsend;
     e.dst = render(int_expr(*s.peer, path.st));
     std::vector<std::pair<std::string, std::string>> reads;
     Buf m = data_expr(*s.value, path.st, &reads);
@@ -232,11 +262,19 @@ void Analyzer::straight_comm(const Stmt& s, Path& path) {
              "(declare-const b Int)\n", "(> count 0)", g, s.loc);
     path.sends.push_back(e);
     path.nsend = add(path.nsend, "1");
+    if (phased_) {
+      PhaseEvent pe{true, false, "", e.idx, "", "", "", path.pc, e.dst, e.len, e.blk, s.loc};
+      phase_event(pe, path);
+      oblige(path, fmt::format("received-line-{}", s.loc.line),
+             "the send goes to a rank whose path receives from r in the same phase and round", "",
+             "true", phase_received(path, e.dst, e.idx), s.loc);
+      path.psend = add(path.psend, "1");
+    }
     return;
   }
   std::vector<Pending> obs;
   std::string src;
-  std::string K = path.nrecv;
+  std::string K = phased_ ? path.precv : path.nrecv;
   State st = path.st;
   do_receive(s, st, path, K, -1, "", obs, src);
   std::string decls =
@@ -256,5 +294,10 @@ void Analyzer::straight_comm(const Stmt& s, Path& path) {
   st.know = rename(st.know, {{"src_r", srcp}});
   path.st = st;
   path.nrecv = add(path.nrecv, "1");
+  if (phased_) {
+    phase_event(PhaseEvent{false, false, "", K, "", "", "", path.pc, src, "0", "none", s.loc},
+                path);
+    path.precv = add(path.precv, "1");
+  }
 }
 }  // namespace collv::everyp

@@ -80,10 +80,11 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
               fmt::format("{}:{}: invariant {} {} {} is given twice (first on line {})", path, no,
                           inv.loop, inv.var, inv.part, o.line));
       pf.invariants.push_back(inv);
-    } else if (key == "trips" || key == "heard" || key == "split") {
+    } else if (key == "trips" || key == "heard" || key == "split" || key == "witness") {
       // `trips LOOP TERM` (a while loop's trip count), `heard LOOP TERM` (a barrier's knowledge),
       // `split LOOP N` (queries on a while loop's iteration split into k = 0..N-1 and the rest,
-      // every_p_xor.cpp): kept as invariants of the pseudo-variables #trips, #heard and #split.
+      // every_p_xor.cpp), `witness PHASE TERM` (a phased program's rank with the most rounds
+      // in a phase, every_p_phases.cpp): kept as invariants of the pseudo-variables #KEY.
       std::istringstream vs(value);
       EveryPInvariant inv;
       inv.line = no;
@@ -134,7 +135,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, chunks, order, round, message)",
+                      "trips, heard, split, witness, chunks, order, round, message)",
                       path, no, key.substr(0, 40)));
     }
   }

@@ -1,0 +1,55 @@
+// Helpers of the every-p tests (tests/test_every_p*.cpp): run `collv prove --every-p` in process
+// on files or on texts, and edit a text for a mutant.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "app/every_p_cmd.hpp"
+#include "cli.hpp"
+#include "smt/every_p.hpp"
+#include "smt/solver.hpp"
+
+namespace collv::test::everyp {
+
+inline EveryPOutcome prove(const std::string& model_path, const std::string& proof_path,
+                           const std::string& emit = "") {
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  o.emit_dir = emit;
+  return prove_every_p(parse_model_file(model_path), parse_every_p_proof(proof_path), o);
+}
+
+inline EveryPOutcome prove_text(const std::string& model_text, const std::string& proof_text) {
+  ProveCommandOptions o;
+  o.timeout_ms = 60000;
+  return prove_every_p(parse_model(model_text, "m.coll"),
+                       parse_every_p_proof_text(proof_text, "m.proof"), o);
+}
+
+// `text` with its first `from` replaced by `to` (which must be there).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// The answers of the analysis's obligations whose name starts with `prefix` (each on a fresh
+// solver), so that a test checks one obligation without solving the whole proof.
+// With `until_sat`, it stops at the first sat answer (a broken input's test needs one).
+inline std::vector<smt::Answer> answers_of(const EveryPAnalysis& a, const std::string& prefix,
+                                           bool until_sat = false) {
+  std::vector<smt::Answer> out;
+  for (const auto& ob : a.obligations) {
+    if (ob.name.rfind(prefix, 0) != 0) continue;
+    smt::Solver s(smt::Limits{60000});
+    s.add(ob.script);
+    out.push_back(s.check({"a"}).answer);
+    if (until_sat && out.back() == smt::Answer::Sat) break;
+  }
+  return out;
+}
+
+}  // namespace collv::test::everyp
