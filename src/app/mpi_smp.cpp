@@ -74,7 +74,7 @@ std::string mpich_smp_selection(const std::string& collective,
     const std::string coll = k.substr(is_roots ? 11 : 5);
     const auto* f = std::find_if(std::begin(kFixed), std::end(kFixed),
                                  [&](const Fixed& x) { return coll == x.coll; });
-    if (!smp_nested_key(k) || f == std::end(kFixed) || std::string(f->inter).empty())
+    if (!smp_nested_key(k) || f == std::end(kFixed) || (f->inter && !*f->inter))
       throw UsageError(fmt::format(
           "'{}': expected node_<collective> or node_roots_<collective> (barrier, bcast, reduce, "
           "allreduce, scan, ...: the calls MPICH's smp algorithms make on the node and "
@@ -95,7 +95,7 @@ std::string mpich_smp_selection(const std::string& collective,
     const std::string c = f.coll;
     j += fmt::format("{}  \"collective={}\": {{\n", first ? "" : ",\n", c);
     first = false;
-    if (f.inter && std::string(f.inter).empty()) {  // gatherv, scatterv
+    if (f.inter && !*f.inter) {  // gatherv, scatterv
       j += "    " + algorithm_key(c, "allcomm", f.intra) + "\n  }";
       continue;
     }
