@@ -21,9 +21,7 @@ namespace {
 
 const std::string kSrc = COLLV_SOURCE_DIR;
 
-bool have_mpich() {
-  return test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich");
-}
+bool have_mpich() { return test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich"); }
 
 std::string node_file(int r, int p, int leader, int local) {
   return "{\"k\":\"node\",\"leader\":" + std::to_string(leader) +
@@ -32,9 +30,10 @@ std::string node_file(int r, int p, int leader, int local) {
 
 }  // namespace
 
-TEST_CASE("mpi smp: the selection file names smp on the parent communicator and the nested "
-          "algorithms on the node and node-roots ones",
-          "[mpi-smp]") {
+TEST_CASE(
+    "mpi smp: the selection file names smp on the parent communicator and the nested "
+    "algorithms on the node and node-roots ones",
+    "[mpi-smp]") {
   const std::string j = mpich_smp_selection(
       "barrier", {{"node_bcast", "binomial"}, {"node_roots_barrier", "dissemination"}});
   auto tree = nlohmann::ordered_json::parse(j);
@@ -58,12 +57,13 @@ TEST_CASE("mpi smp: the selection file names smp on the parent communicator and 
   CHECK_THROWS_AS(mpich_smp_selection("gatherv", {{"node_gatherv", "linear"}}), UsageError);
 }
 
-TEST_CASE("mpi smp: a run is one of smp only when its ranks' node lines show several nodes, one "
-          "of two ranks or more",
-          "[mpi-smp]") {
+TEST_CASE(
+    "mpi smp: a run is one of smp only when its ranks' node lines show several nodes, one "
+    "of two ranks or more",
+    "[mpi-smp]") {
   // Two nodes: {0, 1} and {2}: an smp run.
-  CHECK(smp_not_spread(test::write_ranks({node_file(0, 3, 0, 2), node_file(1, 3, 0, 2),
-                                          node_file(2, 3, 2, 1)}),
+  CHECK(smp_not_spread(test::write_ranks(
+                           {node_file(0, 3, 0, 2), node_file(1, 3, 0, 2), node_file(2, 3, 2, 1)}),
                        3) == "");
   // One node of three ranks.
   CHECK_THAT(smp_not_spread(test::write_ranks({node_file(0, 3, 0, 3), node_file(1, 3, 0, 3),
@@ -71,9 +71,8 @@ TEST_CASE("mpi smp: a run is one of smp only when its ranks' node lines show sev
                             3),
              Catch::Contains("spans one node"));
   // Two nodes of one rank each: MPICH makes the communicator flat.
-  CHECK_THAT(
-      smp_not_spread(test::write_ranks({node_file(0, 2, 0, 1), node_file(1, 2, 1, 1)}), 2),
-      Catch::Contains("every node holds one rank"));
+  CHECK_THAT(smp_not_spread(test::write_ranks({node_file(0, 2, 0, 1), node_file(1, 2, 1, 1)}), 2),
+             Catch::Contains("every node holds one rank"));
   // Claims that disagree (rank 1 says its node has 3 ranks; 2 name leader 0) are no layout.
   CHECK_THAT(smp_not_spread(test::write_ranks({node_file(0, 3, 0, 2), node_file(1, 3, 0, 3),
                                                node_file(2, 3, 2, 1)}),
@@ -84,8 +83,9 @@ TEST_CASE("mpi smp: a run is one of smp only when its ranks' node lines show sev
              Catch::Contains("rank 1 wrote no node line"));
   // The judge reads a node line that does not fit the rank as an error of the file.
   MpiCase c{"barrier", 2, 1, 0, true, false};
-  CHECK_THROWS_AS(judge_mpi_run(c, test::write_ranks({node_file(0, 2, 1, 2), node_file(1, 2, 0, 2)})),
-                  UsageError);
+  CHECK_THROWS_AS(
+      judge_mpi_run(c, test::write_ranks({node_file(0, 2, 1, 2), node_file(1, 2, 0, 2)})),
+      UsageError);
 }
 
 TEST_CASE("mpi smp: a control message is compared as a model's send of no item, only at its size",
@@ -104,9 +104,10 @@ TEST_CASE("mpi smp: a control message is compared as a model's send of no item, 
         Verdict::Fail);
 }
 
-TEST_CASE("collv mpi --conformance: MPICH's five smp algorithms on two nodes of consecutive ranks "
-          "conform, and a mutant of each fails",
-          "[mpi][mpi-mpich][mpi-smp]") {
+TEST_CASE(
+    "collv mpi --conformance: MPICH's five smp algorithms on two nodes of consecutive ranks "
+    "conform, and a mutant of each fails",
+    "[mpi][mpi-mpich][mpi-smp]") {
   if (!have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
     return;
@@ -116,8 +117,8 @@ TEST_CASE("collv mpi --conformance: MPICH's five smp algorithms on two nodes of 
   std::string models;
   for (const char* m : {"barrier_smp", "bcast_smp", "allreduce_smp", "reduce_smp", "scan_smp"})
     models += " " + kSrc + "/models/mpich/" + m + ".coll";
-  int rc = test::run_cli("mpi --conformance" + models + " --sizes 5 --count 2 --root 1", out, "",
-                         300);
+  int rc =
+      test::run_cli("mpi --conformance" + models + " --sizes 5 --count 2 --root 1", out, "", 300);
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find("no compare") == std::string::npos);
@@ -127,8 +128,7 @@ TEST_CASE("collv mpi --conformance: MPICH's five smp algorithms on two nodes of 
   for (const char* m : {"barrier_smp_flat_release", "bcast_smp_node_first",
                         "allreduce_smp_local_first", "reduce_smp_via_leader", "scan_smp_no_noneed"})
     mutants += " " + kSrc + "/tests/data/mpi/" + m + ".coll";
-  rc = test::run_cli("mpi --conformance" + mutants + " --sizes 5 --count 2 --root 1", out, "",
-                     300);
+  rc = test::run_cli("mpi --conformance" + mutants + " --sizes 5 --count 2 --root 1", out, "", 300);
   INFO(out);
   CHECK(rc == 1);
   for (const char* m : {"barrier_smp_flat_release", "bcast_smp_node_first",
@@ -144,10 +144,11 @@ TEST_CASE("collv mpi: an smp run on one node, or on nodes of one rank, is skippe
   }
   std::string out;
   // No cliques: one node. MPICH runs smp's node part only; the run is no run of the model.
-  int rc = test::run_cli("mpi --impl mpich --collective barrier --algorithm smp --sizes 4 --count "
-                         "1 --model " +
-                             kSrc + "/models/mpich/barrier_smp.coll",
-                         out, "", 120);
+  int rc = test::run_cli(
+      "mpi --impl mpich --collective barrier --algorithm smp --sizes 4 --count "
+      "1 --model " +
+          kSrc + "/models/mpich/barrier_smp.coll",
+      out, "", 120);
   INFO(out);
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("spans one node"));
@@ -165,10 +166,11 @@ TEST_CASE("collv mpi: an smp run on one node, or on nodes of one rank, is skippe
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("every node holds one rank"));
   // A non-commutative operation: MPICH's restriction, applied by collv (the file would not).
-  rc = test::run_cli("mpi --impl mpich --collective allreduce --algorithm smp --sizes 4 --count 1 "
-                     "--op noncommutative --mpirun " +
-                         wrapper,
-                     out, "", 120);
+  rc = test::run_cli(
+      "mpi --impl mpich --collective allreduce --algorithm smp --sizes 4 --count 1 "
+      "--op noncommutative --mpirun " +
+          wrapper,
+      out, "", 120);
   INFO(out);
   CHECK(rc == 3);
   CHECK_THAT(out, Catch::Contains("commutative operations only"));
