@@ -43,6 +43,12 @@
  *       MPI_COMM_WORLD (Open MPI's MPI_T variable pml_ob1_unexpected_msgq_length; it sees the
  *       collectives' internal messages too), null when the library exports no such variable
  *   {"k":"done","rank":R,"size":P}
+ * With COLLV_MPI_NODES=1 (collv sets it for MPICH's smp algorithms) every count's file starts with
+ *   {"k":"node","leader":L,"local":N}
+ * L the lowest rank of this rank's node and N the node's ranks, as MPI_Comm_split_type
+ * (MPI_COMM_TYPE_SHARED) sees them (MPICH's MPIR_CVAR_NUM_CLIQUES splits one machine into
+ * several nodes): collv judges an smp run only when the communicator spans several nodes and
+ * some node holds two ranks or more (MPICH's node and node-roots communicators exist).
  * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
  * The v-collectives: rank j's block holds vcount(j) = (count + j) mod (count + 1) elements
  * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
@@ -793,6 +799,29 @@ static void map_endpoints(MPI_Comm comm) {
   trace_enabled = own_min(seen, comm);
 }
 
+/* The node this rank is on (COLLV_MPI_NODES=1): its lowest rank and its size, -1 when not asked
+ * for or not known. MPI_Comm_split_type runs before the first count, outside every call. */
+static int node_leader = -1, node_local = -1;
+
+static void find_node(void) {
+  const char* want = getenv("COLLV_MPI_NODES");
+  if (!want || strcmp(want, "1") != 0) return;
+  MPI_Comm node;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+      MPI_SUCCESS)
+    return;
+  MPI_Group wg, ng;
+  int first = 0, lead = -1;
+  MPI_Comm_size(node, &node_local);
+  MPI_Comm_group(MPI_COMM_WORLD, &wg);
+  MPI_Comm_group(node, &ng);
+  MPI_Group_translate_ranks(ng, 1, &first, wg, &lead);
+  node_leader = lead;
+  MPI_Group_free(&wg);
+  MPI_Group_free(&ng);
+  MPI_Comm_free(&node);
+}
+
 static void write_sent(void) {
   fputs("{\"k\":\"sent\",\"to\":[", out);
   for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%d", i ? "," : "", trace_to[i]);
@@ -910,6 +939,7 @@ int main(int argc, char** argv) {
   MPI_Comm sync; /* the harness's own barriers: no message on the collective's communicator */
   MPI_Comm_dup(MPI_COMM_WORLD, &sync);
   map_endpoints(sync);
+  find_node();
 
   int rc = 0;
   for (int count = lo; count <= hi && rc == 0; ++count) {
@@ -922,6 +952,8 @@ int main(int argc, char** argv) {
       fprintf(stderr, "harness: cannot write %s\n", path);
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
+    if (node_leader >= 0)
+      fprintf(out, "{\"k\":\"node\",\"leader\":%d,\"local\":%d}\n", node_leader, node_local);
     for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
       fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
       trace_n = trace_lost = 0;

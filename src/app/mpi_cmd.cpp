@@ -157,6 +157,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                         : std::string(COLLV_SOURCE_DIR) + "/mpi/harness.c";
   std::string bin = build_harness(o, cc, src, err);
 
+  // MPICH's smp algorithms are selected through the library's selection file, with the
+  // algorithm variable at `auto` (mpi_smp.cpp), and judged only where the communicator spans
+  // several nodes (the harness's node lines).
+  const bool smp = o.impl == "mpich" && !ring && alg == "smp";
+  if (!smp && (!o.smp_nested.empty()))
+    throw UsageError("node_... and node_roots_... settings apply to MPICH's smp algorithms only");
+  const std::string smp_json = smp ? mpich_smp_selection(o.collective, o.smp_nested) : "";
   // How the algorithm is selected: environment variables, so that a wrapper script given as
   // --mpirun passes them on without knowing them.
   std::vector<std::pair<std::string, std::string>> env;
@@ -180,7 +187,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     // reason; measured with the smp all-reduce.)
     env.emplace_back("MPIR_CVAR_DEVICE_COLLECTIVES", "none");
     env.emplace_back("MPIR_CVAR_COLLECTIVE_FALLBACK", "print");
-    if (!ring) env.emplace_back("MPIR_CVAR_" + upper(o.collective) + "_INTRA_ALGORITHM", alg);
+    if (!ring)
+      env.emplace_back("MPIR_CVAR_" + upper(o.collective) + "_INTRA_ALGORITHM", smp ? "auto" : alg);
+    if (smp) env.emplace_back("COLLV_MPI_NODES", "1");
     if (!o.nb_algorithm.empty())
       env.emplace_back("MPIR_CVAR_I" + upper(o.collective) + "_INTRA_ALGORITHM", o.nb_algorithm);
     // Against a model: the harness logs every message a rank posts (its UCX interposer).
@@ -208,11 +217,21 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   g.family = "np";
   g.named = true;
   rep.groups.push_back(g);
-  std::vector<std::string> repro, refused, msgs_not_checked;
-  const std::string silent_fallback =
-      o.impl == "openmpi" && !ring
-          ? openmpi_silent_fallback(o.collective, alg, o.op == "commutative" || o.op == "builtin")
-          : "";
+  std::vector<std::string> repro, refused, msgs_not_checked, not_spread;
+  std::string not_spread_why;
+  const bool commutative_op = o.op == "commutative" || o.op == "builtin";
+  std::string silent_fallback;
+  if (o.impl == "openmpi" && !ring) {
+    silent_fallback = openmpi_silent_fallback(o.collective, alg, commutative_op);
+    if (!silent_fallback.empty()) silent_fallback = "Open MPI's source: " + silent_fallback;
+  }
+  // Selected through the file, MPICH checks no restriction: collv applies smp's own.
+  if (smp && !commutative_op &&
+      (o.collective == "allreduce" || o.collective == "reduce" || o.collective == "scan"))
+    silent_fallback =
+        "MPICH runs its smp " + o.collective +
+        " for commutative operations only (coll_algorithms.txt: restrictions commutative; "
+        "through the selection file it would run it anyway)";
   // What a passing check says besides (order: combinations out of rank order whose value was
   // discarded; unmatched: what it could not see): per check, the runs and the first note.
   std::map<std::string, std::pair<std::size_t, std::string>> pass_notes;
@@ -220,6 +239,11 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
   if (ec) throw UsageError("cannot create '" + runs_dir.string() + "': " + ec.message());
+  if (smp) {
+    const fs::path json = runs_dir / "smp-selection.json";
+    std::ofstream(json) << smp_json;
+    env.emplace_back("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", json.string());
+  }
   auto t_all = std::chrono::steady_clock::now();
 
   for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
@@ -368,6 +392,19 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             ++rep.groups[0].skipped_runs;
             continue;
           }
+          // smp: a communicator of one node, or of nodes of one rank each, is no run of it.
+          if (smp && any_rank_file) {
+            const std::string why = smp_not_spread(cdir.string(), static_cast<int>(p));
+            if (!why.empty()) {
+              if (not_spread.empty()) not_spread_why = why;
+              not_spread.push_back(
+                  fmt::format("np:{} count {}{}", p, count,
+                              rooted(o.collective) ? fmt::format(" root {}", root) : ""));
+              ++rep.skipped_runs;
+              ++rep.groups[0].skipped_runs;
+              continue;
+            }
+          }
           if (launcher_failed) {
             vr.status = "error";
             vr.error =
@@ -426,7 +463,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                 if (pr.status != 0) why = "the launch did not end normally";
                 if (lib)
                   msgs = compare_sends(*lib, mr->sends,
-                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
+                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
+                                       o.control_bytes);
                 else
                   msgs.note = "not checked: " + why;
               } else if (!baseline) {
@@ -525,6 +563,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   }
   rep.groups[0].seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  // The smp selection file stays with kept runs (their launch lines name it).
+  if (smp && repro.empty()) fs::remove(runs_dir / "smp-selection.json", ec);
   fs::remove(runs_dir, ec);  // only when empty: failing runs' output is kept
 
   // A run at count 0 runs no algorithm (the libraries return before choosing one): when no run
@@ -547,7 +587,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     }
     rep.runs = std::move(kept);
   }
-  const bool never_ran = rep.runs.empty() && (!refused.empty() || count0 > 0);
+  const bool never_ran =
+      rep.runs.empty() && (!refused.empty() || count0 > 0 || !not_spread.empty());
   Tally t = rep.tally();
   if (o.all_fell_back) *o.all_fell_back = never_ran;
   std::size_t compared = 0;  // runs whose conformance or messages compared something
@@ -559,10 +600,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         break;
       }
   if (o.compared_runs) *o.compared_runs = compared;
-  const std::string never_ran_why = fmt::format(
+  std::string never_ran_why = fmt::format(
       "the named algorithm never ran: {} run{} where the library fell back to its own choice, {} "
       "at count 0 (no algorithm runs on no data)",
       refused.size(), refused.size() == 1 ? "" : "s", count0);
+  if (!not_spread.empty())
+    never_ran_why += fmt::format(", {} where the communicator did not span several nodes ({})",
+                                 not_spread.size(), not_spread_why);
   if (rep.runs.empty())
     rep.groups[0].no_run = never_ran ? never_ran_why : "no process count and root to run";
   rep.exit_code = t.failed > 0         ? kExitViolation
@@ -594,6 +638,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
                     {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
+    if (smp) j["library"]["not_several_nodes"] = not_spread;
     for (const auto& [name, v] : pass_notes)
       j["library"]["passed_with_note"][name] = {{"runs", v.first}, {"first", v.second}};
     write(o.json_file, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -606,10 +651,20 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           "the skipped runs: {} where the library fell back to its own choice (the algorithm "
           "does not apply to these arguments; {}):",
           refused.size(),
-          silent_fallback.empty() ? "MPIR_CVAR_COLLECTIVE_FALLBACK=print"
-                                  : "Open MPI's source: " + silent_fallback);
+          silent_fallback.empty() ? std::string("MPIR_CVAR_COLLECTIVE_FALLBACK=print")
+                                  : silent_fallback);
       for (std::size_t i = 0; i < refused.size() && i < 12; ++i) out << " " << refused[i] << ";";
       out << (refused.size() > 12 ? " ...\n" : "\n");
+    }
+    if (!not_spread.empty()) {
+      out << fmt::format(
+          "the skipped runs: {} where the communicator did not span several nodes with one of "
+          "two ranks or more, so MPICH's smp algorithm did not run as a model of several nodes "
+          "describes (the first: {}):",
+          not_spread.size(), not_spread_why);
+      for (std::size_t i = 0; i < not_spread.size() && i < 12; ++i)
+        out << " " << not_spread[i] << ";";
+      out << (not_spread.size() > 12 ? " ...\n" : "\n");
     }
     for (const auto& [name, v] : pass_notes)
       out << fmt::format("{} passed with a note in {} run{}; the first: {}\n", name, v.first,

@@ -55,6 +55,13 @@ struct MpiOptions {
   std::string nb_algorithm;
   // Further selector settings of a library line (Open MPI: OMPI_MCA_<name>=<value>).
   std::vector<std::pair<std::string, std::string>> extra_env;
+  // MPICH's smp algorithms: the algorithms of the calls they make on the node and node-roots
+  // communicators (node_<coll> / node_roots_<coll> = <algorithm>, from a model's library line;
+  // the others fixed, mpi_smp.cpp).
+  std::vector<std::pair<std::string, std::string>> smp_nested;
+  // A library message of exactly this many bytes (a control message: the smp barrier's 1-byte
+  // release, the smp scan's int) is compared as a model's send of no item; -1: none.
+  std::int64_t control_bytes = -1;
   // Set (when not null) to whether the library fell back to its own choice in every run.
   bool* all_fell_back = nullptr;
   // Set (when not null) to the number of runs whose `conformance` or `messages` check compared
@@ -177,8 +184,11 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
 // The check "messages" by pattern: at every rank and call, the library's messages (receiver and
 // bytes, in posting order; its messages to itself left out) are the model's sends in program
 // order. Fails at the first rank, call and message that differ.
+// control_bytes >= 0: a library message of exactly that size (a control message, no element)
+// is compared as a model's send of no item.
 CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model,
-                          std::uint64_t elem_bytes = kHarnessElemBytes);
+                          std::uint64_t elem_bytes = kHarnessElemBytes,
+                          std::int64_t control_bytes = -1);
 
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

@@ -104,12 +104,14 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         : fell_back               ? "not judged  "
         : rc == kExitInconclusive ? "inconclusive"
                                   : "error       ",
-        label + (fell_back ? " (the library fell back to its own choice in every run: see its note)"
-                 : uncompared
-                     ? " (no compare: the runs pass; nothing of them could be compared with "
-                       "the model: no combination, and no per-peer message counts under "
-                       "MPICH)"
-                     : "")));
+        label +
+            (fell_back    ? " (the named algorithm never ran: the library fell back to its own "
+                            "choice, or the communicator did not span several nodes, in every "
+                            "run: see its report)"
+             : uncompared ? " (no compare: the runs pass; nothing of them could be compared with "
+                            "the model: no combination, and no per-peer message counts under "
+                            "MPICH)"
+                          : "")));
     if (!fell_back) ++judged;
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
   }
@@ -248,6 +250,27 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
               k == "MPI_Op" ? "MPI_Op = MPI_SUM (on MPI_UINT64_T)" : "MPI_IN_PLACE = yes");
         continue;
       }
+      // MPICH's smp algorithms (mpi_smp.cpp): the cliques that make one machine look like
+      // several nodes (MPICH's MPIR_CVAR_NUM_CLIQUES, MPIR_CVAR_CLIQUES_BY_BLOCK), the
+      // algorithms of the nested calls (node_<coll>, node_roots_<coll>), and the size of their
+      // control messages (control_message_bytes).
+      if (lib.library == "mpich" && !algo.empty() &&
+          (k == "MPIR_CVAR_NUM_CLIQUES" || k == "MPIR_CVAR_CLIQUES_BY_BLOCK" ||
+           k == "control_message_bytes" || smp_nested_key(k))) {
+        const bool number =
+            !v.empty() && v.size() < 6 && std::all_of(v.begin(), v.end(), ::isdigit);
+        if (algo != "smp")
+          r.why_not = fmt::format("{} applies to MPICH's smp algorithms only", k);
+        else if (smp_nested_key(k))
+          r.options.smp_nested.emplace_back(k, v);
+        else if (!number)
+          r.why_not = fmt::format("{} = {}: a number expected", k, v);
+        else if (k == "control_message_bytes")
+          r.options.control_bytes = std::stoll(v);
+        else
+          r.options.extra_env.emplace_back(k, v);
+        continue;
+      }
       if (lib.library == "mpich") {
         std::string want = "MPIR_CVAR_" + upper(coll) + "_INTRA_ALGORITHM";
         if (coll == "reduce_scatter" && k == "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") {
@@ -323,7 +346,9 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
                                                                      : "noncommutative";
     if (r.why_not.empty()) {
       try {
-        algorithm_name(r.options);  // the library knows the algorithm
+        algorithm_name(r.options);          // the library knows the algorithm
+        if (!r.options.smp_nested.empty())  // and the selection file can name the nested ones
+          mpich_smp_selection(coll, r.options.smp_nested);
       } catch (const UsageError& e) {
         r.why_not = e.what();
       }

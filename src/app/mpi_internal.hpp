@@ -70,6 +70,20 @@ struct SentLine {
 };
 bool read_sent_line(const nlohmann::json& j, std::string& why, SentLine* into = nullptr);
 
+// MPICH's smp algorithms (mpi_smp.cpp). The selection file MPICH reads
+// (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE) that runs smp for `collective` on a parent
+// communicator and, on the node and node-roots communicators, the algorithms `nested` names
+// (node_<coll> / node_roots_<coll> = <algorithm>; the others fixed); throws UsageError for a key
+// or algorithm it cannot name.
+std::string mpich_smp_selection(const std::string& collective,
+                                const std::vector<std::pair<std::string, std::string>>& nested);
+// Whether a library line's key names a nested algorithm of smp (node_..., node_roots_...).
+bool smp_nested_key(const std::string& key);
+// Why the run in dir (its ranks' "node" lines) says nothing of an smp algorithm: the
+// communicator spans one node, or every node holds one rank (MPICH makes it flat), or the lines
+// are missing or disagree. Empty: several nodes, one of two ranks or more.
+std::string smp_not_spread(const std::string& dir, int p);
+
 int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace collv::mpi_detail

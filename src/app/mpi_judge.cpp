@@ -472,6 +472,14 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                                r, n, n == 1 ? "" : "s", q));
         }
       }
+    } else if (k == "node") {
+      // The rank's node (COLLV_MPI_NODES=1, MPICH's smp algorithms): read by the run's layout
+      // (mpi_smp.cpp); here only its form is checked.
+      const std::int64_t leader = int_field(j, "leader", where),
+                         local = int_field(j, "local", where);
+      if (leader < 0 || leader > r || local < 1 || local > c.p)
+        bad_line(where, fmt::format("node: leader {} and {} local ranks do not fit rank {} of {}",
+                                    leader, local, r, c.p));
     } else if (k == "sent") {
       // The messages the rank sent during the call (MPICH over UCX): compared with a model's
       // transfers by `messages` (mpi_pattern.cpp); here only its form is checked.
