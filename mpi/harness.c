@@ -42,6 +42,8 @@
  *       MPI_COMM_WORLD (Open MPI's MPI_T variable pml_ob1_unexpected_msgq_length; it sees the
  *       collectives' internal messages too), null when the library exports no such variable
  *   {"k":"done","rank":R,"size":P}
+ * What the rank prints on its error and output streams during a count (the library's messages:
+ * MPICH's fallback print, an assertion) goes to OUTDIR/c<N>/rank<R>.err (left out when empty).
  * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
  * The v-collectives: rank j's block holds vcount(j) = (count + j) mod (count + 1) elements
  * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
@@ -70,8 +72,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
   uint64_t mask;
@@ -862,6 +866,10 @@ int main(int argc, char** argv) {
   map_endpoints(sync);
 
   int rc = 0;
+  /* The rank's own error and output streams, restored after each count (below). */
+  fflush(stdout);
+  fflush(stderr);
+  int saved_out = dup(1), saved_err = dup(2);
   for (int count = lo; count <= hi && rc == 0; ++count) {
     char path[4096];
     snprintf(path, sizeof path, "%s/c%d", dir, count);
@@ -871,6 +879,20 @@ int main(int argc, char** argv) {
     if (!out) {
       fprintf(stderr, "harness: cannot write %s\n", path);
       MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    /* What the library prints during this count (MPICH's "... cannot be applied" fallback
+     * message, an assertion before an abort) goes to OUTDIR/c<N>/rank<R>.err: the rank's error
+     * and output streams point there until the count is done, so one launch runs many counts and
+     * collv still knows which count, and which rank, a message belongs to. An abort leaves them
+     * pointing there. An empty file is removed. */
+    char err_path[4096];
+    snprintf(err_path, sizeof err_path, "%s/c%d/rank%d.err", dir, count, rank);
+    int err_fd = saved_err >= 0 && saved_out >= 0
+                     ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)
+                     : -1;
+    if (err_fd >= 0) {
+      dup2(err_fd, 1);
+      dup2(err_fd, 2);
     }
     for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
       fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
@@ -884,6 +906,18 @@ int main(int argc, char** argv) {
     if (rc == 0) check_unmatched(sync);
     fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
     fclose(out);
+    if (err_fd >= 0) {
+      fflush(stdout);
+      fflush(stderr);
+      dup2(saved_out, 1);
+      dup2(saved_err, 2);
+      struct stat st;
+      if (fstat(err_fd, &st) == 0 && st.st_size == 0) unlink(err_path);
+      close(err_fd);
+    }
+    /* No rank starts the next count before every rank closed this one's files: a rank that
+     * aborts in count N+1 then leaves count N whole (collv judges it, and runs N+1 again). */
+    if (rc == 0 && count < hi) own_min(0, sync);
   }
   if (uq_index >= 0) {
     MPI_T_pvar_handle_free(uq_session, &uq_handle);

@@ -197,6 +197,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   fs::create_directories(runs_dir, ec);
   if (ec) throw UsageError("cannot create '" + runs_dir.string() + "': " + ec.message());
   auto t_all = std::chrono::steady_clock::now();
+  std::size_t launches = 0;  // of the collective (the baseline launches not counted)
 
   for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
     rep.groups[0].specs.push_back(fmt::format("np:{}", p));
@@ -224,14 +225,11 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       }
       roots.push_back(r);
     }
-    // Open MPI: every count in one launch (mpirun's start-up is most of a run's time). MPICH:
-    // one launch per count, so that a fallback message on the error stream belongs to one count.
-    std::vector<std::pair<std::int64_t, std::int64_t>> batches;
-    if (o.impl == "openmpi" && !monitor) {
-      batches.emplace_back(o.counts);
-    } else {
-      for (std::int64_t n = o.counts.first; n <= o.counts.second; ++n) batches.emplace_back(n, n);
-    }
+    // Every count of a root in one launch (the launcher's start-up is most of a run's time);
+    // what a rank prints during a count is in its c<N>/rank<R>.err (the harness points its
+    // error stream there), so MPICH's fallback message still belongs to one count and rank.
+    // Open MPI under monitoring: one launch per count (the counts are per launch).
+    const bool per_count_launch = monitor;
     // The baseline: a launch of the harness that runs no collective, with monitoring on. What it
     // counts (MPI_Init and MPI_Finalize's own messages, none measured with Open MPI 4.1.4) is
     // subtracted from every run at this p.
@@ -252,7 +250,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       fs::remove_all(dir, ec);
     }
     for (int root : roots) {
-      for (auto [lo, hi] : batches) {
+      for (std::int64_t next = o.counts.first; next <= o.counts.second;) {
+        const std::int64_t lo = next, hi = per_count_launch ? lo : o.counts.second;
         fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
@@ -275,9 +274,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             o.in_place ? "1" : "0",
             o.inject};
         auto t0 = std::chrono::steady_clock::now();
-        int limit = static_cast<int>(std::min<std::int64_t>(86400, o.timeout_s * (hi - lo + 1)));
         const auto launch_env = monitor ? monitoring_env(dir / fmt::format("c{}", lo)) : env;
-        ProcResult pr = run_process(argv, launch_env, dir, limit);
+        // --timeout is per count: the launch's deadline moves on whenever a count starts (the
+        // harness makes its directory c<N> first).
+        std::int64_t started = lo;
+        ++launches;
+        ProcResult pr = run_process(argv, launch_env, dir, o.timeout_s, [&] {
+          if (started >= hi || !fs::exists(dir / fmt::format("c{}", started + 1), ec)) return false;
+          ++started;
+          return true;
+        });
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::string launch;
         for (const auto& [k, v] : launch_env) launch += k + "=" + shell_quote(v) + " ";
@@ -291,9 +297,22 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           for (int r = 0; r < p && !any_rank_file; ++r)
             any_rank_file =
                 fs::exists(dir / fmt::format("c{}", n) / fmt::format("rank{}.jsonl", r), ec);
-        const std::string launcher_says = head_lines(pr.err + pr.out, 12, 1200);
         const bool launcher_failed = pr.status != 0 && pr.status != -1 && !any_rank_file;
-        for (std::int64_t count = lo; count <= hi; ++count) {
+        // A launch that ended abnormally (an abort, a crash, stopped at --timeout) ended in its
+        // first count that some rank did not finish (no "done" line): the counts before it are
+        // judged as finished runs (exit 0), that count as the launch's, and the counts after
+        // it run again in a launch of their own. A count cut in a launch that did not start
+        // with it runs again first in a new launch, so every count's verdict is the one a
+        // launch of that count alone gives (the per-count launches this replaces).
+        std::int64_t cut = hi + 1;
+        if (pr.status != 0 && !launcher_failed)
+          for (std::int64_t n = lo; n <= hi && cut > hi; ++n)
+            if (!count_finished(dir / fmt::format("c{}", n), static_cast<int>(p))) cut = n;
+        const std::int64_t last = launcher_failed ? hi : cut > hi ? hi : cut == lo ? lo : cut - 1;
+        next = last + 1;
+        for (std::int64_t count = lo; count <= last; ++count) {
+          // This count's exit: a count finished before the launch's end went wrong is 0.
+          const int status = count < cut && cut <= hi ? 0 : pr.status;
           MpiCase c{kind,
                     static_cast<int>(p),
                     static_cast<int>(count),
@@ -328,7 +347,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           // MPICH says when an algorithm does not apply and falls back to its own choice
           // (MPIR_CVAR_COLLECTIVE_FALLBACK=print): the library's documented behaviour, and the
           // run did not run the algorithm asked for, so it is not counted as its run.
-          std::string all_out = pr.err + pr.out;
+          const std::string ranks_say = rank_messages(cdir, static_cast<int>(p), 1 << 16);
+          const std::string launcher_says = head_lines(ranks_say + pr.err + pr.out, 12, 1200);
+          std::string all_out = ranks_say + pr.err + pr.out;
           for (int r = 0; r < p; ++r)
             all_out += slurp(cdir / fmt::format("rank{}.jsonl", r), 1 << 16);
           // Open MPI says nothing, but its source calls another algorithm for every
@@ -396,9 +417,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               if (!monitor) {
                 // MPICH: the pattern the harness logged through its UCX interposer.
                 std::string why;
-                auto lib = pr.status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
-                                          : std::nullopt;
-                if (pr.status != 0) why = "the launch did not end normally";
+                auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
+                                       : std::nullopt;
+                if (status != 0) why = "the launch did not end normally";
                 if (lib)
                   msgs = compare_sends(*lib, mr->sends,
                                        c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
@@ -406,7 +427,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   msgs.note = "not checked: " + why;
               } else if (!baseline) {
                 msgs.note = "not checked: " + no_baseline;
-              } else if (pr.status != 0) {
+              } else if (status != 0) {
                 msgs.note = "not checked: the launch did not end normally";
               } else {
                 std::string why;
@@ -449,7 +470,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   rooted(o.collective) ? fmt::format(" root {}", root) : "", msgs.note));
           }
           CheckResult& rt = vr.checks.front();
-          if (pr.status == -1) {
+          if (status == -1) {
             // The launch was stopped: its logs end where it was cut, so what they lack is no
             // violation of the library's. Every check is undecided, the model's comparison too.
             for (auto& ch : vr.checks)
@@ -460,12 +481,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                 ch.note = "not judged: the launch was stopped at --timeout, its logs are cut short";
               }
             rt.verdict = Verdict::Unknown;
-            rt.note = fmt::format("the launch did not finish in {} s (--timeout per count)", limit);
-          } else if (pr.status != 0) {
+            rt.note =
+                fmt::format("the launch did not finish in {} s (--timeout per count)", o.timeout_s);
+          } else if (status != 0) {
             // The library's abort (a rank died, an assertion): what the launcher printed, first.
             Counterexample cx;
             cx.invariant = "runtime";
-            cx.message = fmt::format("the launcher exited with {}: {}", pr.status,
+            cx.message = fmt::format("the launcher exited with {}: {}", status,
                                      launcher_says.empty() ? "(no output)" : launcher_says);
             rt.verdict = Verdict::Fail;
             rt.violations.insert(rt.violations.begin(), cx);
@@ -477,7 +499,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             unknown = unknown || ch.verdict == Verdict::Unknown;
           }
           vr.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
-          vr.seconds = secs / static_cast<double>(hi - lo + 1);
+          vr.seconds = secs / static_cast<double>(last - lo + 1);
           if (vr.status != "pass") {
             keep = true;
             repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + cdir.string() +
@@ -568,7 +590,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     j["library"] = {{"impl", o.impl},       {"collective", o.collective},
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
-                    {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
+                    {"fell_back", refused}, {"messages_not_checked", msgs_not_checked},
+                    {"launches", launches}};
     for (const auto& [name, v] : pass_notes)
       j["library"]["passed_with_note"][name] = {{"runs", v.first}, {"first", v.second}};
     write(o.json_file, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -8,6 +8,8 @@
  *   BARRIER_EARLY    MPI_Barrier: returns at once, no rank waits for the others
  *   HANG_SECOND      MPI_Allreduce: rank 0 sleeps 60 s after its second call (a launch that
  *                    outlives --timeout, its logs cut short)
+ *   ABORT_COUNT2     MPI_Allreduce: rank 1 prints a line and aborts in a call with count 2 (a
+ *                    library crash in one count of a launch that runs several)
  * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
  * ranks (never into collv). */
 #include <mpi.h>
@@ -72,5 +74,19 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt
   PMPI_Comm_rank(comm, &rank);
   if (++calls == 2 && rank == 0) sleep(60);
   return rc;
+}
+#endif
+
+#if defined(ABORT_COUNT2)
+#include <stdio.h>
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (count == 2 && rank == 1) {
+    fprintf(stderr, "shim: rank 1 aborts at count 2\n");
+    abort();
+  }
+  return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
 #endif
