@@ -163,18 +163,17 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     // Against a model: the harness logs every message a rank posts (its UCX interposer).
     if (!model_file.empty()) env.emplace_back("COLLV_MPI_TRACE", "1");
   }
-  for (const auto& kv : o.extra_env) env.push_back(kv);
-  // Per-peer message counts (Open MPI's pml monitoring, against a model's transfers): one launch
-  // per count, each writing monitoring.<rank>.prof at MPI_Finalize; pml_monitoring_enable=2
-  // keeps the collectives' internal messages (negative tags) apart from user ones, both read.
+  // Per-peer message counts (Open MPI, against a model's transfers): its pml monitoring counts
+  // every message a rank posts, through a function the harness interposes, which logs the
+  // messages made inside each call of the collective (its "sent" lines), so one launch serves
+  // every count; pml_monitoring_enable=2 counts the collectives' internal messages (negative
+  // tags) and user ones alike.
   const bool monitor = o.impl == "openmpi" && !model_file.empty();
-  auto monitoring_env = [&](const fs::path& count_dir) {
-    auto e = env;
-    e.emplace_back("OMPI_MCA_pml_monitoring_enable", "2");
-    e.emplace_back("OMPI_MCA_pml_monitoring_enable_output", "3");
-    e.emplace_back("OMPI_MCA_pml_monitoring_filename", (count_dir / "monitoring").string());
-    return e;
-  };
+  if (monitor) {
+    env.emplace_back("OMPI_MCA_pml_monitoring_enable", "2");
+    env.emplace_back("COLLV_MPI_TRACE", "1");
+  }
+  for (const auto& kv : o.extra_env) env.push_back(kv);
 
   VerifyReport rep;
   VerifyGroup g;
@@ -227,31 +226,12 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     }
     // Every count of a root in one launch (the launcher's start-up is most of a run's time);
     // what a rank prints during a count is in its c<N>/rank<R>.err (the harness points its
-    // error stream there), so MPICH's fallback message still belongs to one count and rank.
-    // Open MPI under monitoring: one launch per count (the counts are per launch).
-    const bool per_count_launch = monitor;
-    // The baseline: a launch of the harness that runs no collective, with monitoring on. What it
-    // counts (MPI_Init and MPI_Finalize's own messages, none measured with Open MPI 4.1.4) is
-    // subtracted from every run at this p.
-    std::optional<PeerMessages> baseline;
-    std::string no_baseline;
-    if (monitor && !roots.empty()) {
-      fs::path dir = runs_dir / fmt::format("p{}-baseline", p);
-      fs::remove_all(dir, ec);
-      fs::create_directories(dir, ec);
-      ProcResult pr = run_process(
-          {run, "-n", std::to_string(p), bin, dir.string(), "none", "0", "0", "c", "0", "none"},
-          monitoring_env(dir / "c0"), dir, o.timeout_s);
-      if (pr.status != 0)
-        no_baseline = fmt::format("the baseline launch (no collective) exited with {}: {}",
-                                  pr.status, tail(pr.err, 300));
-      else
-        baseline = read_monitoring((dir / "c0").string(), static_cast<int>(p), no_baseline);
-      fs::remove_all(dir, ec);
-    }
+    // error stream there), so MPICH's fallback message still belongs to one count and rank, and
+    // the messages each call posted are logged per call (MPICH's UCX sends, Open MPI's
+    // monitored ones).
     for (int root : roots) {
       for (std::int64_t next = o.counts.first; next <= o.counts.second;) {
-        const std::int64_t lo = next, hi = per_count_launch ? lo : o.counts.second;
+        const std::int64_t lo = next, hi = o.counts.second;
         fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
@@ -274,7 +254,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             o.in_place ? "1" : "0",
             o.inject};
         auto t0 = std::chrono::steady_clock::now();
-        const auto launch_env = monitor ? monitoring_env(dir / fmt::format("c{}", lo)) : env;
+        const auto& launch_env = env;
         // --timeout is per count: the launch's deadline moves on whenever a count starts (the
         // harness makes its directory c<N> first).
         std::int64_t started = lo;
@@ -414,52 +394,29 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                                           mr->combinations);
             }
             if (mr) {
-              if (!monitor) {
-                // MPICH: the pattern the harness logged through its UCX interposer.
-                std::string why;
-                auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
-                                       : std::nullopt;
-                if (status != 0) why = "the launch did not end normally";
-                if (lib)
-                  msgs = compare_sends(*lib, mr->sends,
-                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
-                else
-                  msgs.note = "not checked: " + why;
-              } else if (!baseline) {
-                msgs.note = "not checked: " + no_baseline;
-              } else if (status != 0) {
-                msgs.note = "not checked: the launch did not end normally";
+              // The messages the harness logged per call: MPICH's through its UCX interposer (a
+              // pattern: receivers, order, sizes), Open MPI's as its pml monitoring counted them
+              // (per peer: messages and bytes; the order is not compared there).
+              std::string why;
+              auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
+                                     : std::nullopt;
+              if (status != 0) why = "the launch did not end normally";
+              if (!lib) {
+                msgs.note = "not checked: " + why;
+              } else if (!monitor) {
+                msgs = compare_sends(*lib, mr->sends,
+                                     c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
               } else {
-                std::string why;
-                auto lib = read_monitoring(cdir.string(), static_cast<int>(p), why);
-                if (lib) {
-                  for (std::size_t a = 0; a < lib->msgs.size() && why.empty(); ++a)
-                    for (std::size_t b = 0; b < lib->msgs.size(); ++b) {
-                      if (lib->msgs[a][b] < baseline->msgs[a][b] ||
-                          lib->bytes[a][b] < baseline->bytes[a][b]) {
-                        why = fmt::format(
-                            "rank {} sent fewer messages to rank {} than in the "
-                            "baseline launch (no collective)",
-                            a, b);
-                        break;
-                      }
-                      lib->msgs[a][b] -= baseline->msgs[a][b];
-                      lib->bytes[a][b] -= baseline->bytes[a][b];
-                    }
-                }
-                // The harness calls the collective kHarnessCalls times per count, in one launch.
-                PeerMessages per_launch = mr->messages;
-                for (auto* m : {&per_launch.msgs, &per_launch.bytes})
+                // The harness calls the collective kHarnessCalls times per count.
+                PeerMessages per_count = mr->messages;
+                for (auto* m : {&per_count.msgs, &per_count.bytes})
                   for (auto& row : *m)
                     for (auto& v : row) v *= kHarnessCalls;
-                if (lib && why.empty()) {
-                  msgs = compare_messages(*lib, per_launch);
-                  msgs.note += fmt::format(
-                      "{}the launch's {} calls of the collective against {} times the model's "
-                      "transfers",
-                      msgs.note.empty() ? "" : "; ", kHarnessCalls, kHarnessCalls);
-                } else
-                  msgs.note = "not checked: " + why;
+                msgs = compare_messages(peer_messages(*lib, static_cast<int>(p)), per_count);
+                msgs.note += fmt::format(
+                    "{}the count's {} calls of the collective against {} times the model's "
+                    "transfers",
+                    msgs.note.empty() ? "" : "; ", kHarnessCalls, kHarnessCalls);
               }
             }
             vr.checks.push_back(conf);

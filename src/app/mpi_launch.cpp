@@ -217,8 +217,17 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
   fs::path dir = cache_root(o);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  std::string key =
-      fmt::format("{:016x}", fnv1a(text, fnv1a(o.impl + "\n" + fs::absolute(mpicc).string())));
+  // Open MPI: the harness's record of each message its pml monitoring counts is a function the
+  // monitoring pml (a component Open MPI loads) calls: exported from the executable.
+  const std::vector<std::string> flags =
+      o.impl == "openmpi"
+          ? std::vector<std::string>{"-Wl,--export-dynamic-symbol=mca_common_monitoring_record_pml"}
+          : std::vector<std::string>{};
+  std::string flag_text;
+  for (const auto& f : flags) flag_text += f + "\n";
+  std::string key = fmt::format(
+      "{:016x}",
+      fnv1a(text, fnv1a(o.impl + "\n" + fs::absolute(mpicc).string() + "\n" + flag_text)));
   fs::path bin = dir / ("harness-" + o.impl + "-" + key);
   if (access(bin.c_str(), X_OK) == 0) return bin.string();
   fs::path work = dir / fmt::format("build-{}-{}", key, getpid());
@@ -226,7 +235,9 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
   if (ec) throw UsageError("cannot create '" + work.string() + "': " + ec.message());
   fs::path tmp = work / "harness";
   // The compiler is bounded by --timeout too (a wrapper that hangs must not hang collv).
-  ProcResult pr = run_process({mpicc, "-O1", "-o", tmp.string(), src}, {}, work, o.timeout_s);
+  std::vector<std::string> argv = {mpicc, "-O1", "-o", tmp.string(), src};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  ProcResult pr = run_process(argv, {}, work, o.timeout_s);
   if (pr.status == -1) {
     fs::remove_all(work, ec);
     throw UsageError(fmt::format("{} did not build the harness {} in {} s (--timeout); stopped",
