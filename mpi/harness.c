@@ -49,6 +49,8 @@
  * (MPI_COMM_TYPE_SHARED) sees them (MPICH's MPIR_CVAR_NUM_CLIQUES splits one machine into
  * several nodes): collv judges an smp run only when the communicator spans several nodes and
  * some node holds two ranks or more (MPICH's node and node-roots communicators exist).
+ * What the rank prints on its error and output streams during a count (the library's messages:
+ * MPICH's fallback print, an assertion) goes to OUTDIR/c<N>/rank<R>.err (left out when empty).
  * Masks are written in decimal. An element the collective never wrote keeps {-1, 0, 0}.
  * The v-collectives: rank j's block holds vcount(j) = (count + j) mod (count + 1) elements
  * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
@@ -82,8 +84,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
   uint64_t mask;
@@ -177,6 +181,50 @@ ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void* buffer, si
   if (trace_on) ++trace_lost; /* not a tagged message: its peer and size are not logged */
   return real(ep, id, buffer, count, datatype, cb, flags);
 }
+#endif
+
+/* Open MPI's messages (docs/mpi.md, "Per-peer message counts"): with its pml monitoring on
+ * (OMPI_MCA_pml_monitoring_enable=2), the monitoring pml calls mca_common_monitoring_record_pml
+ * (libmca_common_monitoring, exported) once per message a rank posts, with the receiver's rank in
+ * MPI_COMM_WORLD, the bytes and the tag: the very count its monitoring files hold. The harness
+ * defines that function (exported from the executable: collv links it with
+ * -Wl,--export-dynamic-symbol, so the monitoring pml's call resolves to it), logs the message
+ * in the same "sent" lines as MPICH's, and calls Open MPI's own (found in the library that
+ * defines it). Messages are logged inside the collective only, per call, so one launch serves
+ * many counts and the harness's own messages never enter them. Tracing is on only when the
+ * endpoint mapping (below) saw every peer's message pass through it. */
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<dlfcn.h>)
+#define COLLV_TRACE_OMPI 1
+#include <dlfcn.h>
+typedef void (*record_pml_fn)(int, size_t, int);
+void mca_common_monitoring_record_pml(int world_rank, size_t data_size, int tag) {
+  static record_pml_fn real;
+  static int looked;
+  if (!looked) {
+    looked = 1;
+    real = (record_pml_fn)dlsym(RTLD_NEXT, "mca_common_monitoring_record_pml");
+    if (!real) {
+      void* lib = dlopen("libmca_common_monitoring.so.50", RTLD_LAZY | RTLD_NOLOAD);
+      if (!lib) lib = dlopen("libmca_common_monitoring.so", RTLD_LAZY | RTLD_NOLOAD);
+      if (lib) real = (record_pml_fn)dlsym(lib, "mca_common_monitoring_record_pml");
+    }
+    if (real == mca_common_monitoring_record_pml) real = NULL;
+  }
+  if (trace_dest >= 0 && trace_dest < 64 && world_rank == trace_dest)
+    trace_ep[trace_dest] = (const void*)(intptr_t)(world_rank + 1); /* one "endpoint" per rank */
+  if (trace_on) {
+    if (trace_n >= kTraceMax) {
+      ++trace_lost;
+    } else {
+      trace_to[trace_n] = world_rank >= 0 && world_rank < 64 ? world_rank : -1;
+      trace_bytes[trace_n] = (long long)data_size;
+      ++trace_n;
+    }
+  }
+  if (real) real(world_rank, data_size, tag);
+}
+#endif
 #endif
 
 #define CALLS 2
@@ -780,7 +828,9 @@ static int own_min(int v, MPI_Comm comm) {
 /* Maps UCX endpoints to ranks (COLLV_MPI_TRACE=1, MPICH over UCX): every rank sends every
  * rank one message on the harness's own communicator, a shift at a time, and notes the endpoint
  * UCX is handed for it. Tracing stays off unless every peer's endpoint was seen (another device,
- * or a build without the interposer, logs nothing, which would read as "no message"). */
+ * or a build without the interposer, logs nothing, which would read as "no message"). Under
+ * Open MPI the same messages show that its monitoring pml records through the harness (the
+ * "endpoint" is the rank itself): without monitoring, nothing is logged. */
 static void map_endpoints(MPI_Comm comm) {
   const char* want = getenv("COLLV_MPI_TRACE");
   if (!want || strcmp(want, "1") != 0) return;
@@ -942,6 +992,10 @@ int main(int argc, char** argv) {
   find_node();
 
   int rc = 0;
+  /* The rank's own error and output streams, restored after each count (below). */
+  fflush(stdout);
+  fflush(stderr);
+  int saved_out = dup(1), saved_err = dup(2);
   for (int count = lo; count <= hi && rc == 0; ++count) {
     char path[4096];
     snprintf(path, sizeof path, "%s/c%d", dir, count);
@@ -954,6 +1008,20 @@ int main(int argc, char** argv) {
     }
     if (node_leader >= 0)
       fprintf(out, "{\"k\":\"node\",\"leader\":%d,\"local\":%d}\n", node_leader, node_local);
+    /* What the library prints during this count (MPICH's "... cannot be applied" fallback
+     * message, an assertion before an abort) goes to OUTDIR/c<N>/rank<R>.err: the rank's error
+     * and output streams point there until the count is done, so one launch runs many counts and
+     * collv still knows which count, and which rank, a message belongs to. An abort leaves them
+     * pointing there. An empty file is removed. */
+    char err_path[4096];
+    snprintf(err_path, sizeof err_path, "%s/c%d/rank%d.err", dir, count, rank);
+    int err_fd = saved_err >= 0 && saved_out >= 0
+                     ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)
+                     : -1;
+    if (err_fd >= 0) {
+      dup2(err_fd, 1);
+      dup2(err_fd, 2);
+    }
     for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
       fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
       trace_n = trace_lost = 0;
@@ -966,6 +1034,18 @@ int main(int argc, char** argv) {
     if (rc == 0) check_unmatched(sync);
     fprintf(out, "{\"k\":\"done\",\"rank\":%d,\"size\":%d}\n", rank, size);
     fclose(out);
+    if (err_fd >= 0) {
+      fflush(stdout);
+      fflush(stderr);
+      dup2(saved_out, 1);
+      dup2(saved_err, 2);
+      struct stat st;
+      if (fstat(err_fd, &st) == 0 && st.st_size == 0) unlink(err_path);
+      close(err_fd);
+    }
+    /* No rank starts the next count before every rank closed this one's files: a rank that
+     * aborts in count N+1 then leaves count N whole (collv judges it, and runs N+1 again). */
+    if (rc == 0 && count < hi) own_min(0, sync);
   }
   if (uq_index >= 0) {
     MPI_T_pvar_handle_free(uq_session, &uq_handle);

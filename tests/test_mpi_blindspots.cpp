@@ -275,15 +275,16 @@ TEST_CASE(
   fs::remove(bad);
   fs::remove(json);
   if (test::have_mpi("mpicc.mpich") && test::have_mpi("mpiexec.mpich")) {
-    // MPICH's noncommutative reduce_scatter asserts on unequal counts: its text is reported.
+    // MPICH's noncommutative reduce_scatter asserts on unequal counts: its text is reported,
+    // with the rank that printed it (the harness's rank<R>.err of the count).
     rc = test::run_cli(
         "mpi --impl mpich --collective reduce_scatter --algorithm noncommutative --sizes 2 "
         "--count 1",
         out, "", 120);
     INFO(out);
     CHECK(rc == 1);
-    CHECK_THAT(out,
-               Catch::Contains("runtime: the launcher exited with 1: Assertion failed in file"));
+    CHECK_THAT(out, Catch::Contains(
+                        "runtime: the launcher exited with 1: rank 0: Assertion failed in file"));
   }
 }
 

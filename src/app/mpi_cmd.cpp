@@ -195,18 +195,17 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     // Against a model: the harness logs every message a rank posts (its UCX interposer).
     if (!model_file.empty()) env.emplace_back("COLLV_MPI_TRACE", "1");
   }
-  for (const auto& kv : o.extra_env) env.push_back(kv);
-  // Per-peer message counts (Open MPI's pml monitoring, against a model's transfers): one launch
-  // per count, each writing monitoring.<rank>.prof at MPI_Finalize; pml_monitoring_enable=2
-  // keeps the collectives' internal messages (negative tags) apart from user ones, both read.
+  // Per-peer message counts (Open MPI, against a model's transfers): its pml monitoring counts
+  // every message a rank posts, through a function the harness interposes, which logs the
+  // messages made inside each call of the collective (its "sent" lines), so one launch serves
+  // every count; pml_monitoring_enable=2 counts the collectives' internal messages (negative
+  // tags) and user ones alike.
   const bool monitor = o.impl == "openmpi" && !model_file.empty();
-  auto monitoring_env = [&](const fs::path& count_dir) {
-    auto e = env;
-    e.emplace_back("OMPI_MCA_pml_monitoring_enable", "2");
-    e.emplace_back("OMPI_MCA_pml_monitoring_enable_output", "3");
-    e.emplace_back("OMPI_MCA_pml_monitoring_filename", (count_dir / "monitoring").string());
-    return e;
-  };
+  if (monitor) {
+    env.emplace_back("OMPI_MCA_pml_monitoring_enable", "2");
+    env.emplace_back("COLLV_MPI_TRACE", "1");
+  }
+  for (const auto& kv : o.extra_env) env.push_back(kv);
 
   VerifyReport rep;
   VerifyGroup g;
@@ -245,6 +244,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     env.emplace_back("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", json.string());
   }
   auto t_all = std::chrono::steady_clock::now();
+  std::size_t launches = 0;  // of the collective (the baseline launches not counted)
 
   for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
     rep.groups[0].specs.push_back(fmt::format("np:{}", p));
@@ -272,35 +272,14 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       }
       roots.push_back(r);
     }
-    // Open MPI: every count in one launch (mpirun's start-up is most of a run's time). MPICH:
-    // one launch per count, so that a fallback message on the error stream belongs to one count.
-    std::vector<std::pair<std::int64_t, std::int64_t>> batches;
-    if (o.impl == "openmpi" && !monitor) {
-      batches.emplace_back(o.counts);
-    } else {
-      for (std::int64_t n = o.counts.first; n <= o.counts.second; ++n) batches.emplace_back(n, n);
-    }
-    // The baseline: a launch of the harness that runs no collective, with monitoring on. What it
-    // counts (MPI_Init and MPI_Finalize's own messages, none measured with Open MPI 4.1.4) is
-    // subtracted from every run at this p.
-    std::optional<PeerMessages> baseline;
-    std::string no_baseline;
-    if (monitor && !roots.empty()) {
-      fs::path dir = runs_dir / fmt::format("p{}-baseline", p);
-      fs::remove_all(dir, ec);
-      fs::create_directories(dir, ec);
-      ProcResult pr = run_process(
-          {run, "-n", std::to_string(p), bin, dir.string(), "none", "0", "0", "c", "0", "none"},
-          monitoring_env(dir / "c0"), dir, o.timeout_s);
-      if (pr.status != 0)
-        no_baseline = fmt::format("the baseline launch (no collective) exited with {}: {}",
-                                  pr.status, tail(pr.err, 300));
-      else
-        baseline = read_monitoring((dir / "c0").string(), static_cast<int>(p), no_baseline);
-      fs::remove_all(dir, ec);
-    }
+    // Every count of a root in one launch (the launcher's start-up is most of a run's time);
+    // what a rank prints during a count is in its c<N>/rank<R>.err (the harness points its
+    // error stream there), so MPICH's fallback message still belongs to one count and rank, and
+    // the messages each call posted are logged per call (MPICH's UCX sends, Open MPI's
+    // monitored ones).
     for (int root : roots) {
-      for (auto [lo, hi] : batches) {
+      for (std::int64_t next = o.counts.first; next <= o.counts.second;) {
+        const std::int64_t lo = next, hi = o.counts.second;
         fs::path dir = runs_dir / fmt::format("p{}-r{}-c{}", p, root, lo);
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
@@ -323,9 +302,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             o.in_place ? "1" : "0",
             o.inject};
         auto t0 = std::chrono::steady_clock::now();
-        int limit = static_cast<int>(std::min<std::int64_t>(86400, o.timeout_s * (hi - lo + 1)));
-        const auto launch_env = monitor ? monitoring_env(dir / fmt::format("c{}", lo)) : env;
-        ProcResult pr = run_process(argv, launch_env, dir, limit);
+        const auto& launch_env = env;
+        // --timeout is per count: the launch's deadline moves on whenever a count starts (the
+        // harness makes its directory c<N> first).
+        std::int64_t started = lo;
+        ++launches;
+        ProcResult pr = run_process(argv, launch_env, dir, o.timeout_s, [&] {
+          if (started >= hi || !fs::exists(dir / fmt::format("c{}", started + 1), ec)) return false;
+          ++started;
+          return true;
+        });
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::string launch;
         for (const auto& [k, v] : launch_env) launch += k + "=" + shell_quote(v) + " ";
@@ -339,9 +325,22 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           for (int r = 0; r < p && !any_rank_file; ++r)
             any_rank_file =
                 fs::exists(dir / fmt::format("c{}", n) / fmt::format("rank{}.jsonl", r), ec);
-        const std::string launcher_says = head_lines(pr.err + pr.out, 12, 1200);
         const bool launcher_failed = pr.status != 0 && pr.status != -1 && !any_rank_file;
-        for (std::int64_t count = lo; count <= hi; ++count) {
+        // A launch that ended abnormally (an abort, a crash, stopped at --timeout) ended in its
+        // first count that some rank did not finish (no "done" line): the counts before it are
+        // judged as finished runs (exit 0), that count as the launch's, and the counts after
+        // it run again in a launch of their own. A count cut in a launch that did not start
+        // with it runs again first in a new launch, so every count's verdict is the one a
+        // launch of that count alone gives (the per-count launches this replaces).
+        std::int64_t cut = hi + 1;
+        if (pr.status != 0 && !launcher_failed)
+          for (std::int64_t n = lo; n <= hi && cut > hi; ++n)
+            if (!count_finished(dir / fmt::format("c{}", n), static_cast<int>(p))) cut = n;
+        const std::int64_t last = launcher_failed ? hi : cut > hi ? hi : cut == lo ? lo : cut - 1;
+        next = last + 1;
+        for (std::int64_t count = lo; count <= last; ++count) {
+          // This count's exit: a count finished before the launch's end went wrong is 0.
+          const int status = count < cut && cut <= hi ? 0 : pr.status;
           MpiCase c{kind,
                     static_cast<int>(p),
                     static_cast<int>(count),
@@ -377,7 +376,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           // MPICH says when an algorithm does not apply and falls back to its own choice
           // (MPIR_CVAR_COLLECTIVE_FALLBACK=print): the library's documented behaviour, and the
           // run did not run the algorithm asked for, so it is not counted as its run.
-          std::string all_out = pr.err + pr.out;
+          const std::string ranks_say = rank_messages(cdir, static_cast<int>(p), 1 << 16);
+          const std::string launcher_says = head_lines(ranks_say + pr.err + pr.out, 12, 1200);
+          std::string all_out = ranks_say + pr.err + pr.out;
           for (int r = 0; r < p; ++r)
             all_out += slurp(cdir / fmt::format("rank{}.jsonl", r), 1 << 16);
           // Open MPI says nothing, but its source calls another algorithm for every
@@ -455,53 +456,30 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                                           mr->combinations);
             }
             if (mr) {
-              if (!monitor) {
-                // MPICH: the pattern the harness logged through its UCX interposer.
-                std::string why;
-                auto lib = pr.status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
-                                          : std::nullopt;
-                if (pr.status != 0) why = "the launch did not end normally";
-                if (lib)
-                  msgs = compare_sends(*lib, mr->sends,
-                                       c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
-                                       o.control_bytes);
-                else
-                  msgs.note = "not checked: " + why;
-              } else if (!baseline) {
-                msgs.note = "not checked: " + no_baseline;
-              } else if (pr.status != 0) {
-                msgs.note = "not checked: the launch did not end normally";
+              // The messages the harness logged per call: MPICH's through its UCX interposer (a
+              // pattern: receivers, order, sizes), Open MPI's as its pml monitoring counted them
+              // (per peer: messages and bytes; the order is not compared there).
+              std::string why;
+              auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
+                                     : std::nullopt;
+              if (status != 0) why = "the launch did not end normally";
+              if (!lib) {
+                msgs.note = "not checked: " + why;
+              } else if (!monitor) {
+                msgs = compare_sends(*lib, mr->sends,
+                                     c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
+                                     o.control_bytes);
               } else {
-                std::string why;
-                auto lib = read_monitoring(cdir.string(), static_cast<int>(p), why);
-                if (lib) {
-                  for (std::size_t a = 0; a < lib->msgs.size() && why.empty(); ++a)
-                    for (std::size_t b = 0; b < lib->msgs.size(); ++b) {
-                      if (lib->msgs[a][b] < baseline->msgs[a][b] ||
-                          lib->bytes[a][b] < baseline->bytes[a][b]) {
-                        why = fmt::format(
-                            "rank {} sent fewer messages to rank {} than in the "
-                            "baseline launch (no collective)",
-                            a, b);
-                        break;
-                      }
-                      lib->msgs[a][b] -= baseline->msgs[a][b];
-                      lib->bytes[a][b] -= baseline->bytes[a][b];
-                    }
-                }
-                // The harness calls the collective kHarnessCalls times per count, in one launch.
-                PeerMessages per_launch = mr->messages;
-                for (auto* m : {&per_launch.msgs, &per_launch.bytes})
+                // The harness calls the collective kHarnessCalls times per count.
+                PeerMessages per_count = mr->messages;
+                for (auto* m : {&per_count.msgs, &per_count.bytes})
                   for (auto& row : *m)
                     for (auto& v : row) v *= kHarnessCalls;
-                if (lib && why.empty()) {
-                  msgs = compare_messages(*lib, per_launch);
-                  msgs.note += fmt::format(
-                      "{}the launch's {} calls of the collective against {} times the model's "
-                      "transfers",
-                      msgs.note.empty() ? "" : "; ", kHarnessCalls, kHarnessCalls);
-                } else
-                  msgs.note = "not checked: " + why;
+                msgs = compare_messages(peer_messages(*lib, static_cast<int>(p)), per_count);
+                msgs.note += fmt::format(
+                    "{}the count's {} calls of the collective against {} times the model's "
+                    "transfers",
+                    msgs.note.empty() ? "" : "; ", kHarnessCalls, kHarnessCalls);
               }
             }
             vr.checks.push_back(conf);
@@ -512,7 +490,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   rooted(o.collective) ? fmt::format(" root {}", root) : "", msgs.note));
           }
           CheckResult& rt = vr.checks.front();
-          if (pr.status == -1) {
+          if (status == -1) {
             // The launch was stopped: its logs end where it was cut, so what they lack is no
             // violation of the library's. Every check is undecided, the model's comparison too.
             for (auto& ch : vr.checks)
@@ -523,12 +501,13 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                 ch.note = "not judged: the launch was stopped at --timeout, its logs are cut short";
               }
             rt.verdict = Verdict::Unknown;
-            rt.note = fmt::format("the launch did not finish in {} s (--timeout per count)", limit);
-          } else if (pr.status != 0) {
+            rt.note =
+                fmt::format("the launch did not finish in {} s (--timeout per count)", o.timeout_s);
+          } else if (status != 0) {
             // The library's abort (a rank died, an assertion): what the launcher printed, first.
             Counterexample cx;
             cx.invariant = "runtime";
-            cx.message = fmt::format("the launcher exited with {}: {}", pr.status,
+            cx.message = fmt::format("the launcher exited with {}: {}", status,
                                      launcher_says.empty() ? "(no output)" : launcher_says);
             rt.verdict = Verdict::Fail;
             rt.violations.insert(rt.violations.begin(), cx);
@@ -540,7 +519,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             unknown = unknown || ch.verdict == Verdict::Unknown;
           }
           vr.status = fail ? "fail" : unknown ? "inconclusive" : "pass";
-          vr.seconds = secs / static_cast<double>(hi - lo + 1);
+          vr.seconds = secs / static_cast<double>(last - lo + 1);
           if (vr.status != "pass") {
             keep = true;
             repro.push_back(cmd + "\n      launch: " + launch + "(output kept in " + cdir.string() +
@@ -637,7 +616,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     j["library"] = {{"impl", o.impl},       {"collective", o.collective},
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
-                    {"fell_back", refused}, {"messages_not_checked", msgs_not_checked}};
+                    {"fell_back", refused}, {"messages_not_checked", msgs_not_checked},
+                    {"launches", launches}};
     if (smp) j["library"]["not_several_nodes"] = not_spread;
     for (const auto& [name, v] : pass_notes)
       j["library"]["passed_with_note"][name] = {{"runs", v.first}, {"first", v.second}};

@@ -166,13 +166,9 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
                          std::uint64_t max_ops = RunOptions{}.max_ops_per_node,
                          std::uint64_t elem_bytes = kHarnessElemBytes);
 
-// What Open MPI's pml monitoring wrote into dir (monitoring.<rank>.prof, written at
-// MPI_Finalize with pml_monitoring_enable=2): per rank and peer the messages and bytes sent,
-// internal (the collectives' negative tags) and external (user tags) added. Returns nullopt and
-// sets why_not when a rank's file is missing or not in that format.
-std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::string& why_not);
 // The check "messages": the first rank and peer (in rank order) whose message counts, or bytes,
-// differ between the library (its monitoring, less the baseline launch's) and the model.
+// differ between the library (the messages its pml monitoring counted during the calls) and the
+// model.
 CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model);
 
 // The message pattern the harness logged (its "sent" lines: the messages each rank posted during
@@ -181,6 +177,9 @@ CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model)
 // could not tell, or messages it could not log.
 std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p,
                                                        std::string& why_not);
+// The per-peer messages and bytes of a logged pattern, summed over its calls (a rank's messages
+// to itself counted apart): Open MPI's monitored messages, compared by compare_messages.
+PeerMessages peer_messages(const std::vector<SentMessages>& calls, int p);
 // The check "messages" by pattern: at every rank and call, the library's messages (receiver and
 // bytes, in posting order; its messages to itself left out) are the model's sends in program
 // order. Fails at the first rank, call and message that differ.

@@ -104,14 +104,14 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         : fell_back               ? "not judged  "
         : rc == kExitInconclusive ? "inconclusive"
                                   : "error       ",
-        label +
-            (fell_back    ? " (the named algorithm never ran: the library fell back to its own "
-                            "choice, or the communicator did not span several nodes, in every "
-                            "run: see its report)"
-             : uncompared ? " (no compare: the runs pass; nothing of them could be compared with "
-                            "the model: no combination, and no per-peer message counts under "
-                            "MPICH)"
-                          : "")));
+        label + (fell_back ? " (the named algorithm never ran: the library fell back to its own "
+                             "choice, or the communicator did not span several nodes, in every "
+                             "run: see its report)"
+                 : uncompared
+                     ? " (no compare: the runs pass; nothing of them could be compared with "
+                       "the model: no combination, and no per-peer message counts under "
+                       "MPICH)"
+                     : "")));
     if (!fell_back) ++judged;
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <ostream>
@@ -47,10 +48,18 @@ struct ProcResult {
   std::string out, err;
 };
 // Runs argv with extra environment variables, its output into files of dir, killing its whole
-// process group after timeout_s seconds.
+// process group after timeout_s seconds; when `progressed` is given (polled every 0.2 s) and
+// says true, the timeout_s start again from then.
 ProcResult run_process(const std::vector<std::string>& argv,
                        const std::vector<std::pair<std::string, std::string>>& env,
-                       const std::filesystem::path& dir, int timeout_s);
+                       const std::filesystem::path& dir, int timeout_s,
+                       const std::function<bool()>& progressed = {});
+// Did every rank of p finish the count whose files are in cdir (its rank<r>.jsonl ends with
+// the harness's "done" line)?
+bool count_finished(const std::filesystem::path& cdir, int p);
+// What the ranks printed during a count (the harness's rank<r>.err files), rank by rank, each
+// at most max characters, each file's text after a "rank R: " label.
+std::string rank_messages(const std::filesystem::path& cdir, int p, std::size_t max);
 std::string cache_root(const MpiOptions& o);
 std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
                           std::ostream& err);

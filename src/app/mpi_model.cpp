@@ -86,65 +86,6 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
   return res;
 }
 
-std::optional<PeerMessages> read_monitoring(const std::string& dir, int p, std::string& why_not) {
-  PeerMessages m(p);
-  for (int r = 0; r < p; ++r) {
-    fs::path file = fs::path(dir) / fmt::format("monitoring.{}.prof", r);
-    std::error_code ec;
-    auto size = fs::file_size(file, ec);
-    if (ec) {
-      why_not = fmt::format(
-          "Open MPI's pml monitoring wrote no {} (the monitoring component is not installed, or "
-          "the rank did not reach MPI_Finalize)",
-          file.string());
-      return std::nullopt;
-    }
-    if (size > kMaxRankFile) {
-      why_not = file.string() + ": too large";
-      return std::nullopt;
-    }
-    std::ifstream f(file);
-    std::string line;
-    std::size_t lineno = 0;
-    bool p2p = false, header = false;
-    while (std::getline(f, line)) {
-      ++lineno;
-      if (!line.empty() && line[0] == '#') {
-        p2p = line == "# POINT TO POINT";
-        header = header || p2p;
-        continue;
-      }
-      if (!p2p) continue;
-      // E|I <rank> <peer> <bytes> bytes <n> msgs sent [histogram]
-      std::istringstream ls(line);
-      std::string kind, w_bytes, w_msgs, w_sent;
-      long long rank = -1, peer = -1;
-      unsigned long long bytes = 0, n = 0;
-      ls >> kind >> rank >> peer >> bytes >> w_bytes >> n >> w_msgs >> w_sent;
-      if (!ls || (kind != "E" && kind != "I") || w_bytes != "bytes" || w_msgs != "msgs" ||
-          w_sent != "sent" || rank != r || peer < 0 || peer >= p) {
-        why_not = fmt::format(
-            "{}:{}: not a line of Open MPI's monitoring output (E|I rank peer "
-            "N bytes M msgs sent) for rank {} of {}",
-            file.string(), lineno, r, p);
-        return std::nullopt;
-      }
-      if (peer == r) {
-        m.self[r] += n;
-        continue;
-      }
-      m.msgs[r][peer] += n;
-      m.bytes[r][peer] += bytes;
-    }
-    if (!header) {
-      why_not =
-          file.string() + ": no \"# POINT TO POINT\" section (not Open MPI's monitoring output)";
-      return std::nullopt;
-    }
-  }
-  return m;
-}
-
 CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model) {
   CheckResult res;
   res.name = "messages";

@@ -105,13 +105,31 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
       if (!seen[static_cast<std::size_t>(c)]) {
         why_not = fmt::format(
             "rank {} logged no message pattern for call {} (the harness logs it for MPICH over "
-            "UCX, whose endpoints it mapped to ranks; the library returned an error, or it runs "
-            "over another transport)",
+            "UCX, whose endpoints it mapped to ranks, and for Open MPI under its pml monitoring, "
+            "when every peer's message passed through it; the library returned an error, runs "
+            "over another transport, or its monitoring is off)",
             r, c + 1);
         return std::nullopt;
       }
   }
   return calls;
+}
+
+PeerMessages peer_messages(const std::vector<SentMessages>& calls, int p) {
+  PeerMessages m(p);
+  for (const auto& call : calls)
+    for (std::size_t r = 0; r < call.size() && r < static_cast<std::size_t>(p); ++r)
+      for (const auto& msg : call[r]) {
+        if (msg.to < 0 || msg.to >= p || msg.bytes < 0) continue;  // library_sends refuses them
+        const auto to = static_cast<std::size_t>(msg.to);
+        if (to == r) {
+          ++m.self[r];
+          continue;
+        }
+        ++m.msgs[r][to];
+        m.bytes[r][to] += static_cast<std::uint64_t>(msg.bytes);
+      }
+  return m;
 }
 
 CheckResult compare_sends(const std::vector<SentMessages>& lib_in, const SentMessages& model,

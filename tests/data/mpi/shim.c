@@ -10,6 +10,8 @@
  *                    outlives --timeout, its logs cut short)
  *   ALLTOALLW_PACKED MPI_Alltoallw: ignores the receive displacements and puts the blocks one
  *                    after the other in rank order (right only where the caller's blocks touch)
+ *   ABORT_COUNT2     MPI_Allreduce: rank 1 prints a line and aborts in a call with count 2 (a
+ *                    library crash in one count of a launch that runs several)
  * Only the harness's collectives are wrapped; the test's launcher wrapper preloads it into the
  * ranks (never into collv). */
 #include <mpi.h>
@@ -96,5 +98,19 @@ int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
                           recvtypes, comm);
   free(packed);
   return rc;
+}
+#endif
+
+#if defined(ABORT_COUNT2)
+#include <stdio.h>
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  if (count == 2 && rank == 1) {
+    fprintf(stderr, "shim: rank 1 aborts at count 2\n");
+    abort();
+  }
+  return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
 #endif
