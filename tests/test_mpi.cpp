@@ -256,7 +256,8 @@ TEST_CASE(
   MpiOptions base;
   auto one = [&](const std::string& file) {
     auto runs = conformance_runs(file, base);
-    REQUIRE(runs.size() == 1);
+    // The first line's run (a second line is the model's MPICH nb line, tests/test_mpi_nb.cpp).
+    REQUIRE(!runs.empty());
     return runs.front();
   };
   auto r = one(m + "mpich/reduce_scatter_pairwise.coll");
