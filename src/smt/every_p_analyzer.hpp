@@ -331,6 +331,10 @@ class Analyzer {
   void phase_close(Path& path);
   void phase_comm(const Stmt& s, Path& path, bool loop);
   void phase_event(const PhaseEvent& e, const Path& path);
+  // The condition that event e happens at the phase's index K; a loop's counter is renamed in
+  // `ren` to the iteration that index falls on.
+  static std::string phase_at(const PhaseEvent& e, const std::string& K,
+                              std::map<std::string, std::string>& ren);
   Incoming phased_incoming(const Path& path, const std::string& K);
   std::string phase_received(const Path& path, const std::string& dst, const std::string& K);
   std::string phase_decls(const std::string& text, const std::string& have);

@@ -176,20 +176,21 @@ void Analyzer::phase_event(const PhaseEvent& e, const Path& path) {
   pev_cur_.push_back(x);
 }
 
+std::string Analyzer::phase_at(const PhaseEvent& e, const std::string& K,
+                               std::map<std::string, std::string>& ren) {
+  if (!e.in_loop) return op2("=", K, e.idx);
+  std::string jp = add(e.lo, K);
+  ren[e.iter] = jp;
+  return fmt::format("(and (<= {} {}) (<= {} {}))", e.lo, jp, jp, e.hi);
+}
+
 Analyzer::Incoming Analyzer::phased_incoming(const Path& path, const std::string& K) {
   Incoming in;
   const std::string key = phase_key(path.phase);
   for (const auto& e : pev_prev_) {
     if (!e.send || e.phase != key) continue;
     std::map<std::string, std::string> ren = {{"r", "src_r"}};
-    std::string cond;
-    if (!e.in_loop) {
-      cond = op2("=", K, e.idx);
-    } else {
-      std::string jp = add(e.lo, K);
-      cond = fmt::format("(and (<= {} {}) (<= {} {}))", e.lo, jp, jp, e.hi);
-      ren[e.iter] = jp;
-    }
+    std::string cond = phase_at(e, K, ren);
     cond = fmt::format("(and {} {})", cond, rename(e.pc, ren));
     in.exists = fmt::format("(or {} {})", cond, in.exists);
     in.len = ite(cond, rename(e.len, ren), in.len);
@@ -206,14 +207,7 @@ std::string Analyzer::phase_received(const Path& path, const std::string& dst,
   for (const auto& f : pev_prev_) {
     if (f.send || f.phase != key) continue;
     std::map<std::string, std::string> ren = {{"r", dst}};
-    std::string cond;
-    if (!f.in_loop) {
-      cond = op2("=", K, f.idx);
-    } else {
-      std::string jp = add(f.lo, K);
-      cond = fmt::format("(and (<= {} {}) (<= {} {}))", f.lo, jp, jp, f.hi);
-      ren[f.iter] = jp;
-    }
+    const std::string cond = phase_at(f, K, ren);
     any = fmt::format("(or (and {} {} (= {} r)) {})", cond, rename(f.pc, ren), rename(f.peer, ren),
                       any);
   }
