@@ -5,6 +5,7 @@
 # (models, specs, schedule files, proof files, the command line); the [slow] tests are long pure
 # computations on the repository's own models and proofs and run in the release build only.
 # [heavy] tests are fast-suite tests long only from Z3 or MPI launches: release phase only.
+# [sweep] tests (full proofs of minutes with a cheaper sibling here) are left out: scripts/sweep-tests.sh.
 # Then the fuzz harnesses briefly and the main job (the proofs and z3's re-check of every
 # certificate are a [slow] test). Each phase's wall and CPU time is printed at the end (README.md
 # says how long the whole takes on a 2-core machine).
