@@ -6,7 +6,12 @@
 // path,
 //   while C do  [assignments]  if C1 then receive X from E; break; endif  [assignments]  endwhile
 //   [assignments]
-//   while C2 do  [assignments]  [if C3 then] send V to E [endif]  [assignments]  endwhile
+//   while C2 do  [assignments]  [if C3 then [assignments]] send V to E [endif]  [assignments]
+//   endwhile [assignments]
+// The paths before the loops (MPICH's scatter: the root's, which lays x out first, and the
+// others') are one tree: the first reading collects each one's unrolled paths (tree_calls_), the
+// second matches every receive against the sends of all of them. A path of the receive loop no
+// rank takes is pruned (`infeasible-line-N`, its unsat query the certificate).
 // Both loops are unrolled: the mask starts as a numeral and the bodies double or halve it, so at
 // every iteration it is a numeral and its bit tests `(rel AND mask)` are linear integer terms
 // (every_p_bits.hpp). The receive loop runs at most 32 iterations (`unroll-bound`: its condition
@@ -18,7 +23,8 @@
 // The proof file gives three terms: `order TERM` (over r, p, root: a rank's place in the
 // waits-for order), `round TERM` (over p, root and the program's integer variables at a send or
 // receive: its round; it may not depend on r) and `message length|block TERM` (what every
-// message carries, over p, root, b). Obligations, on each path P (names NAME-line-N@P):
+// message carries, over p, root, b, the receiver r and the numerals of the unrolled loops: a
+// send matches only a receive of equal numerals). Obligations, on each path P (NAME-line-N@P):
 //   unroll-bound-loop-while  the receive loop's condition fails after 32 iterations;
 //   match-line-N        the receive's source S is a rank that, on its path, sends to r in the
 //                       receive's round (the paths that continue past the iteration of the
