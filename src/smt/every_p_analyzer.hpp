@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -122,6 +123,17 @@ inline std::string at_block(const std::string& t, const std::string& blk) {
 // Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
 bool more_collective(Collective c);
 Buf more_input(Collective c, bool chunked);  // rank r's input buffer, by block (or chunk)
+
+// (mod X p) by cases (a binomial tree's: every_p_expr.cpp): exact for every p > 0.
+inline std::string mod_p_cases(const std::string& x) {
+  const std::string v = "modp";
+  return fmt::format(
+      "(let (({} {})) (ite (and (<= 0 {}) (< {} p)) {} (ite (and (<= p {}) (< {} (* 2 p))) (- {} "
+      "p) (ite (and (<= (- p) {}) (< {} 0)) (+ {} p) (mod {} p)))))",
+      v, x, v, v, v, v, v, v, v, v, v, v);
+}
+
+struct TreeCall;  // every_p_tree.cpp
 
 class Analyzer {
  public:
@@ -304,6 +316,9 @@ class Analyzer {
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
   std::string tree_root_ = "false";
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
+  // A binomial tree's readings on every path before its loops, from the first reading: the
+  // second matches each receive against the sends of all of them (every_p_tree.cpp).
+  std::vector<std::shared_ptr<TreeCall>> tree_calls_;
   bool tree_mod_ = false;  // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
   // every_p_phases.cpp: an unrooted program whose ranks take different rounds (an `if` on my_id
   // around communication: MPICH's non-power-of-two fold) is read as phases, and each receive is

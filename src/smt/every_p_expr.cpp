@@ -169,11 +169,7 @@ Lin Analyzer::int_expr(const Expr& e, const State& st) {
             // nonlinear, and the tree's many distinct ones made its channel queries time out).
             // One let name for all (an inner binding shadows an outer one, and a binding's value
             // is read outside it), so the same value is the same term on every path.
-            const std::string v = "modp";
-            return Lin{"0", fmt::format("(let (({} {})) (ite (and (<= 0 {}) (< {} p)) {} (ite (and "
-                                        "(<= p {}) (< {} (* 2 p))) (- {} p) (ite (and (<= (- p) "
-                                        "{}) (< {} 0)) (+ {} p) (mod {} p)))))",
-                                        v, a.k, v, v, v, v, v, v, v, v, v, v)};
+            return Lin{"0", mod_p_cases(a.k)};
           }
           return Lin{"0", op2(e.op == Op::Mod ? "mod" : "div", a.k, d)};
         }

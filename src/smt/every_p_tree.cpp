@@ -6,7 +6,12 @@
 // path,
 //   while C do  [assignments]  if C1 then receive X from E; break; endif  [assignments]  endwhile
 //   [assignments]
-//   while C2 do  [assignments]  [if C3 then] send V to E [endif]  [assignments]  endwhile
+//   while C2 do  [assignments]  [if C3 then [assignments]] send V to E [endif]  [assignments]
+//   endwhile [assignments]
+// The paths before the loops (MPICH's scatter: the root's, which lays x out first, and the
+// others') are one tree: the first reading collects each one's unrolled paths (tree_calls_), the
+// second matches every receive against the sends of all of them. A path of the receive loop no
+// rank takes is pruned (`infeasible-line-N`, its unsat query the certificate).
 // Both loops are unrolled: the mask starts as a numeral and the bodies double or halve it, so at
 // every iteration it is a numeral and its bit tests `(rel AND mask)` are linear integer terms
 // (every_p_bits.hpp). The receive loop runs at most 32 iterations (`unroll-bound`: its condition
@@ -18,7 +23,8 @@
 // The proof file gives three terms: `order TERM` (over r, p, root: a rank's place in the
 // waits-for order), `round TERM` (over p, root and the program's integer variables at a send or
 // receive: its round; it may not depend on r) and `message length|block TERM` (what every
-// message carries, over p, root, b). Obligations, on each path P (names NAME-line-N@P):
+// message carries, over p, root, b, the receiver r and the numerals of the unrolled loops: a
+// send matches only a receive of equal numerals). Obligations, on each path P (NAME-line-N@P):
 //   unroll-bound-loop-while  the receive loop's condition fails after 32 iterations;
 //   match-line-N        the receive's source S is a rank that, on its path, sends to r in the
 //                       receive's round (the paths that continue past the iteration of the
@@ -49,26 +55,71 @@
 //   bits-lemma-J        the bits lemma (every_p_bits.hpp), assumed by the above.
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
+#include "smt/solver.hpp"
 
 namespace collv::everyp {
 
-namespace {
-
 struct TreeSend {
   std::string guard, dst, round;
-  Buf val;
+  std::string key;  // the numerals the message term reads (a send matches a receive of equal key)
+  Buf val, msg;     // what it sends, and the message term for its destination
   std::vector<std::pair<std::string, std::string>> reads;
   SourceLoc loc;
 };
 
 struct TreePath {
   std::string pc, tag, src, round;  // src, round: the receive's (recv paths)
-  int iter = 0;                     // the receive loop's iteration it left at
+  std::string key;                  // the receive's message key, and the message it gets
+  Buf msg;
+  int iter = 0;  // the receive loop's iteration it left at
   bool recv = false;
   State st;
   std::vector<TreeSend> sends;
   std::string nsend = "0";
 };
+
+// One reading of the tree, on one path before the receive loop (the root's and the others' when
+// the program branches before the loops): its paths, and alive[m] (past iteration m).
+struct TreeCall {
+  std::string pre;  // the path's condition before the loops
+  std::vector<TreePath> tps;
+  std::vector<std::string> alive;
+};
+
+namespace {
+
+// The proof's term with every (mod X p) written by cases, as the program's are (mod_p_cases):
+// the same value for p > 0, and Z3 then reads it linearly where one addition or subtraction of p
+// brings X into range (with the nonlinear mod, the scatter's root-path message queries took 2 s
+// at k = 3 and 22 s at k = 8).
+std::string mod_p_by_cases(const std::string& t) {
+  std::string out;
+  std::size_t i = 0;
+  auto atom_end = [&](std::size_t j) {  // the end of the term starting at j
+    if (t[j] != '(') {
+      while (j < t.size() && t[j] != ' ' && t[j] != ')' && t[j] != '(') ++j;
+      return j;
+    }
+    int depth = 0;
+    for (; j < t.size(); ++j) {
+      if (t[j] == '(') ++depth;
+      if (t[j] == ')' && --depth == 0) return j + 1;
+    }
+    return j;
+  };
+  while (i < t.size()) {
+    if (t.compare(i, 5, "(mod ") == 0) {
+      const std::size_t x0 = i + 5, x1 = atom_end(x0);
+      if (t.compare(x1, 3, " p)") == 0) {
+        out += mod_p_cases(mod_p_by_cases(t.substr(x0, x1 - x0)));
+        i = x1 + 3;
+        continue;
+      }
+    }
+    out += t[i++];
+  }
+  return out;
+}
 
 const char* kShape =
     "a binomial tree (docs/smt.md): `while C do [assignments] if C1 then receive X from E; "
@@ -98,20 +149,24 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   while (w2i < todo.size() && todo[w2i]->kind == StmtKind::Assign) ++w2i;
   if (w2i >= todo.size() || todo[w2i]->kind != StmtKind::While)
     refuse(kShape, w2i < todo.size() ? todo[w2i]->loc : w1.loc);
-  if (w2i + 1 != todo.size()) refuse(kShape, todo[w2i + 1]->loc);
+  for (std::size_t k = w2i + 1; k < todo.size(); ++k)  // assignments after the send loop
+    if (todo[k]->kind != StmtKind::Assign) refuse(kShape, todo[k]->loc);
   const Stmt& w2 = *todo[w2i];
   int nsend_stmts = 0;
   for (const auto& b : w2.body) {
     if (b->kind == StmtKind::Assign) continue;
     const Stmt* snd = b.get();
-    if (b->kind == StmtKind::If && b->else_body.empty() && b->body.size() == 1)
-      snd = b->body[0].get();
+    if (b->kind == StmtKind::If && b->else_body.empty() && !b->body.empty()) {
+      // `if C3 then [assignments] send V to E endif`
+      snd = b->body.back().get();
+      for (std::size_t i = 0; i + 1 < b->body.size(); ++i)
+        if (b->body[i]->kind != StmtKind::Assign) refuse(kShape, b->body[i]->loc);
+    }
     if (snd->kind != StmtKind::Send || ++nsend_stmts > 1) refuse(kShape, b->loc);
     if (snd->along_link) refuse("`along link` is outside the fragment", snd->loc);
   }
   if (nsend_stmts == 0) refuse(kShape, w2.loc);
-  if (pass1_) return;  // the first reading collects straight-line communication only
-  if (!rsends_.empty() || !rrecvs_.empty())
+  if (!pass1_ && (!rsends_.empty() || !rrecvs_.empty()))
     refuse("a binomial tree on one path and other communication on another is outside the fragment",
            w1.loc);
 
@@ -144,11 +199,43 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
                     SourceLoc{pf_.path, inv->line, 1}};
     return inv->term;
   };
-  const std::string order = checked(ord, {"r", "p", "count", "root"});
+  const std::string order = mod_p_by_cases(checked(ord, {"r", "p", "count", "root"}));
   std::set<std::string> rvars = names;
   rvars.insert({"p", "count", "root"});
   const std::string round_t = checked(rnd, rvars);
-  const Buf msg{checked(mlen, {"p", "count", "root"}), checked(mblk, {"p", "count", "root", "b"})};
+  // The message may depend on the receiver r and on the program's integer variables that are
+  // numerals at the receive and at the send (the unrolled mask): a send and a receive match only
+  // where those numerals agree, so the term the sender is held to is the one the receiver gets.
+  std::set<std::string> mvars = names;
+  mvars.insert({"p", "count", "root", "r"});
+  const Buf msg_t{mod_p_by_cases(checked(mlen, mvars)), [&] {
+                    mvars.insert("b");
+                    return mod_p_by_cases(checked(mblk, mvars));
+                  }()};
+  std::set<std::string> msg_names;
+  for (const auto& n : names)
+    if (mentions(msg_t.len, n) || mentions(msg_t.blk, n)) msg_names.insert(n);
+  // The message at an event with state st, for the receiver rr; and the numerals it reads.
+  auto msg_key = [&](const State& st, const SourceLoc& loc) {
+    std::string key;
+    for (const auto& n : msg_names) {
+      auto f = st.ints.find(n);
+      auto v = f == st.ints.end() ? std::nullopt : as_int(render(f->second));
+      if (!v)
+        refuse("the message term reads '" + n +
+                   "', which is not a numeral here (it must be a "
+                   "variable of the unrolled loops)",
+               loc);
+      key += fmt::format("{}={};", n, *v);
+    }
+    return key;
+  };
+  auto msg_at = [&](const State& st, const std::string& rr, const SourceLoc& loc) {
+    msg_key(st, loc);
+    std::map<std::string, std::string> ren{{"r", rr}};
+    for (const auto& n : msg_names) ren[n] = render(st.ints.at(n));
+    return Buf{rename(msg_t.len, ren), rename(msg_t.blk, ren)};
+  };
   auto round_at = [&](const State& st, const SourceLoc& loc) {
     std::map<std::string, std::string> ren;
     for (const auto& n : names) {
@@ -166,12 +253,22 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     return t;
   };
 
+  // With a tree on more than one path before the loops (the root's and the others'), each path's
+  // obligations are tagged with that path's index (pathN-recv-k3).
+  std::string tpre;
+  if (!pass1_ && tree_calls_.size() > 1) tpre = fmt::format("path{}-", path.index);
+  // The lemmas are stated once, with the first path's tree.
+  const bool first_call = pass1_ || tree_calls_.empty() || tree_calls_.front()->pre == path.pc;
+
   // The receive loop, unrolled: iteration k's head is reached on `spine`.
   constexpr int kUnroll = 32;
   std::vector<TreePath> tps;
   std::vector<std::string> alive;  // alive[k]: past iteration k without leaving the loop
   Path cur = path;
   cur.sends.clear();
+  // The buffers' terms from before the loops (a root's layout loop: its invariant's closed form)
+  // with their mod p by cases too.
+  for (auto& [name, buf] : cur.st.data) buf = Buf{mod_p_by_cases(buf.len), mod_p_by_cases(buf.blk)};
   std::string spine = path.pc;
   // The prefix form (MPICH's `(rel AND mask) <> 0`, mask = 2^k at iteration k): the bit tests
   // of iterations 0 .. k - 1 all false is the one fact (mod X 2^k) = 0, and with iteration k's
@@ -202,6 +299,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     if (k == kUnroll) {
       Path at_bound = path;
       at_bound.pc = spine;
+      at_bound.tag = tpre.empty() ? "" : tpre.substr(0, tpre.size() - 1);
       oblige(at_bound, "unroll-bound-loop-while",
              fmt::format("the condition of the receive loop ({}) fails at the head of iteration "
                          "{}: the loop runs at most {} times (ranks are 32-bit, p < 2^31)",
@@ -213,7 +311,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       TreePath e;
       e.pc = fmt::format("(and {} (not {}))", spine, c);
       pc_prefix.push_back(fmt::format("(and {} (not {}) {})", heads, c, zero_below(k)));
-      e.tag = fmt::format("exit-k{}", k);
+      e.tag = fmt::format("{}exit-k{}", tpre, k);
       e.iter = k;
       e.st = cur.st;
       tps.push_back(std::move(e));
@@ -248,12 +346,14 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       if (c1 != "false") {
         TreePath e;
         e.pc = fmt::format("(and {} {})", spine, c1);
-        e.tag = fmt::format("recv-k{}", k);
+        e.tag = fmt::format("{}recv-k{}", tpre, k);
         e.iter = k;
         e.recv = true;
         e.st = cur.st;
         e.src = render(int_expr(*rcv.peer, cur.st));
         e.round = round_at(cur.st, rcv.loc);
+        e.key = msg_key(cur.st, rcv.loc);
+        e.msg = msg_at(cur.st, "r", rcv.loc);
         tps.push_back(std::move(e));
         if (prefix)
           pc_prefix.push_back(
@@ -287,6 +387,32 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   };
   for (auto& tp : tps)
     tp.pc = fmt::format("(and {} {})", tp.pc, lem({"r"}, tp.recv ? tp.iter : tp.iter - 1));
+  // A path no rank takes (the root's receives, the others' exits when a branch before the loops
+  // tells them apart) is pruned after Z3 proves its condition unsat (`infeasible-line-N`, a
+  // certificate like the others): its queries would be vacuous, and were most of the scatter's.
+  {
+    std::vector<TreePath> keep;
+    for (auto& tp : tps) {
+      Path P = path;
+      P.pc = tp.pc;
+      P.tag = tp.tag;
+      oblige(P, fmt::format("infeasible-line-{}", rif->loc.line),
+             "no rank takes this path of the receive loop (its queries are left out)", "", "true",
+             "false", rif->loc);
+      const std::string& script = out_.obligations.back().script;
+      auto known = pruned_.find(script);  // both readings ask the same questions
+      if (known == pruned_.end()) {
+        smt::Solver z(smt::Limits{10000, 20'000'000});
+        z.reserve(script.size() / 8 + 16);
+        z.add(script);
+        known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
+      }
+      if (known->second) continue;
+      out_.obligations.pop_back();
+      keep.push_back(std::move(tp));
+    }
+    tps = std::move(keep);
+  }
 
   // Each path: the receive, the assignments between the loops, the send loop unrolled.
   for (auto& tp : tps) {
@@ -296,6 +422,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     P.st = tp.st;
     P.sends.clear();
     if (tp.recv) {
+      const Buf& msg = tp.msg;
       if (h.nodup)
         for (const auto& [name, buf] : P.st.data)
           oblige(P, fmt::format("nodup-{}-line-{}", name, rcv.loc.line),
@@ -329,33 +456,65 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         }
         const Stmt* snd = b.get();
         std::string g = "true";
+        Path G = P;  // the state at the send: the guarded branch's assignments run first
         if (b->kind == StmtKind::If) {
           g = bool_expr(*b->cond, P.st);
-          snd = b->body[0].get();
+          snd = b->body.back().get();
+          if (g == "false") continue;
+          G.pc = fmt::format("(and {} {})", P.pc, g);
+          for (std::size_t i = 0; i + 1 < b->body.size(); ++i) straight(*b->body[i], G);
+          // After the `if`: a variable it assigned is ite(C3, new, old), or unreadable if it had
+          // no value before; buffers it changed are outside the fragment.
+          for (const auto& [n, v] : G.st.data) {
+            auto f = P.st.data.find(n);
+            if (f == P.st.data.end() || f->second.len != v.len || f->second.blk != v.blk)
+              refuse("a send loop's `if` that changes a buffer is outside the fragment", b->loc);
+          }
+          for (const auto& [n, v] : G.st.ints) {
+            auto f = P.st.ints.find(n);
+            if (f == P.st.ints.end()) {
+              P.st.dead.insert(n);
+            } else if (f->second.c != v.c || f->second.k != v.k) {
+              f->second = Lin{ite(g, v.c, f->second.c), ite(g, v.k, f->second.k)};
+            }
+          }
         }
         if (g == "false") continue;
         TreeSend s;
         s.guard = g;
         s.loc = snd->loc;
-        s.dst = render(int_expr(*snd->peer, P.st));
-        s.val = data_expr(*snd->value, P.st, &s.reads);
-        s.round = round_at(P.st, snd->loc);
+        s.dst = render(int_expr(*snd->peer, G.st));
+        s.val = data_expr(*snd->value, G.st, &s.reads);
+        s.round = round_at(G.st, snd->loc);
+        s.key = msg_key(G.st, snd->loc);
+        s.msg = msg_at(G.st, "(+ 0 " + s.dst + ")", snd->loc);
         tp.sends.push_back(std::move(s));
         tp.nsend = add(tp.nsend, ite(g, "1", "0"));
       }
     }
+    for (std::size_t k = w2i + 1; k < todo.size(); ++k) straight(*todo[k], P);
     tp.st = P.st;
+  }
+  if (pass1_) {
+    // The first reading: this path's tree, for the second reading's matches (all paths').
+    auto call = std::make_shared<TreeCall>();
+    call->pre = path.pc;
+    call->tps = tps;
+    call->alive = alive;
+    tree_calls_.push_back(std::move(call));
+    return;
   }
 
   const int sline = [&] {
     for (const auto& b : w2.body)
       if (b->kind != StmtKind::Assign)
-        return b->kind == StmtKind::If ? b->body[0]->loc.line : b->loc.line;
+        return b->kind == StmtKind::If ? b->body.back()->loc.line : b->loc.line;
     return w2.loc.line;
   }();
   const SourceLoc sloc = [&] {
     for (const auto& b : w2.body)
-      if (b->kind != StmtKind::Assign) return b->kind == StmtKind::If ? b->body[0]->loc : b->loc;
+      if (b->kind != StmtKind::Assign)
+        return b->kind == StmtKind::If ? b->body.back()->loc : b->loc;
     return w2.loc;
   }();
   std::string claim = h.steps ? header_term(*h.steps) : "";
@@ -373,21 +532,33 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       const std::string S = "(+ 0 " + tp.src + ")";
       // The sends of the receive's round, grouped by their guard and destination; a group made
       // by every path past some iteration m of the receive loop is the one condition alive[m].
-      std::map<std::pair<std::string, std::string>, std::set<std::size_t>> groups;
-      for (std::size_t q = 0; q < tps.size(); ++q)
-        for (const auto& s : tps[q].sends)
-          if (s.round == tp.round) groups[{s.guard, s.dst}].insert(q);
+      // Over the trees of every path before the loops (the first reading's).
+      std::map<std::pair<std::string, std::string>, std::set<std::pair<std::size_t, std::size_t>>>
+          groups;
+      for (std::size_t c = 0; c < tree_calls_.size(); ++c)
+        for (std::size_t q = 0; q < tree_calls_[c]->tps.size(); ++q)
+          for (const auto& s : tree_calls_[c]->tps[q].sends)
+            if (s.round == tp.round && s.key == tp.key) groups[{s.guard, s.dst}].insert({c, q});
       std::string any = "false";
-      for (const auto& [gd, qs] : groups) {
+      for (const auto& [gd, cqs] : groups) {
         std::string on = "false";
-        for (std::size_t m = 0; m < alive.size() && on == "false"; ++m) {
-          std::set<std::size_t> past;
-          for (std::size_t q = 0; q < tps.size(); ++q)
-            if (tps[q].iter > static_cast<int>(m)) past.insert(q);
-          if (past == qs) on = alive[m];
+        for (std::size_t c = 0; c < tree_calls_.size(); ++c) {
+          const TreeCall& tc = *tree_calls_[c];
+          std::set<std::size_t> qs;
+          for (const auto& [c2, q] : cqs)
+            if (c2 == c) qs.insert(q);
+          if (qs.empty()) continue;
+          std::string on_c = "false";
+          for (std::size_t m = 0; m < tc.alive.size() && on_c == "false"; ++m) {
+            std::set<std::size_t> past;
+            for (std::size_t q = 0; q < tc.tps.size(); ++q)
+              if (tc.tps[q].iter > static_cast<int>(m)) past.insert(q);
+            if (past == qs) on_c = tc.alive[m];
+          }
+          if (on_c == "false")
+            for (std::size_t q : qs) on_c = fmt::format("(or {} {})", on_c, tc.tps[q].pc);
+          on = on == "false" ? on_c : fmt::format("(or {} {})", on, on_c);
         }
-        if (on == "false")
-          for (std::size_t q : qs) on = fmt::format("(or {} {})", on, tps[q].pc);
         any = fmt::format("(or {} (and {} {} (= {} r)))", any, rename(on, {{"r", S}}),
                           rename(gd.first, {{"r", S}}), rename(gd.second, {{"r", S}}));
       }
@@ -404,6 +575,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     }
     if (!tp.sends.empty()) {
       std::string dst = "true", carry = "true";
+      std::map<std::string, std::pair<std::string, std::string>> reads;  // name -> (what, goal)
       for (std::size_t i = 0; i < tp.sends.size(); ++i) {
         const TreeSend& s = tp.sends[i];
         if (dst_done.insert({s.guard, s.dst}).second)
@@ -411,11 +583,17 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
               fmt::format("(and {} (=> {} (and (<= 0 {}) (< {} p))))", dst, s.guard, s.dst, s.dst);
         carry =
             fmt::format("(and {} (=> {} (and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))))",
-                        carry, s.guard, s.val.len, msg.len, msg.len, s.val.blk, msg.blk);
-        for (const auto& [g, what] : s.reads)
-          oblige(P, read_name(what, sl), what, "(declare-const b Int)\n",
-                 fmt::format("(and (> count 0) {})", s.guard), g, s.loc);
+                        carry, s.guard, s.val.len, s.msg.len, s.msg.len, s.val.blk, s.msg.blk);
+        for (const auto& [g, what] : s.reads) {
+          auto [it, fresh] = reads.try_emplace(read_name(what, sl), what, "true");
+          it->second.second = fmt::format("(and {} (=> {} {}))", it->second.second, s.guard, g);
+        }
       }
+      // The slice reads of the path's sends, one obligation a kind (not one a send: the unrolled
+      // send loop makes up to 32 sends on each of up to 64 paths).
+      for (const auto& [name, wg] : reads)
+        oblige(P, name, wg.first + " (every send of the path)", "(declare-const b Int)\n",
+               "(> count 0)", wg.second, sloc);
       // Without the path's condition (its bit tests only slow Z3 down here): a stronger claim,
       // the same on every path, so each send (guard and destination) once, on the first path
       // that makes it.
@@ -454,17 +632,19 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   // Every send is received: the sends grouped by guard, destination and round; a group made by
   // every path past iteration m of the receive loop is one obligation on that condition (the
   // paths' later bit tests are not needed, and each slowed Z3 down), else one per path.
-  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::size_t>> sent;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::set<std::size_t>>
+      sent;
   for (std::size_t q = 0; q < tps.size(); ++q)
-    for (const auto& s : tps[q].sends) sent[{s.guard, s.dst, s.round}].insert(q);
+    for (const auto& s : tps[q].sends) sent[{s.guard, s.dst, s.round, s.key}].insert(q);
   for (const auto& [key, qs] : sent) {
-    const auto& [g, d, rho] = key;
+    const auto& [g, d, rho, mkey] = key;
     const std::string D = "(+ 0 " + d + ")";
     std::string who = "false";
-    for (const auto& q : tps)
-      if (q.recv && q.round == rho)
-        who = fmt::format("(or {} (and {} (= {} r)))", who, rename(q.pc, {{"r", D}}),
-                          rename(q.src, {{"r", D}}));
+    for (const auto& call : tree_calls_)
+      for (const auto& q : call->tps)
+        if (q.recv && q.round == rho && q.key == mkey)
+          who = fmt::format("(or {} (and {} (= {} r)))", who, rename(q.pc, {{"r", D}}),
+                            rename(q.src, {{"r", D}}));
     std::vector<std::pair<std::string, std::string>> on;  // (condition, tag)
     for (std::size_t m = 0; m < alive.size() && on.empty(); ++m) {
       std::set<std::size_t> past;
@@ -472,7 +652,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         if (tps[q].iter > static_cast<int>(m)) past.insert(q);
       if (past == qs)
         on.emplace_back(fmt::format("(and {} {})", alive[m], lem({"r"}, static_cast<int>(m))),
-                        fmt::format("past-k{}", m));
+                        fmt::format("{}past-k{}", tpre, m));
     }
     int maxj = 0;
     for (std::size_t q : qs) maxj = std::max(maxj, tps[q].iter);
@@ -487,7 +667,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
              fmt::format("(and {} {})", g, lem({D}, maxj)), who, sloc);
     }
   }
-  if (prefix) {
+  if (prefix && first_call) {
     // The prefix form's equivalences, for every integer bx, over the program's tests at
     // iterations 0 .. K, assuming the bits lemma's instances for bx (proved below).
     Path P = path;
@@ -514,7 +694,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
              "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(K)),
              bits_prefix_claim("bx", zero, "", static_cast<int>(K)), rif->loc);
   }
-  if (!bit_xs_.empty()) {
+  if (!bit_xs_.empty() && first_call) {
     Path P = path;
     P.pc = "true";
     // One query per j: Z3 answers each in milliseconds, all 33 as one conjunction not in 10 s.
