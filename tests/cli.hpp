@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace collv::test {
 
@@ -87,6 +89,28 @@ inline std::string doc_example(const std::string& root, const std::string& doc,
   std::string path = unique_temp(name) + ".coll";
   std::ofstream(path) << text.substr(at, end - at);
   return path;
+}
+
+// A model variant: a copy of a model file (a temporary `name`.coll) with `edits` applied in
+// order, each replacing the first occurrence of its `from`, which must be there, by its `to`.
+inline std::string edited_copy(const std::string& model,
+                               const std::vector<std::pair<std::string, std::string>>& edits,
+                               const std::string& name) {
+  std::string text = slurp(model);
+  for (const auto& [from, to] : edits) {
+    INFO(model << ": " << from);
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), to);
+  }
+  const std::string f = unique_temp(name) + ".coll";
+  std::ofstream(f) << text;
+  return f;
+}
+
+// A model variant with one edit: its first `from` replaced by `to`.
+inline std::string edited_copy(const std::string& model, const std::string& from,
+                               const std::string& to, const std::string& name) {
+  return edited_copy(model, {{from, to}}, name);
 }
 
 }  // namespace collv::test

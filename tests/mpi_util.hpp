@@ -44,6 +44,28 @@ inline bool have_mpi(const std::string& cc) {
   return std::system(("command -v " + cc + " >/dev/null 2>&1").c_str()) == 0;
 }
 
+// MPICH's compiler and launcher are installed.
+inline bool have_mpich() { return have_mpi("mpicc.mpich") && have_mpi("mpiexec.mpich"); }
+
+// `collv mpi --conformance ARGS` fails (exit 1) and says `message`: a model whose messages or
+// combinations are not the library's. Returns what it printed, for further checks.
+inline std::string conformance_fails(const std::string& args, const std::string& message,
+                                     int seconds = 120) {
+  std::string out;
+  const int rc = run_cli("mpi --conformance " + args, out, "", seconds);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains(message));
+  return out;
+}
+
+// `collv verify` passes a model at p = 2..6 and these counts: a correct collective, whatever
+// the library makes of it.
+inline void verify_passes(const std::string& model, const std::string& counts) {
+  std::string out;
+  CHECK(run_cli("verify " + model + " --sizes 2..6 --count " + counts, out) == 0);
+}
+
 // The installed libraries (both compiler and launcher found), in a fixed order.
 inline std::vector<std::string> installed_mpis() {
   std::vector<std::string> v;

@@ -3,7 +3,6 @@
 // (MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM) or by `collv mpi --nb-algorithm`.
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "cli.hpp"
@@ -12,21 +11,6 @@
 namespace {
 
 const std::string kSrc = COLLV_SOURCE_DIR;
-
-bool have_mpich() {
-  return collv::test::have_mpi("mpicc.mpich") && collv::test::have_mpi("mpiexec.mpich");
-}
-
-// A copy of a model file with its first `from` replaced by `to`.
-std::string edited_copy(const std::string& model, const std::string& from, const std::string& to,
-                        const char* name) {
-  std::string text = collv::test::slurp(model);
-  REQUIRE(text.find(from) != std::string::npos);
-  text.replace(text.find(from), from.size(), to);
-  const std::string f = collv::test::unique_temp(name) + ".coll";
-  std::ofstream(f) << text;
-  return f;
-}
 
 }  // namespace
 
@@ -58,7 +42,7 @@ TEST_CASE(
     "it names and is compared, another schedule fails, one that does not apply is not judged, "
     "and an unknown key is an error",
     "[mpi][mpi-mpich][mpi-nb]") {
-  if (!have_mpich()) {
+  if (!collv::test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
     return;
   }
@@ -76,12 +60,10 @@ TEST_CASE(
   // The variable is read: the naive schedule (a reduce to rank 0, then a broadcast) is not
   // recursive doubling, and its messages say so.
   const std::string nb_line = "nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_recursive_doubling";
-  const std::string naive = edited_copy(
+  const std::string naive = collv::test::edited_copy(
       model, nb_line, "nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_naive", "nb_naive");
-  rc = collv::test::run_cli("mpi --conformance " + naive + " --sizes 3 --count 2", out, "", 120);
-  INFO(out);
-  CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Contains("FAIL          " + naive + "#nb=sched_naive"));
+  out = collv::test::conformance_fails(naive + " --sizes 3 --count 2",
+                                       "FAIL          " + naive + "#nb=sched_naive");
   CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1"));
   std::remove(naive.c_str());
   // ... and the model of the naive schedule (a binomial reduce, then a binomial broadcast) passes.
@@ -93,7 +75,7 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + naive_model + "#nb=sched_naive"));
 
   // A schedule that does not apply (built-in operations only): MPICH falls back, not judged.
-  const std::string rsag = edited_copy(
+  const std::string rsag = collv::test::edited_copy(
       model, nb_line, "nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_reduce_scatter_allgather",
       "nb_rsag");
   rc = collv::test::run_cli("mpi --conformance " + rsag + " --sizes 3 --count 2", out, "", 120);
@@ -104,8 +86,8 @@ TEST_CASE(
 
   // A key collv does not know is an error at the line, never ignored; so is a nonblocking name
   // MPICH does not have (not run, with the reason).
-  const std::string unknown =
-      edited_copy(model, nb_line, nb_line + " MPIR_CVAR_IALLREDUCE_TUNING = 1", "nb_unknown");
+  const std::string unknown = collv::test::edited_copy(
+      model, nb_line, nb_line + " MPIR_CVAR_IALLREDUCE_TUNING = 1", "nb_unknown");
   rc = collv::test::run_cli("mpi --conformance " + unknown + " --sizes 3 --count 2", out, "", 120);
   INFO(out);
   CHECK(rc == 2);
@@ -113,7 +95,7 @@ TEST_CASE(
                                             "collv mpi --conformance knows no such MPICH "
                                             "setting"));
   std::remove(unknown.c_str());
-  const std::string bogus = edited_copy(
+  const std::string bogus = collv::test::edited_copy(
       model, nb_line, "nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_bogus", "nb_bogus");
   rc = collv::test::run_cli("mpi --conformance " + bogus + " --sizes 3 --count 2", out, "", 120);
   INFO(out);
@@ -127,7 +109,7 @@ TEST_CASE(
     "blocking algorithm conform (Rabenseifner's segments, the binomial broadcast at count 0), and "
     "the blocking models declared as nb fail",
     "[mpi][mpi-mpich][mpi-nb]") {
-  if (!have_mpich()) {
+  if (!collv::test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
     return;
   }
@@ -139,15 +121,13 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + rsag + "#nb=sched_reduce_scatter_allgather"));
-  const std::string blocking = edited_copy(
+  const std::string blocking = collv::test::edited_copy(
       m + "allreduce_rabenseifner.coll", "ALGORITHM = reduce_scatter_allgather",
       "ALGORITHM = nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = sched_reduce_scatter_allgather",
       "nb_rsag_blocking");
-  rc = collv::test::run_cli("mpi --conformance " + blocking + " --sizes 3 --count 3", out, "", 120);
-  INFO(out);
-  CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 1: the library sends 16 bytes "
-                                  "to rank 2, the model sends 8 bytes to rank 2"));
+  collv::test::conformance_fails(blocking + " --sizes 3 --count 3",
+                                 "messages: rank 1, call 1, message 1: the library sends 16 bytes "
+                                 "to rank 2, the model sends 8 bytes to rank 2");
   std::remove(blocking.c_str());
   // The binomial broadcast: at count 0 the nonblocking schedule sends empty messages along the
   // tree, where the blocking one returns first.
@@ -157,31 +137,25 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + bin + "#nb=sched_binomial"));
-  const std::string bin_blocking = edited_copy(
+  const std::string bin_blocking = collv::test::edited_copy(
       m + "bcast_binomial.coll", "ALGORITHM = binomial",
       "ALGORITHM = nb MPIR_CVAR_IBCAST_INTRA_ALGORITHM = sched_binomial", "nb_bcast_blocking");
-  rc = collv::test::run_cli(
-      "mpi --conformance " + bin_blocking + " --sizes 3 --count 0 --root last", out, "", 120);
-  INFO(out);
-  CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Contains("messages: rank 2, call 1, message 1: the library sends 0 bytes "
-                                  "to rank 1, the model sends no more"));
+  collv::test::conformance_fails(bin_blocking + " --sizes 3 --count 0 --root last",
+                                 "messages: rank 2, call 1, message 1: the library sends 0 bytes "
+                                 "to rank 1, the model sends no more");
   std::remove(bin_blocking.c_str());
   // The scatter-ring broadcast: the nonblocking scatter sends a child everything from its piece
   // to the end; at p = 5, root 4, count 5 rank 1 (relative rank 2) sends rank 2 two pieces where
   // the blocking scatter sends one.
   const std::string ring = m + "bcast_nb_scatter_ring_allgather.coll";
-  const std::string ring_blocking =
-      edited_copy(m + "bcast_scatter_ring_allgather.coll", "ALGORITHM = scatter_ring_allgather",
-                  "ALGORITHM = nb MPIR_CVAR_IBCAST_INTRA_ALGORITHM = sched_scatter_ring_allgather",
-                  "nb_ring_blocking");
-  rc = collv::test::run_cli(
-      "mpi --conformance " + ring_blocking + " " + ring + " --sizes 5 --count 5 --root last", out,
-      "", 120);
-  INFO(out);
-  CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Contains("messages: rank 1, call 1, message 1: the library sends 32 bytes "
-                                  "to rank 2, the model sends 16 bytes to rank 2"));
+  const std::string ring_blocking = collv::test::edited_copy(
+      m + "bcast_scatter_ring_allgather.coll", "ALGORITHM = scatter_ring_allgather",
+      "ALGORITHM = nb MPIR_CVAR_IBCAST_INTRA_ALGORITHM = sched_scatter_ring_allgather",
+      "nb_ring_blocking");
+  out = collv::test::conformance_fails(
+      ring_blocking + " " + ring + " --sizes 5 --count 5 --root last",
+      "messages: rank 1, call 1, message 1: the library sends 32 bytes to rank 2, the model sends "
+      "16 bytes to rank 2");
   CHECK_THAT(out, Catch::Contains("pass          " + ring + "#nb=sched_scatter_ring_allgather"));
   std::remove(ring_blocking.c_str());
 }

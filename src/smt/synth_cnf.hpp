@@ -1,5 +1,5 @@
 // The SAT backend of `collv synth --backend cadical` (docs/smt.md, "The SAT backend"): the same
-// synthesis questions as the Z3 encodings of synth.cpp, written as CNF and solved by CaDiCaL
+// synthesis questions as the Z3 encodings of synth_query.cpp, written as CNF and solved by CaDiCaL
 // through its C++ library. synth.cpp fills a SynthProblem from the topology and turns the model
 // (named variables with the Z3 encoding's names: m<u>_<v>_<t>, s<u>_<v>_<c>_<t>, f<v>_<j>,
 // l<t>_<k>, M<t>_<g>, r<t>_<g>, f<j>) into a Trace exactly as for Z3.
@@ -78,7 +78,7 @@ struct CnfResult {
   double solve_seconds = 0;
   std::string reason;  // unknown: why
   // sat: every named variable, "true"/"false". With a group, or for single-port allreduce, the
-  // schedule's variables of every node under the names synth.cpp reads (m<u>_<v>_<t>,
+  // schedule's variables of every node under the names synth_trace.cpp reads (m<u>_<v>_<t>,
   // s<u>_<v>_<c>_<t>, f<v>_<j>), decoded from the encoding's own.
   std::map<std::string, std::string> values;
   std::uint64_t vars = 0, clauses = 0;
