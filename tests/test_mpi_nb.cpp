@@ -187,9 +187,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "collv mpi --conformance: MPICH's generic-transport (tsp) broadcasts conform with their "
-    "models, a binary tree and a chain from the root with no message at count 0, and the "
-    "neighbouring models declared as them fail on messages",
+    "collv mpi --conformance: MPICH's generic-transport (tsp) schedules conform with their "
+    "models (a binary tree and a chain broadcast, a chain reduce, the allgatherv ring with empty "
+    "blocks), and the neighbouring models declared as them fail on messages",
     "[mpi][mpi-mpich][mpi-nb]") {
   if (!have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
@@ -243,4 +243,20 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("messages: rank 2, call 1, message 1: the library sends 16 bytes "
                                   "to rank 1, the model sends 16 bytes to rank 0"));
   std::remove(binomial_chain.c_str());
+  // The allgatherv ring (tsp_ring) sends every block, an empty one too: the blocking ring's model,
+  // which skips them, fails at count 0; the schedule's own passes.
+  const std::string agv = m + "allgatherv_nb_ring.coll";
+  rc = collv::test::run_cli("mpi --conformance " + agv + " --sizes 3 --count 0..1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + agv + "#nb=tsp_ring"));
+  const std::string agv_blocking =
+      edited_copy(m + "allgatherv_ring.coll", "= sched_ring", "= tsp_ring", "tsp_allgatherv");
+  rc = collv::test::run_cli("mpi --conformance " + agv_blocking + " --sizes 3 --count 0", out, "",
+                            120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 0 bytes "
+                                  "to rank 1, the model sends no more"));
+  std::remove(agv_blocking.c_str());
 }
