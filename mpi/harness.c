@@ -19,9 +19,11 @@
  *
  * Every count runs the collective CALLS (2) times, each call with fresh tags: an element is
  * {mask, idx, tag}: the set of ranks whose contributions it combines (bit r = rank r, so p <= 64),
- * the position of the input it came from, and tag = the call's number (1, 2) plus 2^30 when a
- * combination out of rank order (below) went into it. Rank r's input element at position k in
- * call c is {1 << r, k, c}. The user operation (MPI_Op_create) does what the real one would do -
+ * the position of the input it came from, and tag = the call's number plus 2^30 when a
+ * combination out of rank order (below) went into it. Call k (1..CALLS) of count N is numbered
+ * c = N * CALLS + k, unique across the counts of a launch (collv's harness_call), so that a
+ * result or message of another count's call is told from this one's. Rank r's input element at
+ * position k in call c is {1 << r, k, c}. The user operation (MPI_Op_create) does what the real one would do -
  * the union of the sets - and writes every call, at the rank that makes it, with both operands
  * in order:
  *   {"k":"op","n":N,"a":[[idx,mask,tag],...],"b":[[idx,mask,tag],...]}   a = invec, b = inoutvec
@@ -1022,7 +1024,7 @@ int main(int argc, char** argv) {
       dup2(err_fd, 1);
       dup2(err_fd, 2);
     }
-    for (call_no = 1; call_no <= CALLS && rc == 0; ++call_no) {
+    for (call_no = count * CALLS + 1; call_no <= count * CALLS + CALLS && rc == 0; ++call_no) {
       fprintf(out, "{\"k\":\"call\",\"n\":%d}\n", call_no);
       trace_n = trace_lost = 0;
       trace_on = trace_enabled;

@@ -34,6 +34,14 @@ inline Verdict verdict(const std::vector<CheckResult>& cs, const std::string& na
   return Verdict::NotChecked;
 }
 
+// Every violation message of the checks, one a line (what a test looks for).
+inline std::string violations_text(const std::vector<CheckResult>& cs) {
+  std::string t;
+  for (const auto& c : cs)
+    for (const auto& v : c.violations) t += c.name + ": " + v.message + "\n";
+  return t;
+}
+
 inline bool all_pass(const std::vector<CheckResult>& cs) {
   for (const auto& c : cs)
     if (c.verdict == Verdict::Fail || c.verdict == Verdict::Unknown) return false;

@@ -23,7 +23,10 @@ using test::write_ranks;
 
 namespace {
 
-std::string call(int n) { return "{\"k\":\"call\",\"n\":" + std::to_string(n) + "}\n"; }
+// Call k of a count as the harness numbers it (harness_call: count 1's calls are 3 and 4), and
+// the tag of its elements.
+std::string tg(int k, int count = 1) { return std::to_string(harness_call(count, k)); }
+std::string call(int k, int count = 1) { return "{\"k\":\"call\",\"n\":" + tg(k, count) + "}\n"; }
 const std::string kNothingUnmatched = "{\"k\":\"unmatched\",\"user\":[],\"queue\":[0,0]}\n";
 
 // An all-reduce at p = 2, count 1, two calls: rank 0 combines {0} (op) {1}; `out0_call2` is rank
@@ -32,9 +35,9 @@ std::vector<std::string> allreduce2(const std::string& out0_call2, const std::st
                                     const std::string& unmatched1 = kNothingUnmatched) {
   std::string r0, r1;
   for (int c = 1; c <= 2; ++c) {
-    const std::string t = std::to_string(c);
+    const std::string t = tg(c);
     r0 += call(c) + "{\"k\":\"op\",\"n\":1,\"a\":[[0,1," + t + "]],\"b\":[[0,2," + t + "]]}\n" +
-          (c == 2 ? out0_call2 : "{\"k\":\"out\",\"buf\":[[0,3,1]]}\n");
+          (c == 2 ? out0_call2 : "{\"k\":\"out\",\"buf\":[[0,3," + t + "]]}\n");
     r1 += call(c) + "{\"k\":\"out\",\"buf\":[[0,3," + t + "]]}\n";
   }
   return {r0 + extra0 + kNothingUnmatched + done(0, 2), r1 + unmatched1 + done(1, 2)};
@@ -47,40 +50,54 @@ TEST_CASE(
     "no message left unreceived",
     "[mpi][mpi-blindspots]") {
   MpiCase c{"allreduce", 2, 1, 0, false, false};
-  auto ok = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n")));
+  auto ok = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n")));
   CHECK(all_pass(ok));
   CHECK(verdict(ok, "sendbuf") == Verdict::Pass);
   CHECK(verdict(ok, "unmatched") == Verdict::Pass);
   // Rank 0 returns call 1's result in call 2.
-  auto stale = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,1]]}\n")));
+  auto stale = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,3]]}\n")));
   CHECK(verdict(stale, "postcondition") == Verdict::Fail);
+  // Rank 0 returns the same call's result of the previous count (count 0's call 2, tag 2: before
+  // the numbers ran on across counts every count's call 2 was 2, and this passed).
+  auto stale_count =
+      judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n")));
+  CHECK(verdict(stale_count, "postcondition") == Verdict::Fail);
+  CHECK_THAT(test::violations_text(stale_count),
+             Catch::Contains("rank 0, call 2, position 0: holds ranks {0..1} of position 0 of "
+                             "call 2 of count 0: the result of another call"));
+  // An operand of the previous count's call (a stale message received by this count).
+  std::vector<std::string> late = allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n");
+  late[0].replace(late[0].find("[[0,2,4]]"), 9, "[[0,2,2]]");
+  auto stale_msg = judge_mpi_run(c, write_ranks(late));
+  CHECK(verdict(stale_msg, "operands") == Verdict::Fail);
+  CHECK_THAT(test::violations_text(stale_msg), Catch::Contains("an operand of call 2 of count 0"));
   // The send buffer changed.
   auto sb = judge_mpi_run(
-      c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n",
-                                "{\"k\":\"sendbuf\",\"pos\":0,\"changed\":1,\"before\":[[0,1,2]],"
-                                "\"after\":[[0,3,2]]}\n")));
+      c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n",
+                                "{\"k\":\"sendbuf\",\"pos\":0,\"changed\":1,\"before\":[[0,1,4]],"
+                                "\"after\":[[0,3,4]]}\n")));
   CHECK(verdict(sb, "sendbuf") == Verdict::Fail);
   CHECK(verdict(sb, "postcondition") == Verdict::Pass);
   // A message nobody received: a user message found by MPI_Iprobe, or the library's own count.
-  auto um = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+  auto um = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n", "",
                                                     "{\"k\":\"unmatched\",\"user\":[[0,77,4]],"
                                                     "\"queue\":[0,0]}\n")));
   CHECK(verdict(um, "unmatched") == Verdict::Fail);
-  auto uq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+  auto uq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n", "",
                                                     "{\"k\":\"unmatched\",\"user\":[],"
                                                     "\"queue\":[1,0]}\n")));
   CHECK(verdict(uq, "unmatched") == Verdict::Fail);
   // No count of the library's own (MPICH): passes on the user messages, and says what it missed.
-  auto nq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n", "",
+  auto nq = judge_mpi_run(c, write_ranks(allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n", "",
                                                     "{\"k\":\"unmatched\",\"user\":[],"
                                                     "\"queue\":null}\n")));
   CHECK(verdict(nq, "unmatched") == Verdict::Pass);
   for (const auto& ch : nq)
     if (ch.name == "unmatched") CHECK_THAT(ch.note, Catch::Contains("user messages only"));
   // A rank that wrote no unmatched line: not checked, never passed.
-  std::vector<std::string> files = allreduce2("{\"k\":\"out\",\"buf\":[[0,3,2]]}\n");
-  files[1] = call(1) + "{\"k\":\"out\",\"buf\":[[0,3,1]]}\n" + call(2) +
-             "{\"k\":\"out\",\"buf\":[[0,3,2]]}\n" + done(1, 2);
+  std::vector<std::string> files = allreduce2("{\"k\":\"out\",\"buf\":[[0,3,4]]}\n");
+  files[1] = call(1) + "{\"k\":\"out\",\"buf\":[[0,3,3]]}\n" + call(2) +
+             "{\"k\":\"out\",\"buf\":[[0,3,4]]}\n" + done(1, 2);
   CHECK(verdict(judge_mpi_run(c, write_ranks(files)), "unmatched") == Verdict::NotChecked);
 }
 
@@ -93,7 +110,7 @@ TEST_CASE(
   auto file0 = [](const std::string& tag) {
     std::string f;
     for (int k = 1; k <= 2; ++k) {
-      const std::string t = std::to_string(k);
+      const std::string t = tg(k);
       f += call(k) + "{\"k\":\"op\",\"n\":1,\"a\":[[0,1," + t + "]],\"b\":[[0,4," + t +
            "]]}\n{\"k\":\"out\",\"buf\":[[0,7," + (k == 1 ? t : tag) + "]]}\n";
     }
@@ -101,22 +118,21 @@ TEST_CASE(
   };
   auto other = [](int r) {
     std::string f;
-    for (int k = 1; k <= 2; ++k)
-      f += call(k) + "{\"k\":\"out\",\"buf\":[[0,7," + std::to_string(k) + "]]}\n";
+    for (int k = 1; k <= 2; ++k) f += call(k) + "{\"k\":\"out\",\"buf\":[[0,7," + tg(k) + "]]}\n";
     return f + "{\"k\":\"unmatched\",\"user\":[],\"queue\":[0,0,0]}\n" + done(r, 3);
   };
-  auto discarded = judge_mpi_run(c, write_ranks({file0("2"), other(1), other(2)}));
+  auto discarded = judge_mpi_run(c, write_ranks({file0(tg(2)), other(1), other(2)}));
   CHECK(verdict(discarded, "order") == Verdict::Pass);
   for (const auto& ch : discarded)
     if (ch.name == "order") CHECK_THAT(ch.note, Catch::Contains("reaches no result"));
   // The same combination whose value reaches rank 0's result (marked 2^30 by the harness).
-  auto reached =
-      judge_mpi_run(c, write_ranks({file0(std::to_string(2 + (1 << 30))), other(1), other(2)}));
+  auto reached = judge_mpi_run(
+      c, write_ranks({file0(std::to_string(harness_call(1, 2) + (1 << 30))), other(1), other(2)}));
   CHECK(verdict(reached, "order") == Verdict::Fail);
   // Under a commutative operation, order is not judged at all.
   c.commutative = true;
-  CHECK(verdict(judge_mpi_run(
-                    c, write_ranks({file0(std::to_string(2 + (1 << 30))), other(1), other(2)})),
+  CHECK(verdict(judge_mpi_run(c, write_ranks({file0(std::to_string(harness_call(1, 2) + (1 << 30))),
+                                              other(1), other(2)})),
                 "order") == Verdict::NotChecked);
 }
 
@@ -137,7 +153,7 @@ TEST_CASE("mpi judge: a line that is not the harness's format is an error naming
   refused(out + "{\"k\":\"done\",\"rank\":\"0\",\"size\":2}\n", "\"rank\" must be an integer");
   refused(out + "{\"k\":\"error\",\"message\":5}\n", "\"message\" must be a string");
   refused(out + "{\"k\":\"out\",\"buf\":[[0,\"3\"]]}\n", "expected [idx, mask, tag]");
-  refused(out + "{\"k\":\"call\",\"n\":7}\n", "call 7 where call 1 was due");
+  refused(out + "{\"k\":\"call\",\"n\":7}\n", "call 7 where call 3 was due");
   refused(out + "{\"k\":\"unmatched\",\"user\":5,\"queue\":null}\n", "unmatched");
   refused(done(0, 2) + out, "a line after the \"done\" line");
 }
@@ -480,11 +496,11 @@ TEST_CASE(
   auto allgatherv = [&](const std::string& gap) {
     std::string r0, r1;
     for (int k = 1; k <= 2; ++k) {
-      const std::string t = std::to_string(k);
+      const std::string t = tg(k, 2);
       const std::string out =
           "{\"k\":\"out\",\"buf\":[[0,1," + t + "],[1,1," + t + "]," + gap + ",[-1,0,0]]}\n";
-      r0 += call(k) + out;
-      r1 += call(k) + out;
+      r0 += call(k, 2) + out;
+      r1 += call(k, 2) + out;
     }
     return judge_mpi_run(
         v, write_ranks({r0 + kNothingUnmatched + done(0, 2), r1 + kNothingUnmatched + done(1, 2)}));

@@ -88,3 +88,30 @@ TEST_CASE(
   }
   std::remove(json.c_str());
 }
+
+TEST_CASE(
+    "collv mpi: a library that returns the previous count's result inside one launch fails: "
+    "call numbers run on across the counts",
+    "[mpi][mpi-launches][mpi-shim]") {
+  if (!test::have_mpi("mpicc.mpich") || !test::have_mpi("mpiexec.mpich")) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // Rank 0's all-reduce of count 2 returns, in position 0, count 1's result of the same call:
+  // the right ranks at the right position, so with the calls numbered 1 and 2 in every count (as
+  // before) this passed. Now count 1's calls are 3 and 4, count 2's 5 and 6.
+  const std::string launcher = test::shim_launcher("mpich", "STALE_COUNT");
+  REQUIRE(!launcher.empty());
+  std::string out;
+  int rc = test::run_cli(
+      "mpi --impl mpich --collective allreduce --algorithm recursive_doubling --sizes 3 --count "
+      "1..2 --mpirun " +
+          launcher,
+      out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("rank 0, call 1, position 0: holds ranks {0..2} of position 0 "
+                                  "of call 1 of count 1: the result of another call"));
+  // Count 1 (nothing before it in the launch) passes.
+  CHECK_THAT(out, Catch::Contains("1 passed"));
+}

@@ -159,3 +159,78 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + ring + "#nb=sched_scatter_ring_allgather"));
   std::remove(ring_blocking.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's generic-transport (tsp) schedules conform with their "
+    "models (a binary tree and a chain broadcast, a chain reduce, the allgatherv ring with empty "
+    "blocks), and the neighbouring models declared as them fail on messages",
+    "[mpi][mpi-mpich][mpi-nb]") {
+  if (!have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string m = kSrc + "/models/mpich/";
+  const std::string tree = m + "bcast_nb_tree.coll", ring = m + "bcast_nb_ring.coll";
+  int rc = collv::test::run_cli(
+      "mpi --conformance " + tree + " " + ring + " --sizes 4 --count 0..1 --root last", out, "",
+      120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + tree + "#nb=tsp_tree"));
+  CHECK_THAT(out, Catch::Contains("pass          " + ring + "#nb=tsp_ring"));
+  // The binomial schedule's model declared as tsp_tree: the root sends its larger subtree first
+  // (rank 2), the binary tree its first child (rank 1).
+  const std::string binomial =
+      edited_copy(m + "bcast_nb_binomial.coll", "= sched_binomial", "= tsp_tree", "tsp_binomial");
+  rc = collv::test::run_cli("mpi --conformance " + binomial + " --sizes 4 --count 1 --root 0", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 16 bytes "
+                                  "to rank 1, the model sends 16 bytes to rank 2"));
+  std::remove(binomial.c_str());
+  // The binary tree declared as tsp_ring: the chain's root sends one message, not two.
+  const std::string as_ring = edited_copy(tree, "= tsp_tree", "= tsp_ring", "tsp_tree_as_ring");
+  rc = collv::test::run_cli("mpi --conformance " + as_ring + " --sizes 4 --count 1 --root 0", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 2: the library sends no more, "
+                                  "the model sends 16 bytes to rank 2"));
+  std::remove(as_ring.c_str());
+  // The chain reduce (tsp_ring, a non-commutative operator): rank 2 sends rank 1, where the
+  // binomial tree's rank 2 sends rank 0; the chain's own model passes, root 1 included (rank 0
+  // sends the result to the root).
+  const std::string chain = m + "reduce_nb_ring.coll";
+  rc = collv::test::run_cli("mpi --conformance " + chain + " --sizes 3 --count 1 --root all", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + chain + "#nb=tsp_ring"));
+  const std::string binomial_chain =
+      edited_copy(m + "reduce_binomial.coll", "= sched_binomial", "= tsp_ring", "tsp_reduce");
+  rc = collv::test::run_cli("mpi --conformance " + binomial_chain + " --sizes 3 --count 1 --root 0",
+                            out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 2, call 1, message 1: the library sends 16 bytes "
+                                  "to rank 1, the model sends 16 bytes to rank 0"));
+  std::remove(binomial_chain.c_str());
+  // The allgatherv ring (tsp_ring) sends every block, an empty one too: the blocking ring's model,
+  // which skips them, fails at count 0; the schedule's own passes.
+  const std::string agv = m + "allgatherv_nb_ring.coll";
+  rc = collv::test::run_cli("mpi --conformance " + agv + " --sizes 3 --count 0..1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + agv + "#nb=tsp_ring"));
+  const std::string agv_blocking =
+      edited_copy(m + "allgatherv_ring.coll", "= sched_ring", "= tsp_ring", "tsp_allgatherv");
+  rc = collv::test::run_cli("mpi --conformance " + agv_blocking + " --sizes 3 --count 0", out, "",
+                            120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 0 bytes "
+                                  "to rank 1, the model sends no more"));
+  std::remove(agv_blocking.c_str());
+}

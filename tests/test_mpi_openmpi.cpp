@@ -343,3 +343,42 @@ TEST_CASE(
              Catch::Contains("MPI_Reduce_scatter with uneven counts"));
   CHECK(one(m + "reduce_scatterv_ring.coll").why_not.empty());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: a key an Open MPI library line names that collv does not know is "
+    "an error at its line (file:line:col), never a silent not run",
+    "[mpi][mpi-openmpi]") {
+  if (!have_mpi("mpicc.openmpi") || !have_mpi("mpirun.openmpi")) {
+    WARN("Open MPI is not installed (mpicc.openmpi): skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string model = std::string(COLLV_SOURCE_DIR) + "/models/openmpi/bcast_binomial.coll";
+  const std::string text = collv::test::slurp(model);
+  const std::string line = "coll_tuned_bcast_algorithm = 6";
+  auto copy = [&](const std::string& to, const char* name) {
+    const std::string f = collv::test::unique_temp(name) + ".coll";
+    std::ofstream(f) << mutate(text, line, to);
+    return f;
+  };
+  std::string out;
+  // Settings of other MCA components (the parser itself refuses a selector of another collective,
+  // or a first key that is not the selector): errors at the line.
+  for (const auto& [to, key] :
+       {std::pair<std::string, std::string>{line + " btl_tcp_if_include = lo",
+                                            "btl_tcp_if_include = lo"},
+        {line + " coll_sync_barrier_before = 1", "coll_sync_barrier_before = 1"}}) {
+    const std::string f = copy(to, "ompi_unknown_key");
+    int rc = collv::test::run_cli("mpi --conformance " + f + " --sizes 2 --count 1", out, "", 120);
+    INFO(out);
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains(f + ":7:3: error: '" + key +
+                                    "': collv mpi --conformance knows no such Open MPI setting"));
+    std::remove(f.c_str());
+  }
+  // The model's own line still runs (its further coll_tuned_ settings go to the launch).
+  const std::string seg = copy(line + " coll_tuned_bcast_algorithm_segmentsize = 0", "ompi_seg");
+  int rc = collv::test::run_cli("mpi --conformance " + seg + " --sizes 2 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  std::remove(seg.c_str());
+}

@@ -13,12 +13,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A rank's file: two calls, each with the same "sent" line.
+// A rank's file of count 1: two calls (numbered 3 and 4, harness_call), each with the same "sent"
+// line.
 std::string rank_file(int r, int p, const std::string& sent) {
   std::string s;
   for (int c = 1; c <= kHarnessCalls; ++c)
-    s += "{\"k\":\"call\",\"n\":" + std::to_string(c) + "}\n{\"k\":\"out\",\"buf\":[]}\n" + sent +
-         "\n";
+    s += "{\"k\":\"call\",\"n\":" + std::to_string(harness_call(1, c)) +
+         "}\n{\"k\":\"out\",\"buf\":[]}\n" + sent + "\n";
   return s + test::done(r, p);
 }
 
@@ -33,7 +34,7 @@ TEST_CASE("mpi pattern: the library's messages against the model's, per rank and
       test::write_ranks({rank_file(0, 3, R"({"k":"sent","to":[2,1],"bytes":[32,32],"lost":0})"),
                          rank_file(1, 3, kNone), rank_file(2, 3, kNone)});
   std::string why;
-  auto lib = library_sends(dir, 3, why);
+  auto lib = library_sends(dir, 3, 1, why);
   REQUIRE(lib);
   REQUIRE(lib->size() == static_cast<std::size_t>(kHarnessCalls));
   CHECK((*lib)[1][0] == std::vector<SentMessage>{{2, 32}, {1, 32}});
@@ -58,7 +59,7 @@ TEST_CASE("mpi pattern: the library's messages against the model's, per rank and
   const std::string self =
       test::write_ranks({rank_file(0, 2, R"({"k":"sent","to":[0,1],"bytes":[16,16],"lost":0})"),
                          rank_file(1, 2, kNone)});
-  lib = library_sends(self, 2, why);
+  lib = library_sends(self, 2, 1, why);
   REQUIRE(lib);
   res = compare_sends(*lib, SentMessages{{{1, 16}}, {}});
   CHECK(res.verdict == Verdict::Pass);
@@ -68,7 +69,7 @@ TEST_CASE("mpi pattern: the library's messages against the model's, per rank and
   // A message that splits an element (MPICH's byte-wise scatter): not compared, inconclusive.
   const std::string part = test::write_ranks(
       {rank_file(0, 2, R"({"k":"sent","to":[1],"bytes":[8],"lost":0})"), rank_file(1, 2, kNone)});
-  lib = library_sends(part, 2, why);
+  lib = library_sends(part, 2, 1, why);
   REQUIRE(lib);
   res = compare_sends(*lib, SentMessages{{{1, 16}}, {}});
   CHECK(res.verdict == Verdict::Unknown);
@@ -82,7 +83,7 @@ TEST_CASE("mpi pattern: a pattern the harness could not log is not compared",
   auto no_pattern = [&](const std::string& rank0) {
     const std::string dir = test::write_ranks({rank0, rank_file(1, 2, kNone)});
     why.clear();
-    auto lib = library_sends(dir, 2, why);
+    auto lib = library_sends(dir, 2, 1, why);
     fs::remove_all(dir);
     return !lib.has_value();
   };
@@ -104,12 +105,13 @@ TEST_CASE("mpi judge: a sent line not in the harness's form is the run's error",
           "[mpi][mpi-pattern]") {
   MpiCase c{"bcast", 2, 1, 0, true, false};
   auto judge = [&](const std::string& sent) {
-    std::string r0 = "{\"k\":\"call\",\"n\":1}\n{\"k\":\"out\",\"buf\":[[0,1,1]]}\n" + sent +
-                     "\n{\"k\":\"call\",\"n\":2}\n{\"k\":\"out\",\"buf\":[[0,1,2]]}\n" +
+    // Count 1's calls are 3 and 4 (harness_call).
+    std::string r0 = "{\"k\":\"call\",\"n\":3}\n{\"k\":\"out\",\"buf\":[[0,1,3]]}\n" + sent +
+                     "\n{\"k\":\"call\",\"n\":4}\n{\"k\":\"out\",\"buf\":[[0,1,4]]}\n" +
                      test::done(0, 2);
     std::string r1 =
-        "{\"k\":\"call\",\"n\":1}\n{\"k\":\"out\",\"buf\":[[0,1,1]]}\n"
-        "{\"k\":\"call\",\"n\":2}\n{\"k\":\"out\",\"buf\":[[0,1,2]]}\n" +
+        "{\"k\":\"call\",\"n\":3}\n{\"k\":\"out\",\"buf\":[[0,1,3]]}\n"
+        "{\"k\":\"call\",\"n\":4}\n{\"k\":\"out\",\"buf\":[[0,1,4]]}\n" +
         test::done(1, 2);
     return judge_mpi_text(c, {r0, r1}, "d");
   };

@@ -452,15 +452,17 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                   "not checked: a built-in operation (--op builtin) calls no user function, so "
                   "the library's combinations are not seen; its messages are compared";
             } else if (mr) {
-              conf = compare_combinations(library_combinations(cdir.string(), static_cast<int>(p)),
-                                          mr->combinations);
+              conf = compare_combinations(
+                  library_combinations(cdir.string(), static_cast<int>(p), static_cast<int>(count)),
+                  mr->combinations);
             }
             if (mr) {
               // The messages the harness logged per call: MPICH's through its UCX interposer (a
               // pattern: receivers, order, sizes), Open MPI's as its pml monitoring counted them
               // (per peer: messages and bytes; the order is not compared there).
               std::string why;
-              auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p), why)
+              auto lib = status == 0 ? library_sends(cdir.string(), static_cast<int>(p),
+                                                     static_cast<int>(count), why)
                                      : std::nullopt;
               if (status != 0) why = "the launch did not end normally";
               if (!lib) {

@@ -102,6 +102,11 @@ struct MpiCase {
 
 // How many times the harness runs the collective per count, each call with fresh tags.
 inline constexpr int kHarnessCalls = 2;
+// The number (and tag) of the harness's call k (1..kHarnessCalls) of a count: unique across the
+// counts of a launch, so that data of another count's call is told from this one's.
+inline std::int64_t harness_call(int count, int k) {
+  return std::int64_t{count} * kHarnessCalls + k;
+}
 
 // Judges the files rank0.jsonl .. rank<p-1>.jsonl the harness wrote into dir (format in
 // mpi/harness.c). Returns the checks runtime, nodup, operands, order, postcondition, sendbuf and
@@ -123,7 +128,7 @@ struct MpiCombination {
 using MpiCombinations = std::vector<std::vector<MpiCombination>>;
 
 // What the library combined (the harness's files in dir).
-MpiCombinations library_combinations(const std::string& dir, int p);
+MpiCombinations library_combinations(const std::string& dir, int p, int count);
 // What the model combines at the same p, count and root (ordered domain, on complete:p, else its
 // first family at p); throws ModelError/UsageError when it cannot run there.
 MpiCombinations model_combinations(const std::string& model_file, int p, int count, int root);
@@ -175,7 +180,7 @@ CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model)
 // each call, through the UCX interposer, docs/mpi.md): [call][rank]. Returns nullopt and sets
 // why_not when some rank logged no pattern for a call, or a message whose receiver or size it
 // could not tell, or messages it could not log.
-std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p,
+std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p, int count,
                                                        std::string& why_not);
 // The per-peer messages and bytes of a logged pattern, summed over its calls (a rank's messages
 // to itself counted apart): Open MPI's monitored messages, compared by compare_messages.

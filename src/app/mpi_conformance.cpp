@@ -313,8 +313,12 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           algo = v;
         else if (k.rfind("coll_tuned_", 0) == 0 && !algo.empty())
           r.options.extra_env.emplace_back("OMPI_MCA_" + k, v);
-        else
-          r.why_not = fmt::format("{} does not select Open MPI's {} ({})", k, coll, want);
+        else  // as for MPICH: a key collv does not know is never ignored
+          throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
+                                                "Open MPI setting of {} (the selector {}, then "
+                                                "coll_tuned_ settings for the launch, MPI_Op, "
+                                                "MPI_IN_PLACE)",
+                                                k, v, coll, want));
       }
     }
     if (r.why_not.empty() && algo.empty()) r.why_not = "the line names no algorithm selector";

@@ -164,9 +164,19 @@ struct Judge {
   }
 };
 
-// A tag of the harness (mpi/harness.c): the call's number, plus kOutOfOrder when a combination
-// out of rank order went into the element.
+// A tag of the harness (mpi/harness.c): the call's number (harness_call: unique across the counts
+// of a launch), plus kOutOfOrder when a combination out of rank order went into the element.
 constexpr std::int64_t kOutOfOrder = std::int64_t{1} << 30;
+
+// A call's number as messages name it: "call K" within the count being judged, "call K of
+// count N" for another count's (a stale message or result), "call N" for a number of no count.
+std::string call_text(std::int64_t n, int count) {
+  const std::int64_t first = harness_call(count, 1);
+  if (n >= first && n < first + kHarnessCalls) return fmt::format("call {}", n - first + 1);
+  if (n >= 1)
+    return fmt::format("call {} of count {}", (n - 1) % kHarnessCalls + 1, (n - 1) / kHarnessCalls);
+  return fmt::format("call {}", n);
+}
 
 // A harness line that is not in its format: an error naming the file and line.
 [[noreturn]] void bad_line(const std::string& where, const std::string& what) {
@@ -251,13 +261,17 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                 Judges& J) {
   const std::uint64_t in_p = all_below(c.p);
   std::size_t lineno = 0, combination = 0;
-  std::int64_t call = 1;  // a file without "call" lines is one call, untagged
+  // The count's calls are numbered harness_call(count, 1..): a file without "call" lines is one
+  // call, untagged (its elements take the first call's number).
+  const std::int64_t first_call = harness_call(c.count, 1);
+  std::int64_t call = first_call;
+  auto ct = [&](std::int64_t n) { return call_text(n, c.count); };
   bool tagged = false, done = false, have_out = false, unmatched_seen = false;
   std::string lib_error;
   const auto exp = expected(c, r);
   auto end_call = [&] {
     if (exp && !have_out && lib_error.empty() && lineno > 0)
-      J.post.fail(r, fmt::format("rank {}: no result written in call {}", r, call));
+      J.post.fail(r, fmt::format("rank {}: no result written in {}", r, ct(call)));
   };
   std::size_t at = 0;
   while (at < text.size()) {
@@ -277,8 +291,11 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
     const std::string k = j["k"].get<std::string>();
     if (k == "call") {
       const std::int64_t n = int_field(j, "n", where);
-      if (n != (tagged ? call + 1 : 1))
-        bad_line(where, fmt::format("call {} where call {} was due", n, tagged ? call + 1 : 1));
+      const std::int64_t due = tagged ? call + 1 : first_call;
+      if (n != due || n >= first_call + kHarnessCalls)
+        bad_line(where, fmt::format("call {} where {} was due (count {}'s calls are {}..{})", n,
+                                    n == due ? "no call" : fmt::format("call {}", due), c.count,
+                                    first_call, first_call + kHarnessCalls - 1));
       if (tagged) end_call();
       tagged = true;
       call = n;
@@ -292,7 +309,7 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
       if (a.size() != b.size()) bad_line(where, "operands of different lengths");
       for (std::size_t i = 0; i < a.size(); ++i) {
         const std::string ctx =
-            fmt::format("rank {}, call {}, combination {}, element {}", r, call, combination, i);
+            fmt::format("rank {}, {}, combination {}, element {}", r, ct(call), combination, i);
         const Elem &x = a[i], &y = b[i];
         if (x.mask == 0 || y.mask == 0) {
           J.operands.fail(r, fmt::format("{}: an operand holds no contribution (data never "
@@ -307,9 +324,8 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
                                          elem_text(x), elem_text(y)));
         for (const Elem* e : {&x, &y})
           if ((e->tag & ~kOutOfOrder) != call)
-            J.operands.fail(r, fmt::format("{}: an operand of call {} in call {}: {} (data of "
-                                           "another call)",
-                                           ctx, e->tag & ~kOutOfOrder, call, elem_text(*e)));
+            J.operands.fail(r, fmt::format("{}: an operand of {}: {} (data of another call)", ctx,
+                                           ct(e->tag & ~kOutOfOrder), elem_text(*e)));
         if (x.mask & y.mask) {
           J.nodup.fail(r, fmt::format("{}: {} (op) {}: ranks {} counted twice", ctx, elem_text(x),
                                       elem_text(y), ranks_text(x.mask & y.mask)));
@@ -349,10 +365,12 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
           const Mat want = product(e.mask, e.idx, call);
           if (got == want) continue;
           std::string why;
-          if (call > 1 && got == product(e.mask, e.idx, call - 1)) why = " (the previous call's)";
-          J.post.fail(r, fmt::format("rank {}, call {}, position {}: holds [{}], the product in "
+          for (std::int64_t back = 1; back <= kHarnessCalls && back < call && why.empty(); ++back)
+            if (got == product(e.mask, e.idx, call - back))
+              why = fmt::format(" ({}'s)", ct(call - back));
+          J.post.fail(r, fmt::format("rank {}, {}, position {}: holds [{}], the product in "
                                      "rank order of ranks {}'s inputs is [{}]{}",
-                                     r, call, i, fmt::join(got, ","), ranks_text(e.mask),
+                                     r, ct(call), i, fmt::join(got, ","), ranks_text(e.mask),
                                      fmt::join(want, ","), why));
           continue;
         }
@@ -406,16 +424,16 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
           continue;
         }
         if (w.mask != 0 && (g.tag & ~kOutOfOrder) != call) {
-          J.post.fail(r, fmt::format("rank {}, call {}, position {}: holds {} of call {}: the "
-                                     "result of another call",
-                                     r, call, i, elem_text(g), g.tag & ~kOutOfOrder));
+          J.post.fail(r, fmt::format("rank {}, {}, position {}: holds {} of {}: the result of "
+                                     "another call",
+                                     r, ct(call), i, elem_text(g), ct(g.tag & ~kOutOfOrder)));
           continue;
         }
         if ((g.tag & kOutOfOrder) && !c.commutative)
-          J.order.fail(r, fmt::format("rank {}, call {}, position {}: its value went through a "
+          J.order.fail(r, fmt::format("rank {}, {}, position {}: its value went through a "
                                       "combination no rank order allows (the left operand must "
                                       "be ranks i..j and the right j+1..k); the run's first: {}",
-                                      r, call, i,
+                                      r, ct(call), i,
                                       J.first_out_of_order.empty() ? std::string("not logged")
                                                                    : J.first_out_of_order));
       }
@@ -435,9 +453,9 @@ void judge_rank(const MpiCase& c, int r, std::string_view text, const std::strin
           what = fmt::format(": it held {} before the call and {} after", elem_text(b[0]),
                              elem_text(a[0]));
       }
-      J.sendbuf.fail(r, fmt::format("rank {}, call {}: the library changed the send buffer "
+      J.sendbuf.fail(r, fmt::format("rank {}, {}: the library changed the send buffer "
                                     "(input-only in MPI) at {} position{}, the first {}{}",
-                                    r, call, n, n == 1 ? "" : "s", pos, what));
+                                    r, ct(call), n, n == 1 ? "" : "s", pos, what));
     } else if (k == "unmatched") {
       unmatched_seen = true;
       ++J.ranks_unmatched_checked;
@@ -532,10 +550,11 @@ std::vector<CheckResult> judge_mpi_text(const MpiCase& c,
   if (c.collective == "barrier") {
     // MPI's barrier: no rank leaves before every rank has entered (one clock: one node).
     for (std::int64_t k = 1; k <= kHarnessCalls; ++k) {
+      const std::int64_t n = harness_call(c.count, static_cast<int>(k));
       const Judges::BarrierTimes *last_in = nullptr, *first_out = nullptr;
       std::size_t ranks = 0;
       for (const auto& b : J.barrier) {
-        if (b.call != k) continue;
+        if (b.call != n) continue;
         ++ranks;
         if (!last_in || b.enter > last_in->enter) last_in = &b;
         if (!first_out || b.leave < first_out->leave) first_out = &b;
@@ -600,7 +619,7 @@ std::vector<CheckResult> judge_mpi_run(const MpiCase& c, const std::string& dir)
   return judge_mpi_text(c, files, dir);
 }
 
-MpiCombinations library_combinations(const std::string& dir, int p) {
+MpiCombinations library_combinations(const std::string& dir, int p, int count) {
   MpiCombinations out(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     fs::path file = fs::path(dir) / fmt::format("rank{}.jsonl", r);
@@ -610,14 +629,17 @@ MpiCombinations library_combinations(const std::string& dir, int p) {
     if (size > kMaxRankFile) throw LimitError(file.string() + ": too large");
     std::ifstream f(file);
     std::string line;
-    int call = 1;  // the first call's combinations (each call makes its own)
+    // The count's first call's combinations (each call makes its own).
+    std::int64_t call = harness_call(count, 1);
     while (std::getline(f, line)) {
       nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded() || !j.is_object()) continue;
       const auto k = j.find("k");
       if (k == j.end() || !k->is_string()) continue;
-      if (*k == "call" && j.contains("n") && j["n"].is_number_integer()) call = j["n"].get<int>();
-      if (*k != "op" || call != 1 || !j.contains("a") || !j.contains("b")) continue;
+      if (*k == "call" && j.contains("n") && j["n"].is_number_integer())
+        call = j["n"].get<std::int64_t>();
+      if (*k != "op" || call != harness_call(count, 1) || !j.contains("a") || !j.contains("b"))
+        continue;
       auto a = read_elems(j["a"], file.string());
       auto b = read_elems(j["b"], file.string());
       for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)

@@ -50,7 +50,7 @@ bool read_sent_line(const nlohmann::json& j, std::string& why, SentLine* into) {
 
 using namespace mpi_detail;
 
-std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p,
+std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, int p, int count,
                                                        std::string& why_not) {
   std::vector<SentMessages> calls(kHarnessCalls, SentMessages(static_cast<std::size_t>(p)));
   for (int r = 0; r < p; ++r) {
@@ -64,7 +64,7 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
     if (size > kMaxRankFile) throw LimitError(file.string() + ": too large");
     std::ifstream f(file);
     std::string line;
-    std::int64_t call = 1;
+    std::int64_t call = 1;  // the call within the count (its lines number it harness_call)
     std::vector<bool> seen(kHarnessCalls);
     std::size_t lineno = 0;
     while (std::getline(f, line)) {
@@ -73,7 +73,8 @@ std::optional<std::vector<SentMessages>> library_sends(const std::string& dir, i
       if (j.is_discarded() || !j.is_object()) continue;  // judged by the run's checks
       const auto k = j.find("k");
       if (k == j.end() || !k->is_string()) continue;
-      if (*k == "call" && j.contains("n") && j["n"].is_number_integer()) call = j["n"].get<int>();
+      if (*k == "call" && j.contains("n") && j["n"].is_number_integer())
+        call = j["n"].get<std::int64_t>() - harness_call(count, 1) + 1;
       if (*k != "sent" || call < 1 || call > kHarnessCalls) continue;
       SentLine sl;
       std::string why;

@@ -2,6 +2,10 @@
  * the MPI compiler (mpicc -shared -fPIC -D<BUG>), that wraps one MPI entry and calls the real one
  * through its PMPI_ name, then does what a buggy library would:
  *   STALE_RESULT     MPI_Allreduce: rank 0 returns the previous call's result (same length)
+ *   STALE_COUNT      MPI_Allreduce: rank 0 returns, in the first positions, the result of the
+ *                    same call of the previous count (two calls back, a shorter buffer): right
+ *                    values at the right positions, of the call that many counts' calls shared
+ *                    the number of before the call numbers ran on across counts
  *   OVERWRITE_SEND   MPI_Allreduce: rank 0 overwrites its send buffer's first element
  *   ROOT_ZERO        MPI_Reduce: reduces to rank 0 whatever the root (right only at root 0)
  *   EXTRA_MESSAGE    MPI_Allreduce: rank 0 also sends rank 1 a message nobody receives
@@ -47,6 +51,30 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt
   int x = 42;
   if (rank == 0 && size > 1) PMPI_Send(&x, 1, MPI_INT, 1, 77, comm);
 #endif
+  return rc;
+}
+#endif
+
+#if defined(STALE_COUNT)
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                  MPI_Comm comm) {
+  static char* kept[2]; /* the results of the last two calls, the older first */
+  static size_t kept_bytes[2];
+  int rc = PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+  int rank = 0, tsize = 0;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Type_size(dt, &tsize);
+  size_t bytes = (size_t)count * (size_t)tsize;
+  if (rank != 0) return rc;
+  char* now = (char*)malloc(bytes > 0 ? bytes : 1);
+  memcpy(now, recvbuf, bytes);
+  if (kept[0] && kept_bytes[0] > 0 && kept_bytes[0] < bytes)
+    memcpy(recvbuf, kept[0], kept_bytes[0]); /* the previous count's result, in front */
+  free(kept[0]);
+  kept[0] = kept[1];
+  kept_bytes[0] = kept_bytes[1];
+  kept[1] = now;
+  kept_bytes[1] = bytes;
   return rc;
 }
 #endif
