@@ -200,3 +200,51 @@ TEST_CASE("every-p: halving: Open MPI's recursive halving up to p = 8 is proved"
   CHECK(r.exit == kExitOk);
   CHECK(r.obligations == 234);
 }
+
+TEST_CASE("every-p: halving: the mutants past p = 64 and above count 1000 are never proved",
+          "[every-p][every-p-halving][heavy]") {
+  // The failing queries alone (the whole proofs, 1,713 queries each, are the [slow] test below):
+  // past p = 64 a round's partner is an even fold rank, which sits out (mask 32: case k5); above
+  // count 1000 the even fold rank ends with its neighbour's block.
+  const std::string dir = kProofs + "/mutants/reduce_scatter_block_recursive_halving_ompi_";
+  auto a = analyze(collv::test::slurp(dir + "p64.coll"), collv::test::slurp(dir + "p64.proof"));
+  REQUIRE(a.refusal.empty());
+  auto ra = answers_of(a, "received-loop-while", true);
+  CHECK(any_sat(ra));
+  CHECK(ra.size() >= 6);  // cases k0 .. k4 (masks 1 .. 16) hold
+  auto b = analyze(collv::test::slurp(dir + "count1000.coll"),
+                   collv::test::slurp(dir + "count1000.proof"));
+  REQUIRE(b.refusal.empty());
+  CHECK(any_sat(answers_of(b, "postcondition-blocks", true)));
+}
+
+TEST_CASE("every-p: halving: the mutants are disproved at p = 66 and count = 1001",
+          "[every-p][every-p-halving][slow]") {
+  const std::string dir = kProofs + "/mutants/reduce_scatter_block_recursive_halving_ompi_";
+  EveryPOutcome a = prove(dir + "p64.coll", dir + "p64.proof");
+  INFO(a.note);
+  CHECK(a.exit == kExitViolation);
+  CHECK(a.p > 64);
+  EveryPOutcome b = prove(dir + "count1000.coll", dir + "count1000.proof");
+  INFO(b.note);
+  CHECK(b.exit == kExitViolation);
+  CHECK(b.count == 1001);
+}
+
+TEST_CASE(
+    "every-p: halving: Open MPI's recursive-halving reduce_scatter_block is proved for every p < "
+    "2^31, z3 alone re-checks every certificate",
+    "[every-p][every-p-halving][slow]") {
+  std::string dir = collv::test::unique_temp("every_p_halving_certs");
+  EveryPOutcome r = prove(kModel, kProof, dir);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    smt::Result s = smt::run_smt2_script(collv::test::slurp(e.path().string()), 60000, 1 << 24);
+    INFO(e.path().string());
+    CHECK(s.answer == smt::Answer::Unsat);
+    ++files;
+  }
+  CHECK(files == static_cast<int>(r.obligations));
+}
