@@ -358,6 +358,7 @@ class Analyzer {
   void flatten_guards(const Stmt& loop, std::vector<const Stmt*>& flat,
                       std::map<const Stmt*, const Stmt*>& guard_of);
   static bool mentions_in(const std::vector<StmtPtr>& body, const std::string& v);
+  bool phased_skip(const Stmt& s, const Path& path);
   static bool write_first_flat(const std::vector<const Stmt*>& body,
                                const std::map<const Stmt*, const Stmt*>& guard_of,
                                const std::string& v);

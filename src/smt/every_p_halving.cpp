@@ -21,6 +21,7 @@
 //   holds for every rank in every round, in the state where the `if` stands, so every rank still
 //   sends and receives once a round.
 #include "smt/every_p_analyzer.hpp"
+#include "smt/solver.hpp"
 
 namespace collv::everyp {
 
@@ -118,6 +119,27 @@ std::string Analyzer::set_decls(const std::string& body) const {
   for (const auto& h : havocs_)
     if (mentions(body, h)) out += fmt::format("(declare-fun {} (Int Int Int) Item)\n", h);
   return out;
+}
+
+bool Analyzer::phased_skip(const Stmt& s, const Path& path) {
+  // A phased program's `while` whose condition fails at its entry for every rank of the path
+  // (Open MPI's `while distance < adjsize and newrank >= 0` on the even fold ranks, newrank = -1)
+  // runs no round there: proved with the certificate `skipped-line-N`, as a pruned branch.
+  if (!phased_ || s.kind != StmtKind::While) return false;
+  oblige(path, fmt::format("skipped-line-{}", s.loc.line),
+         "the `while` loop's condition fails at its entry for every rank of this path (it runs no "
+         "round here)",
+         "", "true", fmt::format("(not {})", bool_expr(*s.cond, path.st)), s.loc);
+  const std::string& script = out_.obligations.back().script;
+  auto known = pruned_.find(script);
+  if (known == pruned_.end()) {
+    smt::Solver z(smt::Limits{10000, 20'000'000});
+    z.reserve(script.size() / 8 + 16);
+    z.add(script);
+    known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
+  }
+  if (!known->second) out_.obligations.pop_back();
+  return known->second;
 }
 
 }  // namespace collv::everyp

@@ -150,6 +150,10 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         continue;
       case StmtKind::While:
         if (rooted_) return tree(todo, at, path);
+        if (phased_skip(s, path)) {
+          ++at;
+          continue;
+        }
         if (phased_) phase_comm(s, path, true);
         while_loop(s, path);
         ++at;
