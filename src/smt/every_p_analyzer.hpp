@@ -334,6 +334,8 @@ class Analyzer {
   void phased_run(const std::vector<const Stmt*>& todo, const Path& p0);
   void phased_if(const Stmt& s, const std::string& c, const Path& path,
                  std::vector<bool>& feasible);
+  // Z3's answer to a pruning query (its goal false): unsat, asked once per script.
+  bool proved_now(const std::string& script);
   void phase_open(const Stmt& s, Path& path, std::size_t end);
   void phase_close(Path& path);
   void phase_comm(const Stmt& s, Path& path, bool loop);

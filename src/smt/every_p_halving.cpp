@@ -21,7 +21,6 @@
 //   holds for every rank in every round, in the state where the `if` stands, so every rank still
 //   sends and receives once a round.
 #include "smt/every_p_analyzer.hpp"
-#include "smt/solver.hpp"
 
 namespace collv::everyp {
 
@@ -130,16 +129,9 @@ bool Analyzer::phased_skip(const Stmt& s, const Path& path) {
          "the `while` loop's condition fails at its entry for every rank of this path (it runs no "
          "round here)",
          "", "true", fmt::format("(not {})", bool_expr(*s.cond, path.st)), s.loc);
-  const std::string& script = out_.obligations.back().script;
-  auto known = pruned_.find(script);
-  if (known == pruned_.end()) {
-    smt::Solver z(smt::Limits{10000, 20'000'000});
-    z.reserve(script.size() / 8 + 16);
-    z.add(script);
-    known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
-  }
-  if (!known->second) out_.obligations.pop_back();
-  return known->second;
+  const bool skip = proved_now(out_.obligations.back().script);
+  if (!skip) out_.obligations.pop_back();
+  return skip;
 }
 
 }  // namespace collv::everyp
