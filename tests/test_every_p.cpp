@@ -100,14 +100,11 @@ TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant
       // The recursive-doubling proofs split their queries per round (500 and more obligations,
       // 10 s of Z3 each): tests/test_every_p_xor.cpp proves them and refuses their mutants.
       if (e.path().filename().string().rfind("allgather_recursive_doubling_ompi", 0) == 0) continue;
-      // MPICH's fold (phases, 900 and more obligations): tests/test_every_p_fold.cpp.
-      if (e.path().filename().string().rfind("allreduce_recursive_doubling", 0) == 0) continue;
+      // Proofs of minutes (the folds, the halving, the binomial scatter): their own tests.
+      if (proved_in_own_test(e.path().filename().string())) continue;
       // MPICH's binomial broadcast unrolls 32 iterations (474 obligations, about 6 s of CPU):
       // tests/test_every_p_tree.cpp proves it and disproves its mutants ([slow]).
       if (e.path().filename().string().rfind("bcast_binomial", 0) == 0) continue;
-      // MPICH's binomial scatter (787 obligations, about 50 s of CPU) and its mutants:
-      // tests/test_every_p_scatter.cpp ([slow]).
-      if (e.path().filename().string().rfind("scatter_binomial", 0) == 0) continue;
       EveryPProof pf = parse_every_p_proof(e.path().string());
       std::string model = (e.path().parent_path() / pf.model).string();
       EveryPOutcome r = prove(model, e.path().string());
@@ -289,15 +286,13 @@ TEST_CASE("every-p: the command ties a proof to its model, --model applies it el
   CHECK(collv::test::run_cli("prove --every-p " + proof + " --quiet", out) == kExitOk);
   CHECK(out.find("allgather_ring: proved for every p") != std::string::npos);
   // The directory form judges every proof against its `expect` (the binomial broadcast's
-  // mutants, 12 s of CPU each, are left to the [slow] test in tests/test_every_p_tree.cpp, the
-  // binomial scatter's to tests/test_every_p_scatter.cpp, the fold's, 46 and 94 s, to the [slow]
-  // test in tests/test_every_p_fold.cpp).
+  // mutants, 12 s of CPU each, are left to the [slow] test in tests/test_every_p_tree.cpp; the
+  // binomial scatter's, the folds' and the halving's to their own tests: proved_in_own_test).
   std::string dir = collv::test::unique_temp("every_p_mutants");
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(kProofs + "/mutants"))
     if (e.path().filename().string().rfind("bcast_binomial", 0) != 0 &&
-        e.path().filename().string().rfind("scatter_binomial", 0) != 0 &&
-        e.path().filename().string().rfind("allreduce_recursive_doubling", 0) != 0)
+        !proved_in_own_test(e.path().filename().string()))
       fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
   CHECK(collv::test::run_cli("prove " + dir, out) == kExitOk);
   fs::remove_all(dir);
@@ -421,12 +416,8 @@ TEST_CASE("every-p: z3 alone re-checks every certificate of every proved model",
     if (e.path().extension() != ".proof") continue;
     EveryPProof pf = parse_every_p_proof(e.path().string());
     if (pf.expect != "proved") continue;
-    // MPICH's fold (1,109 obligations, about 110 s of CPU to prove): its own [slow] test in
-    // tests/test_every_p_fold.cpp proves it and has z3 re-check every certificate.
-    if (e.path().filename().string().rfind("allreduce_recursive_doubling", 0) == 0) continue;
-    // MPICH's binomial scatter (787 obligations, about 50 s of CPU): its own [slow] test in
-    // tests/test_every_p_scatter.cpp proves it and has z3 re-check every certificate.
-    if (e.path().filename().string().rfind("scatter_binomial", 0) == 0) continue;
+    // Proofs of minutes: their own tests prove them and have z3 re-check every certificate.
+    if (proved_in_own_test(e.path().filename().string())) continue;
     std::string dir = collv::test::unique_temp("every_p_recheck");
     EveryPOutcome r = prove((e.path().parent_path() / pf.model).string(), e.path().string(), dir);
     INFO(e.path().string() << ": " << r.note);

@@ -180,7 +180,7 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
            "only assignments, one send and one receive", "m.coll:21:9"},
           {"        mask := mask * 2;\n",
            "        if mask > 4 then send token to my_id; endif;\n        mask := mask * 2;\n", "",
-           "only assignments, one send and one receive", "m.coll:20:9"},
+           "more than one send or receive in a round loop", "m.coll:20:26"},  // a second send
           {"", "", "trips while (clog2 p)\n", "needs its trip count", "m.coll:17:5"},
           {"", "", "heard while (< (mod (- r q) p) (pow2 k))\n", "needs 'heard while TERM'",
            "m.coll:17:5"},

@@ -216,3 +216,59 @@ TEST_CASE("every-p: phases: the fold's mutants past p = 64 and above count 1000 
   CHECK(b.exit == kExitViolation);
   CHECK(b.count == 1001);
 }
+
+namespace {
+
+const std::string kOmpiModel = kRoot + "/models/openmpi/allreduce_recursive_doubling.coll";
+const std::string kOmpiProof = kProofs + "/allreduce_recursive_doubling_ompi.proof";
+
+std::string small_ompi_model() {
+  std::string m = collv::test::slurp(kOmpiModel);
+  auto at = m.find("  note ");
+  REQUIRE(at != std::string::npos);
+  return m.replace(at, m.find('\n', at) - at, "  requires   p <= 8");
+}
+std::string small_ompi_proof() {
+  return replaced(replaced(collv::test::slurp(kOmpiProof), "split while 32", "split while 3"),
+                  "model ../../models/openmpi/allreduce_recursive_doubling.coll",
+                  "model allreduce_recursive_doubling");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "every-p: phases: Open MPI's all-reduce: the even fold ranks skip the round loop, and a "
+    "condition they pass is caught",
+    "[every-p][every-p-fold][heavy]") {
+  auto a = analyze(small_ompi_model(), small_ompi_proof());
+  REQUIRE(a.refusal.empty());
+  auto skipped = answers_of(a, "skipped-line-38");
+  CHECK(skipped.size() == 1);
+  CHECK(std::all_of(skipped.begin(), skipped.end(),
+                    [](smt::Answer x) { return x == smt::Answer::Unsat; }));
+  // With `newrank >= -1` the even fold ranks run the rounds with newrank = -1: no skip, and their
+  // loop's initiation fails (the executor: node -3 does not exist at p = 3).
+  auto b = analyze(replaced(small_ompi_model(), "newrank >= 0 do", "newrank >= -1 do"),
+                   small_ompi_proof());
+  REQUIRE(b.refusal.empty());
+  CHECK(answers_of(b, "skipped-line-38").empty());
+  CHECK(any_sat(answers_of(b, "initiation-buf-loop-while", true)));
+}
+
+TEST_CASE(
+    "every-p: phases: Open MPI's recursive-doubling all-reduce is proved for every p < 2^31, z3 "
+    "alone re-checks every certificate",
+    "[every-p][every-p-fold][sweep]") {
+  std::string dir = collv::test::unique_temp("every_p_fold_ompi_certs");
+  EveryPOutcome r = prove(kOmpiModel, kOmpiProof, dir);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    smt::Result s = smt::run_smt2_script(collv::test::slurp(e.path().string()), 60000, 1 << 24);
+    INFO(e.path().string());
+    CHECK(s.answer == smt::Answer::Unsat);
+    ++files;
+  }
+  CHECK(files == static_cast<int>(r.obligations));
+}

@@ -279,7 +279,8 @@ TEST_CASE("every-p: XOR and ifs in a round outside the fragment are refused with
   // An if in the round with a send in it.
   CHECK(refusal(replaced(text, "          loc := loc - dist;",
                          "          loc := loc - dist;\n          send x to my_id;"))
-            .find("inside a round loop only assignments") != std::string::npos);
+            .find("an `if` with an `else` around a round loop's send or receive") !=
+        std::string::npos);
 }
 
 TEST_CASE("every-p: the program's 2^E and log2(X) are the executor's on the 32-bit range",

@@ -165,7 +165,7 @@ TEST_CASE(
     "models (a binary tree and a chain broadcast, a chain reduce, the allgatherv ring with empty "
     "blocks), and the neighbouring models declared as them fail on messages",
     "[mpi][mpi-mpich][mpi-nb]") {
-  if (!have_mpich()) {
+  if (!collv::test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
     return;
   }
@@ -181,8 +181,8 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + ring + "#nb=tsp_ring"));
   // The binomial schedule's model declared as tsp_tree: the root sends its larger subtree first
   // (rank 2), the binary tree its first child (rank 1).
-  const std::string binomial =
-      edited_copy(m + "bcast_nb_binomial.coll", "= sched_binomial", "= tsp_tree", "tsp_binomial");
+  const std::string binomial = collv::test::edited_copy(
+      m + "bcast_nb_binomial.coll", "= sched_binomial", "= tsp_tree", "tsp_binomial");
   rc = collv::test::run_cli("mpi --conformance " + binomial + " --sizes 4 --count 1 --root 0", out,
                             "", 120);
   INFO(out);
@@ -191,7 +191,8 @@ TEST_CASE(
                                   "to rank 1, the model sends 16 bytes to rank 2"));
   std::remove(binomial.c_str());
   // The binary tree declared as tsp_ring: the chain's root sends one message, not two.
-  const std::string as_ring = edited_copy(tree, "= tsp_tree", "= tsp_ring", "tsp_tree_as_ring");
+  const std::string as_ring =
+      collv::test::edited_copy(tree, "= tsp_tree", "= tsp_ring", "tsp_tree_as_ring");
   rc = collv::test::run_cli("mpi --conformance " + as_ring + " --sizes 4 --count 1 --root 0", out,
                             "", 120);
   INFO(out);
@@ -208,8 +209,8 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + chain + "#nb=tsp_ring"));
-  const std::string binomial_chain =
-      edited_copy(m + "reduce_binomial.coll", "= sched_binomial", "= tsp_ring", "tsp_reduce");
+  const std::string binomial_chain = collv::test::edited_copy(
+      m + "reduce_binomial.coll", "= sched_binomial", "= tsp_ring", "tsp_reduce");
   rc = collv::test::run_cli("mpi --conformance " + binomial_chain + " --sizes 3 --count 1 --root 0",
                             out, "", 120);
   INFO(out);
@@ -224,8 +225,8 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + agv + "#nb=tsp_ring"));
-  const std::string agv_blocking =
-      edited_copy(m + "allgatherv_ring.coll", "= sched_ring", "= tsp_ring", "tsp_allgatherv");
+  const std::string agv_blocking = collv::test::edited_copy(
+      m + "allgatherv_ring.coll", "= sched_ring", "= tsp_ring", "tsp_allgatherv");
   rc = collv::test::run_cli("mpi --conformance " + agv_blocking + " --sizes 3 --count 0", out, "",
                             120);
   INFO(out);

@@ -55,6 +55,9 @@ struct EveryPProof {
   // `chunks UNIT INDEX` (allreduce): every slice is chunk INDEX of count cut into chunks of UNIT
   // elements (program variables), the buffers are modelled by chunk (docs/smt.md).
   std::string chunk_unit, chunk_index;
+  // `sums sets` (operator commutative): a sum is block B over a set of ranks, written (ss B MEM)
+  // with MEM a Bool over a free rank q (docs/smt.md, "Recursive halving").
+  bool set_sums = false;
 };
 
 // Reads a proof file of `kind every-p` (throws UsageError with file:line on a malformed one).

@@ -112,6 +112,12 @@ inline const std::string kPrelude =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
     "Int)))))\n";
 
+// With `sums sets` (every_p_halving.cpp): (ss BLOCK MEM), block BLOCK summed over the ranks q
+// with MEM (a Bool over the query's free rank q).
+inline const std::string kPreludeSets =
+    "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
+    "Int)) (ss (ssb Int) (ssm Bool)))))\n";
+
 inline bool mentions(const std::string& t, const std::string& id) {
   return rename(t, {{id, id + "_x"}}) != t;
 }
@@ -307,6 +313,7 @@ class Analyzer {
   struct SplitLoop {
     std::string iter, exit;
     int n = 0;
+    std::string on;  // the term over k whose value the cases fix ("": k itself)
   };
   std::vector<SplitLoop> splits_;
   void note_split(const std::string& lname, int id, const SourceLoc& loc);
@@ -342,6 +349,8 @@ class Analyzer {
   void phased_run(const std::vector<const Stmt*>& todo, const Path& p0);
   void phased_if(const Stmt& s, const std::string& c, const Path& path,
                  std::vector<bool>& feasible);
+  // Z3's answer to a pruning query (its goal false): unsat, asked once per script.
+  bool proved_now(const std::string& script);
   void phase_open(const Stmt& s, Path& path, std::size_t end);
   void phase_close(Path& path);
   void phase_comm(const Stmt& s, Path& path, bool loop);
@@ -355,6 +364,21 @@ class Analyzer {
   std::string phase_decls(const std::string& text, const std::string& have);
   void phased_global();
   static bool has_comm(const std::vector<StmtPtr>& body);
+  // every_p_halving.cpp: sums over sets of ranks (`sums sets`), blocks a closed form leaves
+  // unknown (`care`), and a round loop's send or receive under an `if` that always holds.
+  bool sets() const { return pf_.set_sums; }
+  std::set<std::string> havocs_;  // the unknown-block functions the queries may name
+  void sets_check();
+  Buf set_combine(const Buf& x, const Buf& y, const Expr& e,
+                  std::vector<std::pair<std::string, std::string>>* reads);
+  std::string set_decls(const std::string& body) const;
+  void flatten_guards(const Stmt& loop, std::vector<const Stmt*>& flat,
+                      std::map<const Stmt*, const Stmt*>& guard_of);
+  static bool mentions_in(const std::vector<StmtPtr>& body, const std::string& v);
+  bool phased_skip(const Stmt& s, const Path& path);
+  static bool write_first_flat(const std::vector<const Stmt*>& body,
+                               const std::map<const Stmt*, const Stmt*>& guard_of,
+                               const std::string& v);
 };
 
 }  // namespace collv::everyp

@@ -277,6 +277,7 @@ Buf Analyzer::data_expr(const Expr& e, const State& st,
     // a + b, block by block: two sums of the same block over adjacent ranges of ranks (the
     // left one first; either way round under `operator commutative`), each contribution once.
     Buf x = data_expr(*e.args[0], st, reads), y = data_expr(*e.args[1], st, reads);
+    if (sets()) return set_combine(x, y, e, reads);
     std::string A = x.blk, B = y.blk;
     std::string adj1 = fmt::format("(= (mod (+ (slo {}) (sn {})) p) (slo {}))", A, A, B);
     std::string adj2 = fmt::format("(= (mod (+ (slo {}) (sn {})) p) (slo {}))", B, B, A);

@@ -14,9 +14,11 @@ const EveryPInvariant* Analyzer::invariant(const std::string& loop, const std::s
 std::string Analyzer::inv_term(const EveryPInvariant& inv, const std::string& counter,
                                const std::string& iter) {
   std::set<std::string> vars = {"r", "p", "count", "root", counter};
-  if (inv.part == "block") vars.insert("b");
-  if (inv.part == "heard") vars.insert("q");
-  std::string why = check_user_term(inv.term, vars);
+  if (inv.part == "block" || inv.part == "care") vars.insert("b");
+  if (inv.part == "heard" || (inv.part == "block" && sets())) vars.insert("q");
+  std::string why = !sets() && mentions(inv.term, "ss")
+                        ? "(ss ...) is a sum over a set of ranks: the proof needs `sums sets`"
+                        : check_user_term(inv.term, vars);
   if (!why.empty())
     throw Refused{fmt::format("{}:{}: invariant term: {}", pf_.path, inv.line, why),
                   SourceLoc{pf_.path, inv.line, 1}};
@@ -81,16 +83,20 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
           "the fragment",
           s.loc);
   }
-  // The body: assignments, one send and one receive, in either order.
+  // The body: assignments, one send and one receive, in either order; an `if` (no else) around
+  // the send or the receive is read as its statements, with `always-line-N` (every_p_halving.cpp).
+  std::vector<const Stmt*> body;
+  std::map<const Stmt*, const Stmt*> guard_of;
+  flatten_guards(s, body, guard_of);
   const Stmt* snd = nullptr;
   const Stmt* rcv = nullptr;
-  for (const auto& b : s.body) {
+  for (const Stmt* b : body) {
     if (b->kind == StmtKind::Send || b->kind == StmtKind::Receive) {
       const Stmt*& slot = b->kind == StmtKind::Send ? snd : rcv;
       if (slot)
         refuse("more than one send or receive in a round loop: outside the fragment", b->loc);
       if (b->along_link) refuse("`along link` is outside the fragment", b->loc);
-      slot = b.get();
+      slot = b;
     } else if (b->kind != StmtKind::Assign &&
                !(b->kind == StmtKind::If && assignments_only(b->body) &&
                  assignments_only(b->else_body))) {
@@ -106,10 +112,13 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
     refuse("a loop with a send and no receive, or a receive and no send, is outside the fragment",
            s.loc);
   bool send_first = false;
-  for (const auto& b : s.body) {
-    if (b.get() == snd) send_first = true;
-    if (b.get() == rcv) break;
+  for (const Stmt* b : body) {
+    if (b == snd) send_first = true;
+    if (b == rcv) break;
   }
+  auto first_write = [&](const std::string& v) {
+    return guard_of.empty() ? write_first(s.body, v) : write_first_flat(body, guard_of, v);
+  };
   // A phased program's round: the send comes first, so a rank waiting for its partner's send of
   // a round waits only for rounds before it (no deadlock by induction on the rounds).
   if (phased_ && !local_loop && !send_first)
@@ -119,6 +128,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   // The head of iteration `iter`: the proof's closed forms for what the loop assigns. A variable
   // without one has no value at the head (a read before the body writes it is refused).
   std::set<std::string> vars, local;
+  std::map<std::string, std::string> care;  // a data variable's `care` term, over iter
   assigned(s.body, vars);
   if (!spec.ghost && vars.count(s.var))
     refuse("the loop assigns its own counter '" + s.var + "': outside the fragment", s.loc);
@@ -155,6 +165,14 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
                            loop_where, v, lname, v, lname, v),
                s.loc);
       head.data[v] = Buf{inv_term(*li, spec.counter, iter), inv_term(*bi, spec.counter, iter)};
+      // `care`: the closed form covers the blocks where the term holds; the others are unknown.
+      if (const EveryPInvariant* ci = invariant(lname, v, "care")) {
+        care[v] = inv_term(*ci, spec.counter, iter);
+        std::string hv = fmt::format("havoc_L{}_{}", id, v);
+        havocs_.insert(hv);
+        head.data[v].blk =
+            fmt::format("(ite {} {} ({} r {} b))", care[v], head.data[v].blk, hv, iter);
+      }
     }
   }
   // A barrier's knowledge: the proof's `heard LOOP TERM` (a Bool term over r, q and the counter).
@@ -187,7 +205,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   // for a variable the body writes before reading it).
   State first = head_at(lot);
   for (const auto& v : vars) {
-    if (write_first(s.body, v)) continue;
+    if (first_write(v)) continue;
     std::string name = fmt::format("initiation-{}-loop-{}", v, lname);
     if (first.ints.count(v)) {
       if (!path.st.ints.count(v))
@@ -204,8 +222,10 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
                          "first iteration",
                          loop_where, v),
              "(declare-const b Int)\n", "(> count 0)",
-             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", before.len,
-                         want.len, before.len, before.blk, want.blk),
+             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {}) {}) (= {} {})))", before.len,
+                         want.len, before.len,
+                         care.count(v) ? rename(care.at(v), {{iter, lot}}) : "true", before.blk,
+                         want.blk),
              s.loc);
     }
   }
@@ -242,8 +262,8 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
     State next = head_at(add(iter, "1"));
     bool after_recv = false;
     std::string rv;
-    for (const auto& b : s.body) {
-      if (b.get() == rcv) {
+    for (const Stmt* b : body) {
+      if (b == rcv) {
         rv = b->target->kind == ExprKind::Name ? b->target->name : b->target->args[0]->name;
         if (!next.data.count(rv))
           refuse(fmt::format("{} sends after it receives into '{}', which has no invariant",
@@ -252,7 +272,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
         st.data[rv] = next.data.at(rv);
         st.know = next.know;  // a barrier's: what r knows from its receive on
         after_recv = true;
-      } else if (b.get() == snd) {
+      } else if (b == snd) {
         ev.dst = render(int_expr(*b->peer, st));
         Buf m = data_expr(*b->value, st, &reads);
         ev.len = m.len;
@@ -265,9 +285,9 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
     }
     if (after_recv) {
       bool seen = false;
-      for (const auto& b : s.body) {
-        if (b.get() == rcv) seen = true;
-        if (seen && b.get() != rcv && b->kind == StmtKind::Assign) {
+      for (const Stmt* b : body) {
+        if (b == rcv) seen = true;
+        if (seen && b != rcv && b->kind == StmtKind::Assign) {
           std::string w =
               b->target->kind == ExprKind::Name ? b->target->name : b->target->args[0]->name;
           if (w == rv)
@@ -285,9 +305,15 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   State st = head;
   std::string src;
   std::string K = phased_ ? sub(iter, lot) : add(path.nrecv, sub(iter, lot));
-  for (const auto& b : s.body) {
-    if (b.get() == snd) continue;  // its obligations are the template's (reads) and the match
-    if (b.get() == rcv)
+  std::vector<std::pair<std::string, SourceLoc>> always;  // each guard's condition, where it is
+  const Stmt* at_guard = nullptr;
+  for (const Stmt* b : body) {
+    auto g = guard_of.find(b);
+    const Stmt* gs = g == guard_of.end() ? nullptr : g->second;
+    if (gs && gs != at_guard) always.emplace_back(bool_expr(*gs->cond, st), gs->loc);
+    at_guard = gs;
+    if (b == snd) continue;  // its obligations are the template's (reads) and the match
+    if (b == rcv)
       do_receive(*b, st, path, K, id, iter, obs, src);
     else
       assign(*b, st);
@@ -302,6 +328,12 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   // holds at the head of each, and the consecution may use it.
   if (spec.cond) hyp = fmt::format("(and {} {})", hyp, while_holds(spec, head));
   std::string hypc = fmt::format("(and {} (> count 0))", hyp);
+  for (const auto& [c, loc] : always)
+    oblige(path, fmt::format("always-line-{}", loc.line),
+           fmt::format("in every round of {}, the condition of the `if` at line {} holds (its "
+                       "send or receive is made every round)",
+                       loop_where, loc.line),
+           decls, hyp, c, loc);
   if (snd)
     oblige(path, fmt::format("send-dst-loop-{}", lname),
            fmt::format("in every round of {}, r sends to a rank", loop_where), decls, hyp,
@@ -346,8 +378,10 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
                          "{} (length and every block) holds for r at i + 1",
                          loop_where, v),
              decls, hypc,
-             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {})) (= {} {})))", got.len,
-                         want.len, got.len, got.blk, want.blk),
+             fmt::format("(and (= {} {}) (=> (and (<= 0 b) (< b {}) {}) (= {} {})))", got.len,
+                         want.len, got.len,
+                         care.count(v) ? rename(care.at(v), {{iter, add(iter, "1")}}) : "true",
+                         got.blk, want.blk),
              s.loc);
     }
   }
@@ -380,7 +414,7 @@ void Analyzer::round_loop(const Stmt& s, Path& path, const LoopSpec& spec) {
   // (a later read is refused).
   std::string ran = op2("<=", lot, hit);
   for (const auto& v : vars) {
-    if (!write_first(s.body, v)) continue;
+    if (!first_write(v)) continue;
     if (after.ints.count(v)) {
       if (path.st.ints.count(v))
         after.ints[v] = Lin{"0", ite(ran, after.ints[v].k, render(path.st.ints.at(v)))};
@@ -440,11 +474,15 @@ void Analyzer::finish(const Path& path) {
     oblige(path, "postcondition-length", "the output is one block of count elements", "",
            "(> count 0)", op2("=", out.len, "1"), h.loc);
     oblige(path, "postcondition-blocks",
-           comm ? "the output is block r of every rank's input, summed, each once"
-                : "the output is block r of every rank's input, summed in rank order, each once",
+           sets() ? "the output is block r summed over exactly the ranks 0..p-1 (a set: each once)"
+           : comm ? "the output is block r of every rank's input, summed, each once"
+                  : "the output is block r of every rank's input, summed in rank order, each once",
            "", "(> count 0)",
-           fmt::format("(and ((_ is sm) {}) (= (sb {}) r) (= (sn {}) p){})", b0, b0, b0,
-                       comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
+           sets() ? fmt::format("(and ((_ is ss) {}) (= (ssb {}) r) (= (ssm {}) (and (<= 0 q) (< q "
+                                "p))))",
+                                b0, b0, b0)
+                  : fmt::format("(and ((_ is sm) {}) (= (sb {}) r) (= (sn {}) p){})", b0, b0, b0,
+                                comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
            h.loc);
   }
   if (phased_) return;  // matched per phase and channel; rounds by phase (phased_global)

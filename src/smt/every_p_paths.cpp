@@ -25,9 +25,11 @@ void Analyzer::run() {
   if (rooted_) out_.assumptions.push_back("0 <= root < p");
   if (h.requires_) out_.assumptions.push_back("requires " + expr_to_string(*h.requires_));
   Path p0;
+  sets_check();
   p0.st.data[h.input] = more_collective(h.collective) ? more_input(h.collective, chunked())
                         : h.collective == Collective::Allgather ? Buf{"1", "(it r 0)"}
                         : barrier_                              ? Buf{"0", "none"}
+                        : sets()                                ? Buf{"p", "(ss b (= q r))"}
                                                                 : Buf{"p", "(sm b r 1)"};
   if (h.output != h.input) p0.st.data[h.output] = Buf{"0", "none"};
   std::vector<const Stmt*> todo;
@@ -67,10 +69,11 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
       "(declare-const r Int)\n(declare-const a Bool)\n";
   const std::string more =
       phased_ ? phase_decls(path.pc + hyp + goal + decls, path.decls + decls) : std::string();
-  body += std::string(barrier_ ? "(declare-const q Int)\n" : "") + path.decls + more + decls +
-          fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
-  if (hyp != "true") body += fmt::format("(assert {})\n", hyp);
-  body += fmt::format("(assert (=> a (not {})))\n", goal);
+  std::string tail = fmt::format("(assert {})\n(assert {})\n", base_, path.pc);
+  if (hyp != "true") tail += fmt::format("(assert {})\n", hyp);
+  tail += fmt::format("(assert (=> a (not {})))\n", goal);
+  body += std::string(barrier_ ? "(declare-const q Int)\n" : "") +
+          set_decls(path.decls + more + decls + tail) + path.decls + more + decls + tail;
   // Powers of two and ceil(log2 x) on the 32-bit range (x < 2^31), as finite case splits (the
   // doubling loops' masks and the `clog2` of headers stay quantifier-free and linear), only in
   // the queries that use them: an unused definition changed Z3's search enough to take NCCL's
@@ -78,8 +81,8 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
   const bool pw = body.find("pow2") != std::string::npos ||
                   body.find("clog2") != std::string::npos ||
                   body.find("popcount_undefined") != std::string::npos;
-  ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) + kPrelude +
-              (pw ? pow2_defs() : std::string()) +
+  ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) +
+              (sets() ? kPreludeSets : kPrelude) + (pw ? pow2_defs() : std::string()) +
               (body.find("xor_pow2") != std::string::npos ? xor_defs() : std::string()) + body;
   out_.obligations.push_back(std::move(ob));
 }
@@ -164,6 +167,10 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         continue;
       case StmtKind::While:
         if (rooted_) return tree(todo, at, path);
+        if (phased_skip(s, path)) {
+          ++at;
+          continue;
+        }
         if (phased_) phase_comm(s, path, true);
         while_loop(s, path);
         ++at;

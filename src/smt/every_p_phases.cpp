@@ -112,19 +112,22 @@ void Analyzer::phased_if(const Stmt& s, const std::string& c, const Path& path,
     oblige(b, fmt::format("infeasible-line-{}-{}", s.loc.line, side == 0 ? "then" : "else"),
            "no rank takes this branch of an `if` on my_id (its queries are left out)", "", "true",
            "false", s.loc);
-    const std::string& script = out_.obligations.back().script;
-    auto known = pruned_.find(script);  // each reading asks the same questions
-    if (known == pruned_.end()) {
-      smt::Solver z(smt::Limits{10000, 20'000'000});
-      z.reserve(script.size() / 8 + 16);
-      z.add(script);
-      known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
-    }
-    if (known->second)
+    if (proved_now(out_.obligations.back().script))
       feasible[side] = false;
     else
       out_.obligations.pop_back();
   }
+}
+
+bool Analyzer::proved_now(const std::string& script) {
+  auto known = pruned_.find(script);  // each reading asks the same questions
+  if (known == pruned_.end()) {
+    smt::Solver z(smt::Limits{10000, 20'000'000});
+    z.reserve(script.size() / 8 + 16);
+    z.add(script);
+    known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
+  }
+  return known->second;
 }
 
 void Analyzer::phase_open(const Stmt& s, Path& path, std::size_t end) {

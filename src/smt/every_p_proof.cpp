@@ -59,7 +59,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
       std::string third;
       auto pos = vs.tellg();
       vs >> third;
-      if (third == "length" || third == "block") {
+      if (third == "length" || third == "block" || third == "care") {
         inv.part = third;
       } else {
         inv.part = "value";
@@ -125,6 +125,10 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.part, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "sums") {
+      if (value != "sets" || pf.set_sums)
+        throw UsageError(fmt::format("{}:{}: sums takes 'sets', once", path, no));
+      pf.set_sums = true;
     } else if (key == "chunks") {
       std::istringstream vs(value);
       std::string extra;
@@ -135,7 +139,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, witness, chunks, order, round, message)",
+                      "trips, heard, split, witness, chunks, sums, order, round, message)",
                       path, no, key.substr(0, 40)));
     }
   }

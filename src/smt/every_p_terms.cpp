@@ -101,8 +101,9 @@ bool is_name(const std::string& a) {
 
 std::string check_user_term(const std::string& t, const std::set<std::string>& vars) {
   static const std::set<std::string> ops = {
-      "+",  "-", "*",  "div", "mod",      "abs", "ite", "and",  "or",   "not",   "=",    "<",
-      "<=", ">", ">=", "=>",  "distinct", "it",  "sm",  "none", "true", "false", "pow2", "clog2"};
+      "+",   "-",    "*",    "div",   "mod",  "abs",   "ite", "and",      "or",
+      "not", "=",    "<",    "<=",    ">",    ">=",    "=>",  "distinct", "it",
+      "sm",  "none", "true", "false", "pow2", "clog2", "ss"};
   std::string bad;
   auto ts = tokens(t, &bad);
   if (ts.empty()) return "an empty term";

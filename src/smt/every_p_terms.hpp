@@ -19,7 +19,7 @@ std::string ite(const std::string& c, const std::string& a, const std::string& b
 
 // Checks a proof file's term: balanced parentheses, one term, atoms that are integer literals,
 // the names in `vars` or the operators the invariant language allows (+ - * div mod abs ite and or
-// not = < <= > >= => distinct it sm none). Returns "" or why it is refused. A term can therefore
+// not = < <= > >= => distinct it sm ss none). Returns "" or why it is refused. A term can therefore
 // not close the definition it is written into or name anything but what the prover binds.
 std::string check_user_term(const std::string& t, const std::set<std::string>& vars);
 
