@@ -235,3 +235,52 @@ TEST_CASE(
                                   "to rank 1, the model sends no more"));
   std::remove(agv_blocking.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's nonblocking alltoallw (sched_blocked and tsp_blocked as the "
+    "scattered pattern and tsp_inplace as the pairwise exchange in place) conforms and a model "
+    "that sends forward or pairs in the other order fails on messages",
+    "[mpi][mpi-mpich][mpi-nb]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  std::string out;
+  const std::string m = kSrc + "/models/mpich/";
+  const std::string scattered = m + "alltoallw_scattered.coll";
+  const std::string pairwise = m + "alltoallw_pairwise_sendrecv_replace.coll";
+  int rc = collv::test::run_cli(
+      "mpi --conformance " + scattered + " " + pairwise + " --sizes 3 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("pass          " + scattered + "#nb=sched_blocked"));
+  CHECK_THAT(out, Catch::Contains("pass          " + scattered + "#nb=tsp_blocked"));
+  CHECK_THAT(out, Catch::Contains("pass          " + pairwise + "#nb=tsp_inplace"));
+  // The scattered pattern with its sends to rank + i (receives from rank - i), declared as
+  // sched_blocked: rank 0's first message goes to rank 1, the library's to rank 2.
+  const std::string fwd = collv::test::edited_copy(
+      kSrc + "/tests/data/mpi/alltoallw_scattered_sends_forward.coll",
+      "ALLTOALLW_INTRA_ALGORITHM = scattered",
+      "ALLTOALLW_INTRA_ALGORITHM = nb MPIR_CVAR_IALLTOALLW_INTRA_ALGORITHM = sched_blocked",
+      "alltoallw_nb_forward");
+  rc = collv::test::run_cli("mpi --conformance " + fwd + " --sizes 3 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1: the library sends 16 bytes "
+                                  "to rank 2, the model sends 16 bytes to rank 1"));
+  std::remove(fwd.c_str());
+  // The pairwise exchange with its partners in descending order, its tsp_inplace line alone.
+  const std::string down = collv::test::edited_copy(
+      pairwise,
+      {{"  library    mpich 4.0 MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM = pairwise_sendrecv_replace "
+        "MPI_IN_PLACE = yes\n",
+        ""},
+       {"for j := i + 1 to p - 1 do", "for j := p - 1 downto i + 1 do"}},
+      "alltoallw_nb_inplace_down");
+  rc = collv::test::run_cli("mpi --conformance " + down + " --sizes 3 --count 1", out, "", 120);
+  INFO(out);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Contains("#nb=tsp_inplace"));
+  CHECK_THAT(out, Catch::Contains("messages: rank 0, call 1, message 1:"));
+  std::remove(down.c_str());
+}

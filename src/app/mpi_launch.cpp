@@ -108,6 +108,8 @@ std::vector<std::string> mpich_nb_algorithms(const std::string& coll) {
       {"alltoallv",
        {"auto", "sched_auto", "sched_blocked", "sched_inplace", "tsp_scattered", "tsp_blocked",
         "tsp_inplace"}},
+      {"alltoallw",
+       {"auto", "sched_auto", "sched_blocked", "sched_inplace", "tsp_blocked", "tsp_inplace"}},
       {"reduce",
        {"auto", "sched_auto", "sched_smp", "sched_binomial", "sched_reduce_scatter_gather",
         "tsp_tree", "tsp_ring"}},
