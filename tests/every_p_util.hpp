@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ inline bool proved_in_own_test(const std::string& filename) {
                              "reduce_scatter_block_recursive_halving", "scatter_binomial"})
     if (filename.rfind(prefix, 0) == 0) return true;
   return false;
+}
+
+// z3 alone (a fresh solver, no collv) on every certificate a proof wrote to `dir`: each must be
+// unsat (checked); returns how many there were, for the caller to compare with the obligations.
+inline int recheck_certificates(const std::string& dir, unsigned timeout_ms = 60000) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    smt::Result s = smt::run_smt2_script(slurp(e.path().string()), timeout_ms, 1 << 24);
+    INFO(e.path().string());
+    CHECK(s.answer == smt::Answer::Unsat);
+    ++files;
+  }
+  return files;
 }
 
 // `text` with its first `from` replaced by `to` (which must be there).
