@@ -4,7 +4,8 @@
 // `requires p <= 8` (in place of a note line, so every line keeps its number) it is proved for
 // every root and count in CI; each obligation the scatter adds or changes fails on a program or
 // proof built to break it. The model itself is proved for every p < 2^31
-// (proofs/every-p/scatter_binomial.proof) and its mutants are disproved in the [slow] test.
+// (proofs/every-p/scatter_binomial.proof) and its mutants are disproved in the [sweep] test
+// (scripts/sweep-tests.sh).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -163,7 +164,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p scatter: MPICH's binomial scatter is proved for every p < 2^31 and every root and "
     "count (z3 re-checks every certificate) and its mutants are disproved",
-    "[every-p][every-p-tree][every-p-scatter][slow]") {
+    "[every-p][every-p-tree][every-p-scatter][sweep]") {
   std::string dir = collv::test::unique_temp("every_p_scatter");
   EveryPOutcome r = prove(kRoot + "/models/mpich/scatter_binomial.coll",
                           kProofs + "/scatter_binomial.proof", dir);
