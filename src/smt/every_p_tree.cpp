@@ -399,15 +399,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       oblige(P, fmt::format("infeasible-line-{}", rif->loc.line),
              "no rank takes this path of the receive loop (its queries are left out)", "", "true",
              "false", rif->loc);
-      const std::string& script = out_.obligations.back().script;
-      auto known = pruned_.find(script);  // both readings ask the same questions
-      if (known == pruned_.end()) {
-        smt::Solver z(smt::Limits{10000, 20'000'000});
-        z.reserve(script.size() / 8 + 16);
-        z.add(script);
-        known = pruned_.emplace(script, z.check({"a"}).answer == smt::Answer::Unsat).first;
-      }
-      if (known->second) continue;
+      if (proved_now(out_.obligations.back().script)) continue;
       out_.obligations.pop_back();
       keep.push_back(std::move(tp));
     }
