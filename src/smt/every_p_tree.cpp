@@ -55,7 +55,6 @@
 //   bits-lemma-J        the bits lemma (every_p_bits.hpp), assumed by the above.
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
-#include "smt/solver.hpp"
 
 namespace collv::everyp {
 
