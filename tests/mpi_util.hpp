@@ -67,6 +67,18 @@ inline std::string conformance_fails(const std::string& args, const std::string&
   return out;
 }
 
+// `collv mpi --conformance ARGS` passes (exit 0), judging messages, and says `message` (a
+// "pass          MODEL#nb=NAME" line).
+inline void conformance_passes(const std::string& args, const std::string& message,
+                               int seconds = 120) {
+  std::string out;
+  const int rc = run_cli("mpi --conformance " + args, out, "", seconds);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains(message));
+  CHECK(out.find("messages: not checked") == std::string::npos);
+}
+
 // `collv verify` passes a model at p = 2..6 and these counts: a correct collective, whatever
 // the library makes of it.
 inline void verify_passes(const std::string& model, const std::string& counts) {
