@@ -68,15 +68,16 @@ inline std::string conformance_fails(const std::string& args, const std::string&
 }
 
 // `collv mpi --conformance ARGS` passes (exit 0), judging messages, and says `message` (a
-// "pass          MODEL#nb=NAME" line).
-inline void conformance_passes(const std::string& args, const std::string& message,
-                               int seconds = 120) {
+// "pass          MODEL#nb=NAME" line). Returns what it printed, for further checks.
+inline std::string conformance_passes(const std::string& args, const std::string& message,
+                                      int seconds = 120) {
   std::string out;
   const int rc = run_cli("mpi --conformance " + args, out, "", seconds);
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains(message));
   CHECK(out.find("messages: not checked") == std::string::npos);
+  return out;
 }
 
 // `collv verify` passes a model at p = 2..6 and these counts: a correct collective, whatever

@@ -46,3 +46,35 @@ TEST_CASE(
       "model sends no more");
   std::remove(blocking.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's igather and iscatter tsp_tree (the pre-order k-nomial tree) "
+    "conform at every root and the binomial models declared as them fail on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string gather = kModels + "gather_nb_tree.coll";
+  const std::string scatter = kModels + "scatter_nb_tree.coll";
+  const std::string out =
+      collv::test::conformance_passes(gather + " " + scatter + " --sizes 4 --count 1 --root all",
+                                      "pass          " + gather + "#nb=tsp_tree");
+  CHECK_THAT(out, Catch::Contains("pass          " + scatter + "#nb=tsp_tree"));
+  // The binomial gather declared as tsp_tree: its rank 1 is a leaf, the tree's rank 1 forwards
+  // rank 2's block with its own.
+  const std::string g = collv::test::edited_copy(kModels + "gather_binomial.coll",
+                                                 "= sched_binomial", "= tsp_tree", "tsp_gather");
+  collv::test::conformance_fails(g + " --sizes 4 --count 1 --root 0",
+                                 "messages: rank 1, call 1, message 1: the library sends 32 bytes "
+                                 "to rank 0, the model sends 16 bytes to rank 0");
+  std::remove(g.c_str());
+  // The binomial scatter declared as tsp_tree: at p = 3 its root serves rank 2 first, the tree
+  // is the chain 0 -> 1 -> 2.
+  const std::string s = collv::test::edited_copy(kModels + "scatter_binomial.coll",
+                                                 "= sched_binomial", "= tsp_tree", "tsp_scatter");
+  collv::test::conformance_fails(s + " --sizes 3 --count 1 --root 0",
+                                 "messages: rank 0, call 1, message 1: the library sends 32 bytes "
+                                 "to rank 1, the model sends 16 bytes to rank 2");
+  std::remove(s.c_str());
+}
