@@ -78,3 +78,26 @@ TEST_CASE(
                                  "to rank 1, the model sends 16 bytes to rank 2");
   std::remove(s.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's iallreduce tsp_tree (non-commutative: up and down the "
+    "pre-order k-nomial tree from rank 0) conforms and recursive doubling declared as it fails "
+    "on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string tree = kModels + "allreduce_nb_tree.coll";
+  collv::test::conformance_passes(tree + " --sizes 4 --count 0..1",
+                                  "pass          " + tree + "#nb=tsp_tree");
+  // Recursive doubling declared as tsp_tree: rank 0's second message goes to its partner at
+  // distance 2, the tree's root serves its second child, rank 3.
+  const std::string rd =
+      collv::test::edited_copy(kModels + "allreduce_recursive_doubling.coll",
+                               "= sched_recursive_doubling", "= tsp_tree", "tsp_allreduce");
+  collv::test::conformance_fails(rd + " --sizes 4 --count 1",
+                                 "messages: rank 0, call 1, message 2: the library sends 16 bytes "
+                                 "to rank 3, the model sends 16 bytes to rank 2");
+  std::remove(rd.c_str());
+}
