@@ -101,3 +101,37 @@ TEST_CASE(
                                  "to rank 3, the model sends 16 bytes to rank 2");
   std::remove(rd.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's iallgather tsp_recexch_doubling and tsp_recexch_halving "
+    "(the fold beyond the power of two, the recursive exchange, the result back) conform and "
+    "their neighbours declared as them fail on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string doubling = kModels + "allgather_nb_recexch_doubling.coll";
+  const std::string halving = kModels + "allgather_nb_recexch_halving.coll";
+  const std::string out =
+      collv::test::conformance_passes(doubling + " " + halving + " --sizes 6 --count 1",
+                                      "pass          " + doubling + "#nb=tsp_recexch_doubling");
+  CHECK_THAT(out, Catch::Contains("pass          " + halving + "#nb=tsp_recexch_halving"));
+  // Distance doubling declared as halving: rank 0's first partner is at distance 1, halving's at
+  // distance 2 (rank 0 is its own digit reversal, so it swaps nothing first).
+  const std::string as_halving = collv::test::edited_copy(doubling, "= tsp_recexch_doubling",
+                                                          "= tsp_recexch_halving", "tsp_halving");
+  collv::test::conformance_fails(as_halving + " --sizes 4 --count 1",
+                                 "messages: rank 0, call 1, message 1: the library sends 16 bytes "
+                                 "to rank 2, the model sends 16 bytes to rank 1");
+  std::remove(as_halving.c_str());
+  // MPICH's blocking recursive doubling declared as tsp_recexch_doubling, at p = 3: rank 0 folds
+  // into rank 1 and sends nothing more, the blocking one forwards to rank 2.
+  const std::string blocking =
+      collv::test::edited_copy(kModels + "allgather_recursive_doubling.coll",
+                               "= sched_recursive_doubling", "= tsp_recexch_doubling", "tsp_rd");
+  collv::test::conformance_fails(blocking + " --sizes 3 --count 1",
+                                 "messages: rank 0, call 1, message 2: the library sends no more, "
+                                 "the model sends 32 bytes to rank 2");
+  std::remove(blocking.c_str());
+}
