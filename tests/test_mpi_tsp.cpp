@@ -135,3 +135,47 @@ TEST_CASE(
                                  "the model sends 32 bytes to rank 2");
   std::remove(blocking.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's ireduce_scatter_block tsp_recexch (commutative) posts the "
+    "blocking recursive halving's messages and the pairwise model declared as it fails on "
+    "messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string halving = kModels + "reduce_scatter_recursive_halving.coll";
+  collv::test::conformance_passes(halving + " --sizes 3 --count 0..1",
+                                  "pass          " + halving + "#nb=tsp_recexch");
+  // The pairwise exchange declared as tsp_recexch: rank 0 first sends one block to rank 1, the
+  // recursive exchange two blocks to its partner at distance 2.
+  const std::string pairwise = collv::test::edited_copy(
+      kModels + "reduce_scatter_pairwise.coll", "= sched_pairwise", "= tsp_recexch", "tsp_rs");
+  collv::test::conformance_fails(pairwise + " --sizes 4 --count 1",
+                                 "messages: rank 0, call 1, message 1: the library sends 32 bytes "
+                                 "to rank 2, the model sends 16 bytes to rank 1");
+  std::remove(pairwise.c_str());
+}
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's ireduce tsp_tree (commutative: the binary tree from the "
+    "root) conforms at every root and the binomial reduce declared as it fails on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string tree = kModels + "reduce_nb_tree.coll";
+  collv::test::conformance_passes(tree + " --sizes 4 --count 1 --root all",
+                                  "pass          " + tree + "#nb=tsp_tree");
+  // The commutative binomial reduce declared as tsp_tree: its rank 3 sends to rank 2, the binary
+  // tree's to its parent, rank 1.
+  const std::string binomial =
+      collv::test::edited_copy(kModels + "reduce_binomial_commutative.coll", "= sched_binomial",
+                               "= tsp_tree", "tsp_reduce_tree");
+  collv::test::conformance_fails(binomial + " --sizes 4 --count 1 --root 0",
+                                 "messages: rank 3, call 1, message 1: the library sends 16 bytes "
+                                 "to rank 1, the model sends 16 bytes to rank 2");
+  std::remove(binomial.c_str());
+}
