@@ -12,6 +12,17 @@ namespace {
 
 const std::string kModels = std::string(COLLV_SOURCE_DIR) + "/models/mpich/";
 
+// A neighbouring model (under kModels, or a path) with its line `from` edited to `to`, run with
+// `args`: conformance fails on messages and says `message`.
+void declared_as_fails(const std::string& model, const std::string& from, const std::string& to,
+                       const std::string& name, const std::string& args,
+                       const std::string& message) {
+  const std::string path = model.find('/') == std::string::npos ? kModels + model : model;
+  const std::string copy = collv::test::edited_copy(path, from, to, name);
+  collv::test::conformance_fails(copy + args, message);
+  std::remove(copy.c_str());
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -26,25 +37,20 @@ TEST_CASE(
   collv::test::conformance_passes(ring + " --sizes 3 --count 0..1",
                                   "pass          " + ring + "#nb=tsp_ring");
   // The pairwise exchange declared as tsp_ring: one block per message, the ring sends p.
-  const std::string pairwise = collv::test::edited_copy(
-      kModels + "alltoall_pairwise.coll", "= sched_pairwise", "= tsp_ring", "tsp_a2a_pairwise");
-  collv::test::conformance_fails(
-      pairwise + " --sizes 3 --count 1",
+  declared_as_fails(
+      "alltoall_pairwise.coll", "= sched_pairwise", "= tsp_ring", "tsp_a2a_pairwise",
+      " --sizes 3 --count 1",
       "messages: rank 0, call 1, message 1: the library sends 48 bytes to rank 1, the "
       "model sends 16 bytes to rank 1");
-  std::remove(pairwise.c_str());
 
   const std::string scattered = kModels + "alltoallv_nb_scattered.coll";
   collv::test::conformance_passes(scattered + " --sizes 3 --count 0..1",
                                   "pass          " + scattered + "#nb=tsp_scattered");
   // The blocking scattered model declared as tsp_scattered: it skips the zero counts.
-  const std::string blocking = collv::test::edited_copy(
-      kModels + "alltoallv_scattered.coll", "= tsp_blocked", "= tsp_scattered", "tsp_a2av");
-  collv::test::conformance_fails(
-      blocking + " --sizes 3 --count 1",
-      "messages: rank 1, call 1, message 1: the library sends 0 bytes to rank 0, the "
-      "model sends no more");
-  std::remove(blocking.c_str());
+  declared_as_fails("alltoallv_scattered.coll", "= tsp_blocked", "= tsp_scattered", "tsp_a2av",
+                    " --sizes 3 --count 1",
+                    "messages: rank 1, call 1, message 1: the library sends 0 bytes to rank 0, the "
+                    "model sends no more");
 }
 
 TEST_CASE(
@@ -63,20 +69,16 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + scatter + "#nb=tsp_tree"));
   // The binomial gather declared as tsp_tree: its rank 1 is a leaf, the tree's rank 1 forwards
   // rank 2's block with its own.
-  const std::string g = collv::test::edited_copy(kModels + "gather_binomial.coll",
-                                                 "= sched_binomial", "= tsp_tree", "tsp_gather");
-  collv::test::conformance_fails(g + " --sizes 4 --count 1 --root 0",
-                                 "messages: rank 1, call 1, message 1: the library sends 32 bytes "
-                                 "to rank 0, the model sends 16 bytes to rank 0");
-  std::remove(g.c_str());
+  declared_as_fails("gather_binomial.coll", "= sched_binomial", "= tsp_tree", "tsp_gather",
+                    " --sizes 4 --count 1 --root 0",
+                    "messages: rank 1, call 1, message 1: the library sends 32 bytes "
+                    "to rank 0, the model sends 16 bytes to rank 0");
   // The binomial scatter declared as tsp_tree: at p = 3 its root serves rank 2 first, the tree
   // is the chain 0 -> 1 -> 2.
-  const std::string s = collv::test::edited_copy(kModels + "scatter_binomial.coll",
-                                                 "= sched_binomial", "= tsp_tree", "tsp_scatter");
-  collv::test::conformance_fails(s + " --sizes 3 --count 1 --root 0",
-                                 "messages: rank 0, call 1, message 1: the library sends 32 bytes "
-                                 "to rank 1, the model sends 16 bytes to rank 2");
-  std::remove(s.c_str());
+  declared_as_fails("scatter_binomial.coll", "= sched_binomial", "= tsp_tree", "tsp_scatter",
+                    " --sizes 3 --count 1 --root 0",
+                    "messages: rank 0, call 1, message 1: the library sends 32 bytes "
+                    "to rank 1, the model sends 16 bytes to rank 2");
 }
 
 TEST_CASE(
@@ -93,13 +95,10 @@ TEST_CASE(
                                   "pass          " + tree + "#nb=tsp_tree");
   // Recursive doubling declared as tsp_tree: rank 0's second message goes to its partner at
   // distance 2, the tree's root serves its second child, rank 3.
-  const std::string rd =
-      collv::test::edited_copy(kModels + "allreduce_recursive_doubling.coll",
-                               "= sched_recursive_doubling", "= tsp_tree", "tsp_allreduce");
-  collv::test::conformance_fails(rd + " --sizes 4 --count 1",
-                                 "messages: rank 0, call 1, message 2: the library sends 16 bytes "
-                                 "to rank 3, the model sends 16 bytes to rank 2");
-  std::remove(rd.c_str());
+  declared_as_fails("allreduce_recursive_doubling.coll", "= sched_recursive_doubling", "= tsp_tree",
+                    "tsp_allreduce", " --sizes 4 --count 1",
+                    "messages: rank 0, call 1, message 2: the library sends 16 bytes "
+                    "to rank 3, the model sends 16 bytes to rank 2");
 }
 
 TEST_CASE(
@@ -119,21 +118,16 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + halving + "#nb=tsp_recexch_halving"));
   // Distance doubling declared as halving: rank 0's first partner is at distance 1, halving's at
   // distance 2 (rank 0 is its own digit reversal, so it swaps nothing first).
-  const std::string as_halving = collv::test::edited_copy(doubling, "= tsp_recexch_doubling",
-                                                          "= tsp_recexch_halving", "tsp_halving");
-  collv::test::conformance_fails(as_halving + " --sizes 4 --count 1",
-                                 "messages: rank 0, call 1, message 1: the library sends 16 bytes "
-                                 "to rank 2, the model sends 16 bytes to rank 1");
-  std::remove(as_halving.c_str());
+  declared_as_fails(doubling, "= tsp_recexch_doubling", "= tsp_recexch_halving", "tsp_halving",
+                    " --sizes 4 --count 1",
+                    "messages: rank 0, call 1, message 1: the library sends 16 bytes "
+                    "to rank 2, the model sends 16 bytes to rank 1");
   // MPICH's blocking recursive doubling declared as tsp_recexch_doubling, at p = 3: rank 0 folds
   // into rank 1 and sends nothing more, the blocking one forwards to rank 2.
-  const std::string blocking =
-      collv::test::edited_copy(kModels + "allgather_recursive_doubling.coll",
-                               "= sched_recursive_doubling", "= tsp_recexch_doubling", "tsp_rd");
-  collv::test::conformance_fails(blocking + " --sizes 3 --count 1",
-                                 "messages: rank 0, call 1, message 2: the library sends no more, "
-                                 "the model sends 32 bytes to rank 2");
-  std::remove(blocking.c_str());
+  declared_as_fails("allgather_recursive_doubling.coll", "= sched_recursive_doubling",
+                    "= tsp_recexch_doubling", "tsp_rd", " --sizes 3 --count 1",
+                    "messages: rank 0, call 1, message 2: the library sends no more, "
+                    "the model sends 32 bytes to rank 2");
 }
 
 TEST_CASE(
@@ -150,12 +144,10 @@ TEST_CASE(
                                   "pass          " + halving + "#nb=tsp_recexch");
   // The pairwise exchange declared as tsp_recexch: rank 0 first sends one block to rank 1, the
   // recursive exchange two blocks to its partner at distance 2.
-  const std::string pairwise = collv::test::edited_copy(
-      kModels + "reduce_scatter_pairwise.coll", "= sched_pairwise", "= tsp_recexch", "tsp_rs");
-  collv::test::conformance_fails(pairwise + " --sizes 4 --count 1",
-                                 "messages: rank 0, call 1, message 1: the library sends 32 bytes "
-                                 "to rank 2, the model sends 16 bytes to rank 1");
-  std::remove(pairwise.c_str());
+  declared_as_fails("reduce_scatter_pairwise.coll", "= sched_pairwise", "= tsp_recexch", "tsp_rs",
+                    " --sizes 4 --count 1",
+                    "messages: rank 0, call 1, message 1: the library sends 32 bytes "
+                    "to rank 2, the model sends 16 bytes to rank 1");
 }
 
 TEST_CASE(
@@ -171,11 +163,8 @@ TEST_CASE(
                                   "pass          " + tree + "#nb=tsp_tree");
   // The commutative binomial reduce declared as tsp_tree: its rank 3 sends to rank 2, the binary
   // tree's to its parent, rank 1.
-  const std::string binomial =
-      collv::test::edited_copy(kModels + "reduce_binomial_commutative.coll", "= sched_binomial",
-                               "= tsp_tree", "tsp_reduce_tree");
-  collv::test::conformance_fails(binomial + " --sizes 4 --count 1 --root 0",
-                                 "messages: rank 3, call 1, message 1: the library sends 16 bytes "
-                                 "to rank 1, the model sends 16 bytes to rank 2");
-  std::remove(binomial.c_str());
+  declared_as_fails("reduce_binomial_commutative.coll", "= sched_binomial", "= tsp_tree",
+                    "tsp_reduce_tree", " --sizes 4 --count 1 --root 0",
+                    "messages: rank 3, call 1, message 1: the library sends 16 bytes "
+                    "to rank 1, the model sends 16 bytes to rank 2");
 }
