@@ -79,6 +79,15 @@ TEST_CASE(
                     " --sizes 3 --count 1 --root 0",
                     "messages: rank 0, call 1, message 1: the library sends 32 bytes "
                     "to rank 1, the model sends 16 bytes to rank 2");
+  // MPI_Reduce_scatter's tsp_recexch sends an empty part as a 0-byte message, where the
+  // blocking recursive halving (and its model) skips it.
+  const std::string v = kModels + "reduce_scatterv_nb_recexch.coll";
+  collv::test::conformance_passes(v + " --sizes 2 --count 0..1",
+                                  "pass          " + v + "#nb=tsp_recexch");
+  declared_as_fails("reduce_scatterv_recursive_halving.coll", "= sched_recursive_halving",
+                    "= tsp_recexch", "tsp_rsv", " --sizes 2 --count 1",
+                    "messages: rank 0, call 1, message 1: the library sends 0 bytes to rank 1, "
+                    "the model sends no more");
 }
 
 TEST_CASE(
@@ -132,8 +141,8 @@ TEST_CASE(
 
 TEST_CASE(
     "collv mpi --conformance: MPICH's ireduce_scatter_block tsp_recexch (commutative) posts the "
-    "blocking recursive halving's messages and the pairwise model declared as it fails on "
-    "messages",
+    "blocking recursive halving's messages and ireduce_scatter tsp_recexch the same with empty "
+    "parts sent and the pairwise and blocking models declared as them fail on messages",
     "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
   if (!collv::test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
