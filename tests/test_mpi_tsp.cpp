@@ -177,3 +177,35 @@ TEST_CASE(
                     "messages: rank 3, call 1, message 1: the library sends 16 bytes "
                     "to rank 1, the model sends 16 bytes to rank 2");
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's iallreduce tsp_recexch_reduce_scatter_recexch_allgatherv "
+    "posts the nb Rabenseifner messages at every count (0-byte ones at count 0) and the blocking "
+    "model or one silent at count 0 declared as it fails on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string rsag = kModels + "allreduce_nb_reduce_scatter_allgather.coll";
+  const std::string tsp = "#nb=tsp_recexch_reduce_scatter_recexch_allgatherv";
+  collv::test::conformance_passes(rsag + " --sizes 3 --count 0..1", "pass          " + rsag + tsp);
+  // The blocking algorithm's segments (the first count mod pof2 one element longer).
+  declared_as_fails("allreduce_rabenseifner.coll", "ALGORITHM = reduce_scatter_allgather",
+                    "ALGORITHM = nb MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM = "
+                    "tsp_recexch_reduce_scatter_recexch_allgatherv",
+                    "tsp_rsag_blocking", " --sizes 3 --count 3",
+                    "messages: rank 1, call 1, message 1: the library sends 16 bytes to rank 2, "
+                    "the model sends 8 bytes to rank 2");
+  // The model returning first at count 0: the schedule sends its empty segments.
+  const std::string silent = collv::test::edited_copy(
+      rsag,
+      {{"  steps      if popcount", "  steps      if count = 0 then 0 else if popcount"},
+       {"begin\n    pof2 := 2^log2(p);", "begin\n  if count > 0 then\n    pof2 := 2^log2(p);"},
+       {"\nend MPIR_ALLREDUCE_RSAG", "\n  endif;\nend MPIR_ALLREDUCE_RSAG"}},
+      "tsp_rsag_silent");
+  collv::test::conformance_fails(silent + " --sizes 3 --count 0",
+                                 "messages: rank 0, call 1, message 1: the library sends 0 bytes "
+                                 "to rank 1, the model sends no more");
+  std::remove(silent.c_str());
+}
