@@ -23,9 +23,9 @@
  * combination out of rank order (below) went into it. Call k (1..CALLS) of count N is numbered
  * c = N * CALLS + k, unique across the counts of a launch (collv's harness_call), so that a
  * result or message of another count's call is told from this one's. Rank r's input element at
- * position k in call c is {1 << r, k, c}. The user operation (MPI_Op_create) does what the real one would do -
- * the union of the sets - and writes every call, at the rank that makes it, with both operands
- * in order:
+ * position k in call c is {1 << r, k, c}. The user operation (MPI_Op_create) does what the real one
+ * would do - the union of the sets - and writes every call, at the rank that makes it, with both
+ * operands in order:
  *   {"k":"op","n":N,"a":[[idx,mask,tag],...],"b":[[idx,mask,tag],...]}   a = invec, b = inoutvec
  * MPI computes inoutvec = invec (op) inoutvec, so `a` is the left operand. Its result keeps the
  * smaller call number of the two (an operand of another call stays visible) and is marked 2^30
@@ -57,8 +57,8 @@
  * The v-collectives: rank j's block holds vcount(j) = (count + j) mod (count + 1) elements
  * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
  * counts(j) / counts(i, j) have at the same count (docs/language.md, so that a model of the
- * library runs with the counts the library ran with), the blocks in rank order with one element between
- * them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
+ * library runs with the counts the library ran with), the blocks in rank order with one element
+ * between them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
  * In place, alltoallv and alltoallw take one set of counts for both directions: spair(i, j) =
  * (count + i + j) mod (count + 1), the same both ways. alltoallw moves the same blocks as
  * alltoallv, its displacements in bytes, each block's datatype either n elements of the element
@@ -80,13 +80,13 @@
  * result region is written as {"k":"outm","buf":[[a,b,c,d],...]}, to be the product in rank
  * order. */
 #define _GNU_SOURCE /* RTLD_NEXT */
+#include <fcntl.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,7 +105,8 @@ typedef struct {
  * With COLLV_MPI_TRACE=1 (collv sets it against a model) each call writes, after its result,
  *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L}
  * the messages this rank sent during the call in the order it posted them (rank -1: an endpoint
- * the harness did not map; bytes -1: a datatype whose size UCX does not show), L those beyond the
+ * the harness did not map; bytes -1: a datatype whose size the harness cannot tell: a generic
+ * one it did not see created, below), L those beyond the
  * harness's log or sent as UCX active messages (not MPICH's tagged point-to-point). Endpoints are
  * mapped to ranks before the first count: each rank sends every rank (itself included) one
  * message on a communicator of its own and notes the endpoint UCX is handed; when a peer's
@@ -120,8 +121,8 @@ typedef struct {
 #endif
 
 enum { kTraceMax = 1 << 16 };
-static int trace_enabled; /* COLLV_MPI_TRACE=1 and the library is MPICH over UCX */
-static int trace_on;      /* inside the collective */
+static int trace_enabled;   /* COLLV_MPI_TRACE=1 and the library is MPICH over UCX */
+static int trace_on;        /* inside the collective */
 static int trace_dest = -1; /* mapping: the rank the harness's own send goes to */
 static const void* trace_ep[64];
 static int trace_to[kTraceMax];
@@ -129,6 +130,61 @@ static long long trace_bytes[kTraceMax];
 static int trace_n, trace_lost;
 
 #ifdef COLLV_TRACE_UCX
+/* MPICH's derived datatypes (a non-contiguous one: the indexed type of MPICH's recursive-doubling
+ * reduce-scatter) reach UCX as generic datatypes, made by ucp_dt_create_generic when the type is
+ * committed, with the MPICH datatype object as the context (MPICH's ch4:ucx type commit hook).
+ * UCX's datatype value does not show the size, so the harness notes every generic datatype's
+ * context when it is created (and forgets it when destroyed); a send of one is count times the
+ * MPI type's size. The context begins with the type's MPI handle: MPICH's own pack callbacks
+ * read it so (`*(MPI_Datatype *) context`), and so does the harness; the size is then asked of
+ * MPI (PMPI_Type_size_x), which checks the handle. A generic datatype the harness did not see
+ * created, a table that is full or a handle MPI refuses leave the size unknown (-1): the message
+ * is then not compared, never passed. The pack callbacks themselves are not called: MPICH's
+ * finish callback releases a reference the send took, which the harness's call did not. */
+enum { kGenericMax = 256 };
+static ucp_datatype_t gen_dt[kGenericMax];
+static const void* gen_ctx[kGenericMax];
+
+static long long generic_bytes(ucp_datatype_t dt, size_t count) {
+  for (int i = 0; i < kGenericMax; ++i) {
+    if (gen_ctx[i] && gen_dt[i] == dt) {
+      MPI_Datatype handle = *(const MPI_Datatype*)gen_ctx[i];
+      MPI_Count type_size = -1;
+      if (PMPI_Type_size_x(handle, &type_size) != MPI_SUCCESS || type_size < 0) return -1;
+      return (long long)count * (long long)type_size;
+    }
+  }
+  return -1;
+}
+
+typedef ucs_status_t (*dt_create_generic_fn)(const ucp_generic_dt_ops_t*, void*, ucp_datatype_t*);
+ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t* ops, void* context,
+                                   ucp_datatype_t* datatype_p) {
+  static dt_create_generic_fn real;
+  if (!real) real = (dt_create_generic_fn)dlsym(RTLD_NEXT, "ucp_dt_create_generic");
+  ucs_status_t status = real(ops, context, datatype_p);
+  if (status != UCS_OK || !context) return status;
+  int slot = -1;
+  for (int i = 0; i < kGenericMax && slot < 0; ++i)
+    if (gen_ctx[i] && gen_dt[i] == *datatype_p) slot = i; /* a value UCX gives again */
+  for (int i = 0; i < kGenericMax && slot < 0; ++i)
+    if (!gen_ctx[i]) slot = i;
+  if (slot >= 0) {
+    gen_dt[slot] = *datatype_p;
+    gen_ctx[slot] = context;
+  }
+  return status;
+}
+
+typedef void (*dt_destroy_fn)(ucp_datatype_t);
+void ucp_dt_destroy(ucp_datatype_t datatype) {
+  static dt_destroy_fn real;
+  if (!real) real = (dt_destroy_fn)dlsym(RTLD_NEXT, "ucp_dt_destroy");
+  for (int i = 0; i < kGenericMax; ++i)
+    if (gen_ctx[i] && gen_dt[i] == datatype) gen_ctx[i] = NULL;
+  real(datatype);
+}
+
 static void trace_send(ucp_ep_h ep, const void* buffer, size_t count,
                        const ucp_request_param_t* param) {
   if (trace_dest >= 0 && trace_dest < 64) trace_ep[trace_dest] = ep;
@@ -149,6 +205,8 @@ static void trace_send(ucp_ep_h ep, const void* buffer, size_t count,
       const ucp_dt_iov_t* iov = (const ucp_dt_iov_t*)buffer; /* count entries */
       bytes = 0;
       for (size_t i = 0; i < count; ++i) bytes += (long long)iov[i].length;
+    } else if ((dt & UCP_DATATYPE_CLASS_MASK) == UCP_DATATYPE_GENERIC) {
+      bytes = generic_bytes(dt, count);
     } else {
       bytes = -1;
     }
@@ -167,15 +225,15 @@ ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void* buffer, size_t count,
   trace_send(ep, buffer, count, param);
   return real(ep, buffer, count, tag, param);
 }
-ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void* buffer, size_t count,
-                                       ucp_tag_t tag, const ucp_request_param_t* param) {
+ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void* buffer, size_t count, ucp_tag_t tag,
+                                       const ucp_request_param_t* param) {
   static send_nbx_fn real;
   if (!real) real = (send_nbx_fn)dlsym(RTLD_NEXT, "ucp_tag_send_sync_nbx");
   trace_send(ep, buffer, count, param);
   return real(ep, buffer, count, tag, param);
 }
-typedef ucs_status_ptr_t (*am_send_nb_fn)(ucp_ep_h, uint16_t, const void*, size_t,
-                                          ucp_datatype_t, ucp_send_callback_t, unsigned);
+typedef ucs_status_ptr_t (*am_send_nb_fn)(ucp_ep_h, uint16_t, const void*, size_t, ucp_datatype_t,
+                                          ucp_send_callback_t, unsigned);
 ucs_status_ptr_t ucp_am_send_nb(ucp_ep_h ep, uint16_t id, const void* buffer, size_t count,
                                 ucp_datatype_t datatype, ucp_send_callback_t cb, unsigned flags) {
   static am_send_nb_fn real;
@@ -763,8 +821,8 @@ static int run_one(const char* coll, int count, int root, int inplace, const cha
     if (!w) {
       ok = MPI_Alltoallv(sb, sc, sd, etype, r, rc, rd, etype, MPI_COMM_WORLD);
     } else {
-      MPI_Datatype *stp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
-      MPI_Datatype *rtp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
+      MPI_Datatype* stp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
+      MPI_Datatype* rtp = (MPI_Datatype*)malloc(sizeof(MPI_Datatype) * (size_t)p);
       for (int j = 0; j < size; ++j) {
         pair_type(sc[j], (rank + j) % 2 == 0, &sc[j], &stp[j]);
         pair_type(rc[j], (rank + j) % 2 == (inplace ? 0 : 1), &rc[j], &rtp[j]);
