@@ -3,6 +3,7 @@
 // algorithms, each passing conformance on the installed MPICH and a mutant of it failing.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli.hpp"
@@ -389,4 +390,53 @@ TEST_CASE(
       out, "", 120);
   INFO(out);
   CHECK(rc == 0);
+}
+
+TEST_CASE(
+    "collv mpi --conformance: a model named on the command line that was never judged is "
+    "inconclusive (exit 3) although another passes, and found in a directory it is skipped with "
+    "the summary saying so",
+    "[mpi][mpi-mpich]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // MPICH's Rabenseifner all-reduce falls back at count 3 < pof2 = 4 (every run: not judged);
+  // the naive nonblocking all-reduce runs and passes. Until 2026-11-29 this exited 0.
+  const std::string raben = kSrc + "/models/mpich/allreduce_rabenseifner.coll";
+  const std::string naive = kSrc + "/models/mpich/allreduce_nb_naive.coll";
+  std::string out;
+  int rc = collv::test::run_cli("mpi --conformance " + raben + " " + naive + " --sizes 4 --count 3",
+                                out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("pass          " + naive + "#nb=sched_naive"));
+  CHECK_THAT(out, Catch::Contains("not judged    " + raben));
+  CHECK_THAT(out, Catch::Contains("skipped, not passed: 1 of 2 model lines not judged"));
+  CHECK_THAT(out, Catch::Contains("inconclusive: 1 model named on the command line never "
+                                  "judged:\n  " +
+                                  raben + " (1 line not judged"));
+  CHECK_THAT(out, Catch::Contains("a model named on the command line was never judged"));
+  // A named model that cannot run at these sizes (Open MPI's two_proc allgather: p = 2 only):
+  // not run, so never judged: inconclusive too.
+  const std::string two = kSrc + "/models/openmpi/allgather_two_proc.coll";
+  rc = collv::test::run_cli("mpi --conformance " + two + " " + naive + " --sizes 4 --count 3", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains(two + " (0 lines not judged: the library fell back in every "
+                                        "run; 1 not run)"));
+  // The same two models found in a directory: the one never judged is skipped and listed, the
+  // exit is the judged one's.
+  const std::string dir = collv::test::unique_temp("collv_conformance_dir");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(raben, dir + "/allreduce_rabenseifner.coll");
+  std::filesystem::copy_file(naive, dir + "/allreduce_nb_naive.coll");
+  rc = collv::test::run_cli("mpi --conformance " + dir + " --sizes 4 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("skipped, not passed: 1 of 2 model lines not judged"));
+  CHECK_THAT(out, Catch::Contains("not judged    " + dir + "/allreduce_rabenseifner.coll"));
+  CHECK(out.find("named on the command line") == std::string::npos);
+  std::filesystem::remove_all(dir);
 }
