@@ -2,6 +2,7 @@
 // compiler and sources and cached under a key over every one of its .c and .h files
 // (docs/mpi.md, "How it works"): changing any of them builds it again. No MPI is needed: a fake
 // mpicc (a shell script) logs what it is asked to compile.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
