@@ -370,7 +370,7 @@ TEST_CASE(
         out, "", 300);
     INFO(out);
     CHECK(rc == 0);
-    CHECK(out.find("messages: not checked") == std::string::npos);
+    CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
     // A flat broadcast declared as MPICH's binomial: its results are right, its messages not.
     rc = test::run_cli(
         "mpi --impl mpich --collective bcast --algorithm binomial --sizes 4 --count 2 --root 0 "

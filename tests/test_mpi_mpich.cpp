@@ -3,6 +3,7 @@
 // algorithms, each passing conformance on the installed MPICH and a mutant of it failing.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli.hpp"
@@ -33,7 +34,7 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find("no compare") == std::string::npos);
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   // The ring passed the other way round: a correct allgatherv (collv verify passes it), but
   // not MPICH's messages.
   const std::string left = kSrc + "/tests/data/mpi/allgatherv_ring_left.coll";
@@ -64,7 +65,7 @@ TEST_CASE(
              Catch::Contains("pass          " + kSrc + "/models/mpich/allgatherv_brucks.coll"));
   CHECK_THAT(out, Catch::Contains("pass          " + kSrc +
                                   "/models/mpich/allgatherv_recursive_doubling.coll"));
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   const std::string bad = kSrc + "/tests/data/mpi/allgatherv_brucks_whole_last.coll";
   collv::test::conformance_fails(bad + " --sizes 3 --count 2",
                                  "messages: rank 1, call 1, message 2: the library sends 0 bytes "
@@ -111,8 +112,18 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + model));
+  // MPICH sends the blocks outside a subtree as one indexed datatype (a UCX generic datatype):
+  // the harness reads its size, so the messages are compared at every count (until 2026-11-29
+  // they were not checked at count > 0).
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   const std::string bad = kSrc + "/tests/data/mpi/reduce_scatter_block_rd_commutative_path.coll";
   collv::test::conformance_fails(bad + " --sizes 4 --count 1", "conformance: rank");
+  // The same combinations with the whole buffer sent in every exchange: only the sizes differ.
+  const std::string whole = kSrc + "/tests/data/mpi/reduce_scatter_block_rd_whole_buffer.coll";
+  collv::test::verify_passes(whole, "0..3");
+  collv::test::conformance_fails(whole + " --sizes 4 --count 1",
+                                 "messages: rank 0, call 1, message 1: the library sends 48 bytes "
+                                 "to rank 1, the model sends 64 bytes to rank 1");
 }
 
 TEST_CASE(
@@ -164,6 +175,8 @@ TEST_CASE(
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + rd));
   CHECK_THAT(out, Catch::Contains("pass          " + pw));
+  CHECK(out.find(collv::test::kMessagesNotChecked) ==
+        std::string::npos);  // indexed datatypes included
   const std::string bad = kSrc + "/tests/data/mpi/reduce_scatterv_rd_commutative_path.coll";
   collv::test::conformance_fails(bad + " --sizes 4 --count 3", "conformance: rank");
   // Recursive halving (commutative): conforms; a twin exchanging empty parts too fails.
@@ -240,7 +253,7 @@ TEST_CASE(
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + reduce));
   CHECK_THAT(out, Catch::Contains("MPI_Op = MPI_SUM), builtin operation"));
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   // The all-reduce: judged since the harness synchronizes by point-to-point (its own one-int
   // MPI_Allreduce, run under the same selector with count 1 < pof2, made MPICH print its
   // fallback, and every run read as fallen back: "not judged").
@@ -328,7 +341,7 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + scattered));
   CHECK_THAT(out, Catch::Contains("pass          " + vpsr));
   CHECK_THAT(out, Catch::Contains("pass          " + wpsr));
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   // Sends posted to rank + i: the same blocks in the same places (verify passes), not MPICH's
   // order.
   const std::string fwd = kSrc + "/tests/data/mpi/alltoallw_scattered_sends_forward.coll";
@@ -377,4 +390,53 @@ TEST_CASE(
       out, "", 120);
   INFO(out);
   CHECK(rc == 0);
+}
+
+TEST_CASE(
+    "collv mpi --conformance: a model named on the command line that was never judged is "
+    "inconclusive (exit 3) although another passes, and found in a directory it is skipped with "
+    "the summary saying so",
+    "[mpi][mpi-mpich]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  // MPICH's Rabenseifner all-reduce falls back at count 3 < pof2 = 4 (every run: not judged);
+  // the naive nonblocking all-reduce runs and passes. Until 2026-11-29 this exited 0.
+  const std::string raben = kSrc + "/models/mpich/allreduce_rabenseifner.coll";
+  const std::string naive = kSrc + "/models/mpich/allreduce_nb_naive.coll";
+  std::string out;
+  int rc = collv::test::run_cli("mpi --conformance " + raben + " " + naive + " --sizes 4 --count 3",
+                                out, "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains("pass          " + naive + "#nb=sched_naive"));
+  CHECK_THAT(out, Catch::Contains("not judged    " + raben));
+  CHECK_THAT(out, Catch::Contains("skipped, not passed: 1 of 2 model lines not judged"));
+  CHECK_THAT(out, Catch::Contains("inconclusive: 1 model named on the command line never "
+                                  "judged:\n  " +
+                                  raben + " (1 line not judged"));
+  CHECK_THAT(out, Catch::Contains("a model named on the command line was never judged"));
+  // A named model that cannot run at these sizes (Open MPI's two_proc allgather: p = 2 only):
+  // not run, so never judged: inconclusive too.
+  const std::string two = kSrc + "/models/openmpi/allgather_two_proc.coll";
+  rc = collv::test::run_cli("mpi --conformance " + two + " " + naive + " --sizes 4 --count 3", out,
+                            "", 120);
+  INFO(out);
+  CHECK(rc == 3);
+  CHECK_THAT(out, Catch::Contains(two + " (0 lines not judged: the library fell back in every "
+                                        "run; 1 not run)"));
+  // The same two models found in a directory: the one never judged is skipped and listed, the
+  // exit is the judged one's.
+  const std::string dir = collv::test::unique_temp("collv_conformance_dir");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(raben, dir + "/allreduce_rabenseifner.coll");
+  std::filesystem::copy_file(naive, dir + "/allreduce_nb_naive.coll");
+  rc = collv::test::run_cli("mpi --conformance " + dir + " --sizes 4 --count 3", out, "", 120);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("skipped, not passed: 1 of 2 model lines not judged"));
+  CHECK_THAT(out, Catch::Contains("not judged    " + dir + "/allreduce_rabenseifner.coll"));
+  CHECK(out.find("named on the command line") == std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -55,7 +55,7 @@ TEST_CASE(
   CHECK_THAT(out, Catch::Contains("pass          " + model + "\n"));
   CHECK_THAT(out, Catch::Contains("pass          " + model + "#nb=sched_recursive_doubling\n"));
   CHECK_THAT(out, Catch::Contains("mpich allreduce nb sched_recursive_doubling"));
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
 
   // The variable is read: the naive schedule (a reduce to rank 0, then a broadcast) is not
   // recursive doubling, and its messages say so.

@@ -122,7 +122,7 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find("no compare") == std::string::npos);
-  CHECK(out.find("messages: not checked") == std::string::npos);
+  CHECK(out.find(collv::test::kMessagesNotChecked) == std::string::npos);
   CHECK(out.find("\n  FAIL ") == std::string::npos);  // a model's line, not the table's FAILED
   std::string mutants;
   for (const char* m : {"barrier_smp_flat_release", "bcast_smp_node_first",

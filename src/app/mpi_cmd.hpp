@@ -30,9 +30,9 @@ struct MpiOptions {
   bool in_place = false;
   std::string inject = "none";  // harness-ring only: off-by-one | double-count | swap-operands
   std::string mpicc, mpirun;    // default: the library's Debian names
-  std::string harness;          // default: mpi/harness.c of the source tree
-  std::string cache_dir;        // default: $COLLV_MPI_CACHE or <tmp>/collv-mpi-<uid>
-  int timeout_s = 60;           // per count (a launch of n counts gets n times as long)
+  std::string harness;    // default: mpi/harness.c of the source tree (every .c and .h of its dir)
+  std::string cache_dir;  // default: $COLLV_MPI_CACHE or <tmp>/collv-mpi-<uid>
+  int timeout_s = 60;     // per count (a launch of n counts gets n times as long)
   // A model's run (--model, --conformance): operations per node on average before it stops;
   // a run stopped there leaves the comparison inconclusive (exit 3).
   std::uint64_t max_ops = RunOptions{}.max_ops_per_node;

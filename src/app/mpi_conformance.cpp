@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <ostream>
+#include <set>
 
 #include "app/commands.hpp"
 #include "app/mpi_internal.hpp"
@@ -20,9 +22,24 @@ namespace mpi_detail {
 
 namespace {
 
-// Model files under the paths (directories recursively), sorted.
-std::vector<std::string> model_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
+// A model file to run, and whether the command line named it (not found in a directory).
+struct ModelFile {
+  std::string path;
+  bool named = false;
+};
+
+// Model files under the paths (directories recursively, sorted), each once: a file named on the
+// command line counts as named even when a directory holds it too.
+std::vector<ModelFile> model_files(const std::vector<std::string>& paths) {
+  std::vector<ModelFile> files;
+  auto add = [&files](const std::string& f, bool named) {
+    for (auto& m : files)
+      if (m.path == f) {
+        m.named = m.named || named;
+        return;
+      }
+    files.push_back({f, named});
+  };
   for (const auto& p : paths) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
@@ -31,9 +48,9 @@ std::vector<std::string> model_files(const std::vector<std::string>& paths) {
         if (e.is_regular_file() && e.path().extension() == ".coll")
           here.push_back(e.path().string());
       std::sort(here.begin(), here.end());
-      files.insert(files.end(), here.begin(), here.end());
+      for (const auto& f : here) add(f, false);
     } else if (fs::is_regular_file(p, ec)) {
-      files.push_back(p);
+      add(p, true);
     } else {
       throw UsageError("--conformance: '" + p + "' is no model file or directory");
     }
@@ -52,13 +69,22 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   auto files = model_files(o.conformance);
   std::vector<ConformanceRun> runs;
   std::vector<std::string> skipped;
-  for (const auto& f : files)
-    for (auto& r : conformance_runs(f, o)) {
-      if (r.why_not.empty())
+  // Per model file named on the command line: its lines not run and not judged (below).
+  struct Unjudged {
+    std::size_t not_run = 0, fell_back = 0;
+  };
+  std::map<std::string, Unjudged> named;
+  for (const auto& f : files) {
+    if (f.named) named[f.path];
+    for (auto& r : conformance_runs(f.path, o)) {
+      if (r.why_not.empty()) {
         runs.push_back(std::move(r));
-      else
-        skipped.push_back(fmt::format("{}: {}", f, r.why_not));
+      } else {
+        skipped.push_back(fmt::format("{}: {}", f.path, r.why_not));
+        if (f.named) ++named[f.path].not_run;
+      }
     }
+  }
   if (runs.size() > 1 && (!o.json_file.empty() || !o.junit_file.empty()))
     throw UsageError("--json and --junit take one model; --conformance found " +
                      std::to_string(runs.size()));
@@ -69,6 +95,8 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   int worst = kExitOk;
   std::size_t judged = 0;  // models with at least one run the library did not fall back in
   std::vector<std::string> lines;
+  std::vector<std::string> not_judged;  // the labels whose every run fell back
+  std::set<std::string> judged_files;   // model files with a judged line
   for (const auto& r : runs) {
     // A model's `nb` line is labelled apart from its blocking one: file#nb=<nonblocking name>.
     const std::string label =
@@ -114,12 +142,39 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                      : "")));
     if (!fell_back) ++judged;
     if (!fell_back && rank(rc) > rank(worst)) worst = rc;
+    if (fell_back) {
+      not_judged.push_back(label);
+      if (named.count(r.options.model)) ++named[r.options.model].fell_back;
+    } else {
+      judged_files.insert(r.options.model);
+    }
   }
+  // A model named on the command line none of whose lines was judged (every run fell back, or
+  // no line could run) was asked about and not answered: inconclusive (exit 3), never a pass.
+  // One found in a directory is skipped, and the summary says so.
+  std::vector<std::string> named_unjudged;
+  for (const auto& [file, u] : named)
+    if (!judged_files.count(file))
+      named_unjudged.push_back(
+          fmt::format("{} ({} line{} not judged: the library fell back in every run; {} not run)",
+                      file, u.fell_back, u.fell_back == 1 ? "" : "s", u.not_run));
   out << fmt::format("\nconformance: {} models with an Open MPI or MPICH selector\n", runs.size());
   for (const auto& l : lines) out << l << "\n";
   if (!skipped.empty() && !o.quiet) {
     out << fmt::format("not run ({}):\n", skipped.size());
     for (const auto& s : skipped) out << "  " << s << "\n";
+  }
+  if (!not_judged.empty()) {
+    out << fmt::format(
+        "skipped, not passed: {} of {} model lines not judged (the named algorithm never ran: "
+        "the library fell back, or the communicator did not span several nodes, in every run):\n",
+        not_judged.size(), runs.size());
+    for (const auto& l : not_judged) out << "  " << l << "\n";
+  }
+  if (!named_unjudged.empty()) {
+    out << fmt::format("inconclusive: {} model{} named on the command line never judged:\n",
+                       named_unjudged.size(), named_unjudged.size() == 1 ? "" : "s");
+    for (const auto& l : named_unjudged) out << "  " << l << "\n";
   }
   if (runs.empty()) {
     err << "collv: error: no model under --conformance names an Open MPI or MPICH selector "
@@ -131,6 +186,10 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     err << "collv: nothing was judged: the library fell back to its own choice in every run of "
            "every model (exit 3)\n";
     return kExitInconclusive;
+  }
+  if (!named_unjudged.empty() && rank(kExitInconclusive) > rank(worst)) {
+    err << "collv: inconclusive (exit 3): a model named on the command line was never judged\n";
+    worst = kExitInconclusive;
   }
   return worst;
 }

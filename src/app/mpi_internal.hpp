@@ -61,6 +61,19 @@ bool count_finished(const std::filesystem::path& cdir, int p);
 // at most max characters, each file's text after a "rank R: " label.
 std::string rank_messages(const std::filesystem::path& cdir, int p, std::size_t max);
 std::string cache_root(const MpiOptions& o);
+// The harness's sources (mpi/: harness.c and the files it is split into): every .c and .h file
+// of the directory `path` names (a directory, or a file in it, such as --harness's main file),
+// sorted by name, with their texts. At most 32 files of at most 1 MiB each, else a UsageError.
+struct HarnessSources {
+  std::filesystem::path dir;
+  std::vector<std::filesystem::path> files;  // sorted; the .c ones are compiled
+  std::vector<std::string> texts;            // files[i]'s text
+};
+HarnessSources harness_sources(const std::string& path);
+// The cached build's key: a hash over the library, the compiler, the flags and every source
+// file's name and text (changing any of them builds the harness again).
+std::string harness_cache_key(const std::string& impl, const std::string& mpicc,
+                              const std::vector<std::string>& flags, const HarnessSources& src);
 std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
                           std::ostream& err);
 std::string upper(std::string s);

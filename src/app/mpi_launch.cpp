@@ -259,12 +259,56 @@ std::string cache_root(const MpiOptions& o) {
   return (fs::temp_directory_path() / fmt::format("collv-mpi-{}", getuid())).string();
 }
 
-// Builds the harness with mpicc, once per (library, compiler, harness source): the binary is
-// cached under a name made from their hash.
+HarnessSources harness_sources(const std::string& path) {
+  constexpr std::size_t kMaxFiles = 32, kMaxBytes = std::size_t{1} << 20;
+  HarnessSources s;
+  std::error_code ec;
+  s.dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+  if (s.dir.empty()) s.dir = ".";
+  for (const auto& e : fs::directory_iterator(s.dir, ec)) {
+    const auto ext = e.path().extension();
+    if ((ext == ".c" || ext == ".h") && e.is_regular_file(ec)) s.files.push_back(e.path());
+  }
+  if (ec) throw UsageError("cannot read the harness's directory '" + s.dir.string() + "'");
+  if (s.files.size() > kMaxFiles)
+    throw UsageError(
+        fmt::format("the harness's directory '{}' holds {} .c and .h files (at most {})",
+                    s.dir.string(), s.files.size(), kMaxFiles));
+  std::sort(s.files.begin(), s.files.end());
+  bool any_c = false;
+  for (const auto& f : s.files) {
+    const auto bytes = fs::file_size(f, ec);
+    if (ec || bytes > kMaxBytes)
+      throw UsageError(
+          fmt::format("the harness's source '{}' cannot be read or is larger than {} bytes",
+                      f.string(), kMaxBytes));
+    s.texts.push_back(slurp(f, kMaxBytes));
+    if (s.texts.back().size() != bytes)
+      throw UsageError("cannot read the harness's source '" + f.string() + "'");
+    any_c = any_c || f.extension() == ".c";
+  }
+  if (!any_c) throw UsageError("no harness source (.c) in '" + s.dir.string() + "'");
+  return s;
+}
+
+std::string harness_cache_key(const std::string& impl, const std::string& mpicc,
+                              const std::vector<std::string>& flags, const HarnessSources& src) {
+  std::uint64_t h = fnv1a(impl + "\n" + mpicc + "\n");
+  for (const auto& f : flags) h = fnv1a(f + "\n", h);
+  // Each file's name and length before its text: no two file sets hash the same bytes.
+  for (std::size_t i = 0; i < src.files.size(); ++i)
+    h = fnv1a(
+        src.texts[i],
+        fnv1a(fmt::format("{}\n{}\n", src.files[i].filename().string(), src.texts[i].size()), h));
+  return fmt::format("{:016x}", h);
+}
+
+// Builds the harness with mpicc, once per (library, compiler, harness sources): the binary is
+// cached under a name made from their hash (harness_cache_key: every .c and .h file of the
+// harness's directory).
 std::string build_harness(const MpiOptions& o, const std::string& mpicc, const std::string& src,
                           std::ostream& err) {
-  std::string text = slurp(src);
-  if (text.empty()) throw UsageError("cannot read the harness '" + src + "'");
+  const HarnessSources sources = harness_sources(src);
   fs::path dir = cache_root(o);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -274,11 +318,7 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
       o.impl == "openmpi"
           ? std::vector<std::string>{"-Wl,--export-dynamic-symbol=mca_common_monitoring_record_pml"}
           : std::vector<std::string>{};
-  std::string flag_text;
-  for (const auto& f : flags) flag_text += f + "\n";
-  std::string key = fmt::format(
-      "{:016x}",
-      fnv1a(text, fnv1a(o.impl + "\n" + fs::absolute(mpicc).string() + "\n" + flag_text)));
+  const std::string key = harness_cache_key(o.impl, fs::absolute(mpicc).string(), flags, sources);
   fs::path bin = dir / ("harness-" + o.impl + "-" + key);
   if (access(bin.c_str(), X_OK) == 0) return bin.string();
   fs::path work = dir / fmt::format("build-{}-{}", key, getpid());
@@ -286,18 +326,20 @@ std::string build_harness(const MpiOptions& o, const std::string& mpicc, const s
   if (ec) throw UsageError("cannot create '" + work.string() + "': " + ec.message());
   fs::path tmp = work / "harness";
   // The compiler is bounded by --timeout too (a wrapper that hangs must not hang collv).
-  std::vector<std::string> argv = {mpicc, "-O1", "-o", tmp.string(), src};
+  std::vector<std::string> argv = {mpicc, "-O1", "-o", tmp.string()};
+  for (const auto& f : sources.files)
+    if (f.extension() == ".c") argv.push_back(fs::absolute(f).string());
   argv.insert(argv.end(), flags.begin(), flags.end());
   ProcResult pr = run_process(argv, {}, work, o.timeout_s);
   if (pr.status == -1) {
     fs::remove_all(work, ec);
     throw UsageError(fmt::format("{} did not build the harness {} in {} s (--timeout); stopped",
-                                 mpicc, src, o.timeout_s));
+                                 mpicc, sources.dir.string(), o.timeout_s));
   }
   if (pr.status != 0 || access(tmp.c_str(), X_OK) != 0) {
     fs::remove_all(work, ec);
-    throw UsageError(fmt::format("{} could not build the harness {} (exit {}):\n{}", mpicc, src,
-                                 pr.status, tail(pr.err + pr.out)));
+    throw UsageError(fmt::format("{} could not build the harness {} (exit {}):\n{}", mpicc,
+                                 sources.dir.string(), pr.status, tail(pr.err + pr.out)));
   }
   fs::rename(tmp, bin, ec);
   fs::remove_all(work, ec);

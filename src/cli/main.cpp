@@ -457,7 +457,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");
   mpi->add_option("--mpirun", mpi_opts.mpirun,
                   "the launcher, or a wrapper script (default mpirun.openmpi/mpiexec.mpich)");
-  mpi->add_option("--harness", mpi_opts.harness, "the harness source (default mpi/harness.c)");
+  mpi->add_option("--harness", mpi_opts.harness,
+                  "the harness: its main file or directory, every .c and .h file there (default "
+                  "mpi/)");
   mpi->add_option("--cache-dir", mpi_opts.cache_dir,
                   "where built harnesses and failing runs' output go ($COLLV_MPI_CACHE)");
   mpi->add_option("--timeout", mpi_opts.timeout_s, "seconds per count (60)");
