@@ -195,6 +195,48 @@ TEST_CASE("every-p: halving: each obligation of the halving fails on a broken in
   }
 }
 
+TEST_CASE("every-p: halving: `cases` splits an obligation on a term's values and keeps the rest",
+          "[every-p][every-p-halving][heavy]") {
+  const std::string m = small_model(), pf = small_proof();
+  // The consecution of tmp in round k = 0 on the rounds' path of the ranks from 2 rem on (p <= 8:
+  // ilog2 p + 1 = clog2(p + 1) is 2, 3 or 4).
+  const std::string ob = "consecution-tmp-loop-while@path3-k0";
+  const std::string line = "cases " + ob + " 2 3 (clog2 (+ p 1))\n";
+  auto whole = analyze(m, pf);
+  REQUIRE(whole.refusal.empty());
+  auto a = analyze(m, pf + line);
+  REQUIRE(a.refusal.empty());
+  // One obligation became three: the values 2 and 3 and the rest (4, and the impossible ones).
+  CHECK(a.obligations.size() == whole.obligations.size() + 2);
+  std::vector<std::string> names;
+  for (const auto& o : a.obligations)
+    if (o.name.rfind(ob, 0) == 0) names.push_back(o.name);
+  CHECK(names == std::vector<std::string>{ob + "-c2", ob + "-c3", ob + "-crest"});
+  CHECK(all_unsat(answers_of(a, ob)));
+  // A wrong care (every block described) fails the consecution at every p: in a case, and in the
+  // rest where the cases name values no p <= 8 has (clog2(p + 1) = 5, 6), so no value is dropped.
+  const std::string bad =
+      replaced(pf, "invariant while tmp care (and", "invariant while tmp care (or true");
+  auto b = analyze(m, bad + line);
+  REQUIRE(b.refusal.empty());
+  CHECK(any_sat(answers_of(b, ob + "-c2")));
+  auto c = analyze(m, bad + "cases " + ob + " 5 6 (clog2 (+ p 1))\n");
+  REQUIRE(c.refusal.empty());
+  CHECK(!any_sat(answers_of(c, ob + "-c5")));
+  CHECK(!any_sat(answers_of(c, ob + "-c6")));
+  CHECK(any_sat(answers_of(c, ob + "-crest")));
+  // A line that names no obligation is refused; a malformed one is a usage error.
+  auto d = analyze(m, pf + "cases consecution-tmp-loop-while@path3-k7 2 3 (clog2 (+ p 1))\n");
+  CHECK(d.refusal.find("no obligation has that name") != std::string::npos);
+  auto e = analyze(m, pf + "cases " + ob + " 2 3 (clog2 (+ r 1))\n");
+  CHECK(e.refusal.find("the term") != std::string::npos);
+  for (const char* wrong : {"cases x 3 2 p\n", "cases x 0 64 p\n", "cases x 0 1\n",
+                            "cases x -1 1 p\n", "cases x 0 1 p\ncases x 0 2 p\n"}) {
+    INFO(wrong);
+    CHECK_THROWS_AS(parse_every_p_proof_text(pf + wrong, "m.proof"), UsageError);
+  }
+}
+
 TEST_CASE("every-p: halving: Open MPI's recursive halving up to p = 8 is proved",
           "[every-p][every-p-halving][slow]") {
   EveryPOutcome r = prove_text(small_model(), small_proof());

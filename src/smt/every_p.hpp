@@ -58,6 +58,15 @@ struct EveryPProof {
   // `sums sets` (operator commutative): a sum is block B over a set of ranks, written (ss B MEM)
   // with MEM a Bool over a free rank q (docs/smt.md, "Recursive halving").
   bool set_sums = false;
+  // `cases OBLIGATION LO HI TERM`: every obligation named OBLIGATION (or OBLIGATION followed by
+  // '@' or '-': its paths and split cases) is checked as HI - LO + 2 queries, TERM (in p, count
+  // and root) = LO .. HI and TERM outside LO..HI, which together cover every value.
+  struct Cases {
+    std::string obligation, term;
+    long long lo = 0, hi = 0;
+    int line = 0;
+  };
+  std::vector<Cases> cases;
 };
 
 // Reads a proof file of `kind every-p` (throws UsageError with file:line on a malformed one).

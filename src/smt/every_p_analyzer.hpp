@@ -318,6 +318,7 @@ class Analyzer {
   std::vector<SplitLoop> splits_;
   void note_split(const std::string& lname, int id, const SourceLoc& loc);
   void split_obligations();
+  void case_obligations();  // the proof's `cases` lines, after split_obligations
   // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);

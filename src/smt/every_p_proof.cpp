@@ -125,6 +125,37 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.part, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "cases") {
+      // `cases OBLIGATION LO HI TERM` (every_p_xor.cpp): at most 64 values, once per obligation.
+      std::istringstream vs(value);
+      EveryPProof::Cases c;
+      c.line = no;
+      std::string lo, hi;
+      vs >> c.obligation >> lo >> hi;
+      std::getline(vs, c.term);
+      auto tb = c.term.find_first_not_of(" \t");
+      c.term = tb == std::string::npos ? "" : c.term.substr(tb);
+      auto number = [](const std::string& x, long long& v) {
+        if (x.empty() || x.size() > 10 || x.find_first_not_of("0123456789") != std::string::npos)
+          return false;
+        try {
+          v = std::stoll(x);
+        } catch (...) {
+          return false;
+        }
+        return true;
+      };
+      if (c.obligation.empty() || !number(lo, c.lo) || !number(hi, c.hi) || c.term.empty() ||
+          c.hi < c.lo || c.hi - c.lo > 63)
+        throw UsageError(fmt::format(
+            "{}:{}: cases needs OBLIGATION LO HI TERM with 0 <= LO <= HI < LO + 64 (e.g. 'cases "
+            "consecution-tmp-loop-while 2 31 (clog2 (+ p 1))')",
+            path, no));
+      for (const auto& o : pf.cases)
+        if (o.obligation == c.obligation)
+          throw UsageError(fmt::format("{}:{}: cases {} is given twice (first on line {})", path,
+                                       no, c.obligation, o.line));
+      pf.cases.push_back(c);
     } else if (key == "sums") {
       if (value != "sets" || pf.set_sums)
         throw UsageError(fmt::format("{}:{}: sums takes 'sets', once", path, no));
@@ -139,7 +170,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, witness, chunks, sums, order, round, message)",
+                      "trips, heard, split, cases, witness, chunks, sums, order, round, message)",
                       path, no, key.substr(0, 40)));
     }
   }

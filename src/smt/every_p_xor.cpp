@@ -268,4 +268,50 @@ void Analyzer::split_obligations() {
   out_.obligations = std::move(out);
 }
 
+void Analyzer::case_obligations() {
+  for (const auto& cs : pf_.cases) {
+    const std::string where = fmt::format("{}:{}: cases {}", pf_.path, cs.line, cs.obligation);
+    std::string why = check_user_term(cs.term, {"p", "count", "root"});
+    if (!why.empty()) refuse(fmt::format("{}: the term: {}", where, why), m_.header.loc);
+    // OBLIGATION itself, or followed by its path ('@') or a case ('-'): "...-k1" is not "...-k14".
+    auto named = [&](const std::string& n) {
+      const std::string& o = cs.obligation;
+      return n.rfind(o, 0) == 0 &&
+             (n.size() == o.size() || n[o.size()] == '@' || n[o.size()] == '-');
+    };
+    std::vector<EveryPObligation> out;
+    bool any = false;
+    for (auto& ob : out_.obligations) {
+      if (!named(ob.name)) {
+        out.push_back(std::move(ob));
+        continue;
+      }
+      any = true;
+      // the term's pow2 and clog2, in a query that did not use them yet
+      const std::string decl = "(declare-const p Int)";
+      if (ob.script.find("(define-fun pow2 ") == std::string::npos &&
+          ob.script.find(decl) != std::string::npos)
+        ob.script.insert(ob.script.find(decl), pow2_defs());
+      // The values LO .. HI and the rest: the cases' disjunction is true, so the obligation holds
+      // iff every case's query is unsat.
+      for (long long v = cs.lo; v <= cs.hi + 1; ++v) {
+        EveryPObligation o = ob;
+        const bool rest = v == cs.hi + 1;
+        o.name += rest ? "-crest" : fmt::format("-c{}", v);
+        o.description += rest ? fmt::format(" (case {} outside {}..{})", cs.term, cs.lo, cs.hi)
+                              : fmt::format(" (case {} = {})", cs.term, v);
+        o.script += rest ? fmt::format("(assert (or (< {} {}) (> {} {})))\n", cs.term, cs.lo,
+                                       cs.term, cs.hi)
+                         : fmt::format("(assert (= {} {}))\n", cs.term, v);
+        out.push_back(std::move(o));
+      }
+    }
+    if (!any)
+      refuse(
+          fmt::format("{}: no obligation has that name (collv prove --every-p lists them)", where),
+          m_.header.loc);
+    out_.obligations = std::move(out);
+  }
+}
+
 }  // namespace collv::everyp
