@@ -47,7 +47,7 @@ namespace collv::everyp {
 namespace {
 
 const char* kFanShape =
-    "outside the fragment: a binomial fan-in (docs/smt.md) is `while C do [assignments] if (V AND "
+    "a binomial fan-in (docs/smt.md) is `while C do [assignments] if (V AND "
     "mask) = 0 then [assignments] [if C2 then] receive X from E [assignments] [endif] "
     "[assignments] else send Y to E; break endif [assignments] endwhile` with nothing before it "
     "that sends or receives, then assignments, `if`s and `for` loops without communication";
@@ -166,7 +166,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         c1e.args[1]->value == 0 && c1e.args[0]->kind == ExprKind::Binary &&
         c1e.args[0]->op == Op::BitAnd && c1e.args[0]->args[0]->kind == ExprKind::Name))
     refuse(
-        "outside the fragment: a fan-in's test must be `(V AND mask) = 0` (V a variable, mask 2^k "
+        "a fan-in's test must be `(V AND mask) = 0` (V a variable, mask 2^k "
         "at iteration k)",
         cif->loc);
   const Expr& vx = *c1e.args[0]->args[0];
@@ -352,7 +352,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
       if ((j > 0 && x != bx_term) || !mask || *mask != (1LL << j) ||
           rename(tx, {{"bx", x}}) != c1 || mentions(x, "bx"))
         refuse(
-            "outside the fragment: the fan-in's test must test bit k of one value at iteration k "
+            "the fan-in's test must test bit k of one value at iteration k "
             "(`(V AND mask) = 0`, mask 2^k, V unchanged by the loop)",
             cif->loc);
       bx_term = x;
