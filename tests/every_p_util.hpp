@@ -57,6 +57,23 @@ inline int recheck_certificates(const std::string& dir, unsigned timeout_ms = 60
   return files;
 }
 
+// The analysis (obligations or refusal, nothing solved) of a model and a proof given as texts.
+inline EveryPAnalysis analyze_text(const std::string& model, const std::string& proof) {
+  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
+}
+
+// Whether some answer is sat; the outcome's lines, one a line.
+inline bool some_sat(const std::vector<smt::Answer>& a) {
+  for (smt::Answer x : a)
+    if (x == smt::Answer::Sat) return true;
+  return false;
+}
+inline std::string lines_of(const EveryPOutcome& r) {
+  std::string out;
+  for (const auto& l : r.lines) out += l + "\n";
+  return out;
+}
+
 // `text` with its first `from` replaced by `to` (which must be there).
 inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
   auto at = text.find(from);

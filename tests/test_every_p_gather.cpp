@@ -25,52 +25,26 @@ namespace {
 const std::string kRoot = COLLV_SOURCE_DIR;
 const std::string kProofs = kRoot + "/proofs/every-p";
 
-// MPICH's gather with `requires p <= 8` in place of its second note (the same line numbers).
-std::string small_gather() {
-  std::string t = collv::test::slurp(kRoot + "/models/mpich/gather_binomial.coll");
-  auto at = t.find("  note       \"Cost derived");
+// A library model with `requires p <= 8` in place of the note starting with `note` (the same
+// line numbers), named m.
+std::string small(const std::string& name, const std::string& note) {
+  std::string t = collv::test::slurp(kRoot + "/models/mpich/" + name + ".coll");
+  auto at = t.find("  note       \"" + note);
   REQUIRE(at != std::string::npos);
   t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
-  return replaced(t, "model gather_binomial", "model m");
+  return replaced(t, "model " + name + "\n", "model m\n");
 }
 
-std::string gather_proof() {
-  return replaced(collv::test::slurp(kProofs + "/gather_binomial.proof"),
-                  "model ../../models/mpich/gather_binomial.coll", "model m.coll");
+// Its proof, for the model m.coll.
+std::string proof_of(const std::string& name) {
+  return replaced(collv::test::slurp(kProofs + "/" + name + ".proof"),
+                  "model ../../models/mpich/" + name + ".coll", "model m.coll");
 }
 
-// MPICH's commutative reduce with `requires p <= 8` in place of its last note.
-std::string small_reduce() {
-  std::string t = collv::test::slurp(kRoot + "/models/mpich/reduce_binomial_commutative.coll");
-  auto at = t.find("  note       \"Count 0: no message.");
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
-  return replaced(t, "model reduce_binomial_commutative", "model m");
-}
-
-std::string reduce_proof() {
-  return replaced(collv::test::slurp(kProofs + "/reduce_binomial_commutative.proof"),
-                  "model ../../models/mpich/reduce_binomial_commutative.coll", "model m.coll");
-}
-
-EveryPAnalysis analyze(const std::string& model, const std::string& pf) {
-  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(pf, "m.proof"));
-}
-
-bool any_sat(const std::vector<smt::Answer>& a) {
-  return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
-}
-
-bool all_unsat(const std::vector<smt::Answer>& a) {
-  return !a.empty() &&
-         std::all_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Unsat; });
-}
-
-std::string all_lines(const EveryPOutcome& r) {
-  std::string out;
-  for (const auto& l : r.lines) out += l + "\n";
-  return out;
-}
+std::string small_gather() { return small("gather_binomial", "Cost derived"); }
+std::string gather_proof() { return proof_of("gather_binomial"); }
+std::string small_reduce() { return small("reduce_binomial_commutative", "Count 0: no message."); }
+std::string reduce_proof() { return proof_of("reduce_binomial_commutative"); }
 
 }  // namespace
 
@@ -81,7 +55,7 @@ TEST_CASE(
   EveryPOutcome r = prove_text(small_gather(), gather_proof());
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  std::string all = all_lines(r);
+  std::string all = lines_of(r);
   for (const char* ob : {"initiation-tmp-loop-while",
                          "consecution-tmp-loop-while@recv-k2",
                          "match-line-28@recv-k1",
@@ -111,7 +85,7 @@ TEST_CASE(
   EveryPOutcome x = prove_text(small_reduce(), reduce_proof());
   INFO(x.note);
   REQUIRE(x.exit == kExitOk);
-  all = all_lines(x);
+  all = lines_of(x);
   for (const char* ob :
        {"combine-line-28@recv-k1", "consecution-x-loop-while@recv-k2", "received-line-31@send-k0",
         "nodup-x-line-27@recv-k2", "postcondition-blocks@exit-k3", "steps-root"})
@@ -123,10 +97,10 @@ TEST_CASE(
     "[every-p][every-p-gather][heavy]") {
   const std::string m = small_gather(), pf = gather_proof();
   auto sat_in = [&](const std::string& model, const std::string& proof, const char* prefix) {
-    EveryPAnalysis a = analyze(model, proof);
+    EveryPAnalysis a = analyze_text(model, proof);
     INFO(a.refusal);
     REQUIRE(a.refusal.empty());
-    return any_sat(answers_of(a, prefix, true));
+    return some_sat(answers_of(a, prefix, true));
   };
   // match: a wrong child (one rank past the child), and the rank itself.
   CHECK(sat_in(
@@ -193,7 +167,7 @@ TEST_CASE(
         Refusal{m, replaced(pf, "invariant while tmp block", "invariant whilst tmp block"),
                 "invariant while tmp", 24},
         Refusal{replaced(m, "if rel = 0 then", "if rel <= 1 then"), pf, "both ways", 37}}) {
-    EveryPAnalysis a = analyze(x.model, x.proof);
+    EveryPAnalysis a = analyze_text(x.model, x.proof);
     INFO(x.why << ": " << a.refusal);
     CHECK(a.refusal.find(x.why) != std::string::npos);
     CHECK(a.refusal_loc.line == x.line);
@@ -243,7 +217,7 @@ TEST_CASE(
         prove(kRoot + "/models/mpich/" + name + ".coll", kProofs + "/" + name + ".proof", dir);
     INFO(name << ": " << r.note);
     REQUIRE(r.exit == kExitOk);
-    const std::string all = all_lines(r);
+    const std::string all = lines_of(r);
     for (const char* ob : {"bits-prefix-k31", "unroll-bound-loop-while", "steps-root"})
       CHECK(all.find(std::string("ok           ") + ob) != std::string::npos);
     CHECK(recheck_certificates(dir) == static_cast<int>(r.obligations));

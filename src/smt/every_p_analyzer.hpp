@@ -330,6 +330,9 @@ class Analyzer {
   // rel + 2^j while bit j of rel is 0, then one send to the parent and `break`), unrolled with
   // the proof's holder invariant at every iteration; then the statements after the loop.
   static bool fanin_shape(const Stmt& w);
+  // A bit test of a tree's loop with the tested variable v replaced by the free name bx (the
+  // prefix form's `bits-prefix-kK` states it for every integer bx).
+  std::string test_over_bx(const Expr& cond, const State& st, const std::string& v);
   void fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
   void fanin_tail(const std::vector<const Stmt*>& rest, Path& P);
   bool fanin_prune(const Path& P, const std::string& name, const SourceLoc& loc);

@@ -56,6 +56,15 @@ std::string at_rank(const std::string& t, const std::string& R) { return rename(
 
 }  // namespace
 
+std::string Analyzer::test_over_bx(const Expr& cond, const State& st, const std::string& v) {
+  State sx = st;
+  sx.ints[v] = Lin{"0", "bx"};
+  const bool had = bit_xs_.count("bx") > 0;
+  std::string tx = bool_expr(cond, sx);
+  if (!had) bit_xs_.erase("bx");
+  return tx;
+}
+
 bool Analyzer::fanin_shape(const Stmt& w) {
   for (const auto& b : w.body)
     if (b->kind == StmtKind::If)
@@ -344,11 +353,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     {
       const std::string x = render(int_expr(vx, A.st));
       auto mask = as_int(render(int_expr(mx, A.st)));
-      State sx = A.st;
-      sx.ints[vx.name] = Lin{"0", "bx"};
-      const bool had = bit_xs_.count("bx") > 0;
-      const std::string tx = bool_expr(c1e, sx);
-      if (!had) bit_xs_.erase("bx");
+      const std::string tx = test_over_bx(c1e, A.st, vx.name);
       if ((j > 0 && x != bx_term) || !mask || *mask != (1LL << j) ||
           rename(tx, {{"bx", x}}) != c1 || mentions(x, "bx"))
         refuse(

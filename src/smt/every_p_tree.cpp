@@ -298,11 +298,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         // program's test is literally that test of X, with the mask 2^k.
         const std::string x = render(int_expr(*bx_e, cur.st));
         auto mask = as_int(render(int_expr(*b->cond->args[0]->args[1], cur.st)));
-        State sx = cur.st;
-        sx.ints[bx_e->name] = Lin{"0", "bx"};
-        const bool had = bit_xs_.count("bx") > 0;
-        std::string tx = bool_expr(*b->cond, sx);
-        if (!had) bit_xs_.erase("bx");
+        std::string tx = test_over_bx(*b->cond, cur.st, bx_e->name);
         if ((k > 0 && x != bx_term) || !mask || *mask != (1LL << k) || c1 == "true" ||
             c1 == "false" || rename(tx, {{"bx", x}}) != c1 || mentions(x, "bx"))
           prefix = false;
