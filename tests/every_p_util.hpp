@@ -33,11 +33,13 @@ inline EveryPOutcome prove_text(const std::string& model_text, const std::string
 // Whether a proof or mutant file (by name) belongs to a proof of minutes that its own test
 // proves, re-checks and disproves the mutants of, so the loops over proofs/every-p skip it:
 // MPICH's and Open MPI's folds (phases, 1,100 and more obligations; tests/test_every_p_fold.cpp),
-// Open MPI's recursive halving (1,713; tests/test_every_p_halving.cpp) and MPICH's binomial
-// scatter (787; tests/test_every_p_scatter.cpp).
+// Open MPI's recursive halving (1,713; tests/test_every_p_halving.cpp), MPICH's binomial
+// scatter (787; tests/test_every_p_scatter.cpp) and its binomial gather and reduce (694 and 477;
+// tests/test_every_p_gather.cpp).
 inline bool proved_in_own_test(const std::string& filename) {
-  for (const char* prefix : {"allreduce_recursive_doubling",
-                             "reduce_scatter_block_recursive_halving", "scatter_binomial"})
+  for (const char* prefix :
+       {"allreduce_recursive_doubling", "reduce_scatter_block_recursive_halving",
+        "scatter_binomial", "gather_binomial", "reduce_binomial_commutative"})
     if (filename.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -53,6 +55,23 @@ inline int recheck_certificates(const std::string& dir, unsigned timeout_ms = 60
     ++files;
   }
   return files;
+}
+
+// The analysis (obligations or refusal, nothing solved) of a model and a proof given as texts.
+inline EveryPAnalysis analyze_text(const std::string& model, const std::string& proof) {
+  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
+}
+
+// Whether some answer is sat; the outcome's lines, one a line.
+inline bool some_sat(const std::vector<smt::Answer>& a) {
+  for (smt::Answer x : a)
+    if (x == smt::Answer::Sat) return true;
+  return false;
+}
+inline std::string lines_of(const EveryPOutcome& r) {
+  std::string out;
+  for (const auto& l : r.lines) out += l + "\n";
+  return out;
 }
 
 // `text` with its first `from` replaced by `to` (which must be there).

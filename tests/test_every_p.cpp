@@ -261,7 +261,7 @@ TEST_CASE("every-p: programs outside the fragment are refused with file:line:col
   CHECK(r.note.find("received-loop-i") != std::string::npos);
   CHECK(r.note.find("deadlock") != std::string::npos);
   // A collective outside the fragment (its postcondition is not written): refused, not guessed.
-  std::string gather = replaced(ring, "collective allgather", "collective gather");
+  std::string gather = replaced(ring, "collective allgather", "collective scan");
   for (const char* line : {"library    mpich 4.0 MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM = ring\n",
                            "library    mpich 4.0 MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM = nb "
                            "MPIR_CVAR_IALLGATHER_INTRA_ALGORITHM = sched_ring\n",

@@ -139,6 +139,10 @@ inline std::string mod_p_cases(const std::string& x) {
       v, x, v, v, v, v, v, v, v, v, v, v);
 }
 
+// The proof's term with every (mod X p) written by mod_p_cases (every_p_expr.cpp): the same
+// value for p > 0, read linearly by Z3 where one addition or subtraction of p brings X in range.
+std::string mod_p_by_cases(const std::string& t);
+
 struct TreeCall;  // every_p_tree.cpp
 
 class Analyzer {
@@ -323,6 +327,16 @@ class Analyzer {
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
   std::string tree_root_ = "false";
+  // every_p_fanin.cpp: a binomial fan-in (MPICH's gather and reduce: receives from the children
+  // rel + 2^j while bit j of rel is 0, then one send to the parent and `break`), unrolled with
+  // the proof's holder invariant at every iteration; then the statements after the loop.
+  static bool fanin_shape(const Stmt& w);
+  // A bit test of a tree's loop with the tested variable v replaced by the free name bx (the
+  // prefix form's `bits-prefix-kK` states it for every integer bx).
+  std::string test_over_bx(const Expr& cond, const State& st, const std::string& v);
+  void fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  void fanin_tail(const std::vector<const Stmt*>& rest, Path& P);
+  bool fanin_prune(const Path& P, const std::string& name, const SourceLoc& loc);
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
   // A binomial tree's readings on every path before its loops, from the first reading: the
   // second matches each receive against the sends of all of them (every_p_tree.cpp).

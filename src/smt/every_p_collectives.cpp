@@ -7,7 +7,7 @@ namespace collv::everyp {
 
 bool more_collective(Collective c) {
   return c == Collective::Alltoall || c == Collective::Allreduce || c == Collective::Broadcast ||
-         c == Collective::Scatter;
+         c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce;
 }
 
 Buf more_input(Collective c, bool chunked) {
@@ -17,8 +17,10 @@ Buf more_input(Collective c, bool chunked) {
   if (c == Collective::Broadcast) return Buf{"(ite (= r root) 1 0)", "(it root 0)"};
   // scatter: the root's input is p blocks, block b for rank b; the others' start empty.
   if (c == Collective::Scatter) return Buf{"(ite (= r root) p 0)", "(it root b)"};
-  // allreduce: count elements of r's own contribution, one block, or p chunks (chunk b: the
-  // input's elements of chunk b).
+  // gather: every rank's input is its one block.
+  if (c == Collective::Gather) return Buf{"1", "(it r 0)"};
+  // allreduce and reduce: count elements of r's own contribution, one block, or p chunks (chunk b:
+  // the input's elements of chunk b).
   return Buf{chunked ? "p" : "1", "(sm b r 1)"};
 }
 
@@ -38,6 +40,34 @@ void Analyzer::more_postcondition(const Path& path, const Buf& out) {
            "(> count 0)", op2("=", out.len, "1"), h.loc);
     oblige(path, "postcondition-blocks", "the output is block r of the root's input (MPI's layout)",
            "", "(> count 0)", op2("=", at_block(out.blk, "0"), "(it root r)"), h.loc);
+    return;
+  }
+  if (h.collective == Collective::Gather) {
+    // gather in MPI's layout: the root ends with p blocks, block b rank b's input, nothing else
+    // (the others' output is not defined by MPI, nor judged by the executor).
+    oblige(path, "postcondition-length",
+           "the root's output has p blocks of count elements (MPI's layout)", "", "(> count 0)",
+           fmt::format("(=> (= r root) {})", op2("=", out.len, "p")), h.loc);
+    oblige(path, "postcondition-blocks",
+           "block b of the root's output is rank b's input (MPI's layout)",
+           "(declare-const b Int)\n", "(and (> count 0) (<= 0 b) (< b p))",
+           fmt::format("(=> (= r root) {})", op2("=", out.blk, "(it b 0)")), h.loc);
+    return;
+  }
+  if (h.collective == Collective::Reduce) {
+    // reduce: the root ends with one block, every rank's input summed, each once (in rank order
+    // unless commutative); the others' output is not defined by MPI.
+    bool comm = h.op_class == OperatorClass::Commutative;
+    std::string b0 = at_block(out.blk, "0");
+    oblige(path, "postcondition-length", "the root's output is count elements (one block)", "",
+           "(> count 0)", fmt::format("(=> (= r root) {})", op2("=", out.len, "1")), h.loc);
+    oblige(path, "postcondition-blocks",
+           fmt::format("the root's output is every rank's input, summed{}, each once",
+                       comm ? "" : " in rank order"),
+           "", "(> count 0)",
+           fmt::format("(=> (= r root) (and ((_ is sm) {}) (= (sb {}) 0) (= (sn {}) p){}))", b0, b0,
+                       b0, comm ? "" : fmt::format(" (= (slo {}) 0)", b0)),
+           h.loc);
     return;
   }
   if (h.collective == Collective::Alltoall) {

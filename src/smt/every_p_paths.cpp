@@ -11,9 +11,11 @@ void Analyzer::run() {
   if (h.collective != Collective::Allgather && h.collective != Collective::ReduceScatter &&
       !more_collective(h.collective) && !barrier_)
     throw Refused{
-        fmt::format("collective {} is not in the fragment yet (allgather, "
-                    "reduce-scatter, barrier, alltoall, allreduce, broadcast and scatter only)",
-                    collective_name(h.collective)),
+        fmt::format(
+            "collective {} is not in the fragment yet (allgather, "
+            "reduce-scatter, barrier, alltoall, allreduce, broadcast, scatter, gather and reduce "
+            "only)",
+            collective_name(h.collective)),
         h.loc};
   if (h.elements) throw Refused{"an `elements` line is not in the fragment", h.loc};
   if (chunked() && h.collective != Collective::Allreduce)
@@ -167,7 +169,7 @@ void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path)
         ++at;
         continue;
       case StmtKind::While:
-        if (rooted_) return tree(todo, at, path);
+        if (rooted_) return fanin_shape(s) ? fanin(todo, at, path) : tree(todo, at, path);
         if (phased_skip(s, path)) {
           ++at;
           continue;

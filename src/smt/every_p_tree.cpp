@@ -87,39 +87,6 @@ struct TreeCall {
 
 namespace {
 
-// The proof's term with every (mod X p) written by cases, as the program's are (mod_p_cases):
-// the same value for p > 0, and Z3 then reads it linearly where one addition or subtraction of p
-// brings X into range (with the nonlinear mod, the scatter's root-path message queries took 2 s
-// at k = 3 and 22 s at k = 8).
-std::string mod_p_by_cases(const std::string& t) {
-  std::string out;
-  std::size_t i = 0;
-  auto atom_end = [&](std::size_t j) {  // the end of the term starting at j
-    if (t[j] != '(') {
-      while (j < t.size() && t[j] != ' ' && t[j] != ')' && t[j] != '(') ++j;
-      return j;
-    }
-    int depth = 0;
-    for (; j < t.size(); ++j) {
-      if (t[j] == '(') ++depth;
-      if (t[j] == ')' && --depth == 0) return j + 1;
-    }
-    return j;
-  };
-  while (i < t.size()) {
-    if (t.compare(i, 5, "(mod ") == 0) {
-      const std::size_t x0 = i + 5, x1 = atom_end(x0);
-      if (t.compare(x1, 3, " p)") == 0) {
-        out += mod_p_cases(mod_p_by_cases(t.substr(x0, x1 - x0)));
-        i = x1 + 3;
-        continue;
-      }
-    }
-    out += t[i++];
-  }
-  return out;
-}
-
 const char* kShape =
     "a binomial tree (docs/smt.md): `while C do [assignments] if C1 then receive X from E; "
     "break; endif [assignments] endwhile`, assignments, then `while C2 do [assignments] [if C3 "
@@ -331,11 +298,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         // program's test is literally that test of X, with the mask 2^k.
         const std::string x = render(int_expr(*bx_e, cur.st));
         auto mask = as_int(render(int_expr(*b->cond->args[0]->args[1], cur.st)));
-        State sx = cur.st;
-        sx.ints[bx_e->name] = Lin{"0", "bx"};
-        const bool had = bit_xs_.count("bx") > 0;
-        std::string tx = bool_expr(*b->cond, sx);
-        if (!had) bit_xs_.erase("bx");
+        std::string tx = test_over_bx(*b->cond, cur.st, bx_e->name);
         if ((k > 0 && x != bx_term) || !mask || *mask != (1LL << k) || c1 == "true" ||
             c1 == "false" || rename(tx, {{"bx", x}}) != c1 || mentions(x, "bx"))
           prefix = false;
