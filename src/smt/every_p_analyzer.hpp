@@ -139,7 +139,9 @@ inline std::string mod_p_cases(const std::string& x) {
       v, x, v, v, v, v, v, v, v, v, v, v);
 }
 
-struct TreeCall;  // every_p_tree.cpp
+struct TreeCall;  // every_p_tree.hpp
+struct TreeTerms;
+struct TreeFront;
 
 class Analyzer {
  public:
@@ -321,6 +323,19 @@ class Analyzer {
   // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  // every_p_tree_search.cpp: Open MPI's shape, a `while` of assignments (the parent's bit) before
+  // a straight receive, or the send loop alone (the root's path).
+  void tree_search(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  // The shared parts (every_p_tree.cpp): the proof's terms, their values at an event (`recv`: at a
+  // receive, with the proof's `receive NAME VAR`), the send loops and the obligations.
+  TreeTerms tree_terms(const Path& path, const SourceLoc& loc);
+  std::string tree_key(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv);
+  Buf tree_msg(const TreeTerms& tt, const State& st, const std::string& rr, const SourceLoc& loc,
+               bool recv);
+  std::string tree_round(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv);
+  std::string tree_lem(bool prefix, const std::vector<std::string>& ranks, int maxj);
+  void tree_back(const std::vector<const Stmt*>& todo, const Path& path, TreeFront& f,
+                 const TreeTerms& tt);
   std::string tree_root_ = "false";
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
   // A binomial tree's readings on every path before its loops, from the first reading: the

@@ -125,6 +125,24 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.part, o.line));
       pf.invariants.push_back(inv);
+    } else if (key == "receive") {
+      // A binomial tree's `receive NAME VAR`: at a receive the proof's terms read NAME as the
+      // program's VAR (every_p_tree_terms.cpp).
+      std::istringstream vs(value);
+      EveryPInvariant inv;
+      inv.line = no;
+      inv.loop = "tree";
+      inv.var = "#receive";
+      std::string extra;
+      if (!(vs >> inv.part >> inv.term) || (vs >> extra))
+        throw UsageError(fmt::format(
+            "{}:{}: receive needs NAME VAR, two program variables (e.g. 'receive mask hb')", path,
+            no));
+      for (const auto& o : pf.invariants)
+        if (o.loop == inv.loop && o.var == inv.var && o.part == inv.part)
+          throw UsageError(fmt::format("{}:{}: receive {} is given twice (first on line {})", path,
+                                       no, inv.part, o.line));
+      pf.invariants.push_back(inv);
     } else if (key == "sums") {
       if (value != "sets" || pf.set_sums)
         throw UsageError(fmt::format("{}:{}: sums takes 'sets', once", path, no));
@@ -139,7 +157,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, witness, chunks, sums, order, round, message)",
+                      "trips, heard, split, witness, chunks, sums, order, round, message, receive)",
                       path, no, key.substr(0, 40)));
     }
   }
