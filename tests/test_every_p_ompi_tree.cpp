@@ -77,7 +77,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p ompi tree: each obligation of Open MPI's broadcast fails on a program or proof that "
     "breaks it",
-    "[every-p][every-p-ompi-tree]") {
+    "[every-p][every-p-ompi-tree][heavy]") {
   const std::string m = small_bcast(), pf = bcast_proof();
   // match: without `receive mask hb` the receive reads the program's mask (1), so every
   // receive is placed in round 0, where only the root's first send goes.
@@ -109,6 +109,49 @@ TEST_CASE(
                                             "steps      if count = 0 then 0 else clog2(p) + 1"),
                                    pf),
                            "steps-root", true)));
+}
+
+TEST_CASE(
+    "every-p ompi tree: `steps at most`, a header's exact division and a round term over the "
+    "sender are read as stated and fail where they are wrong",
+    "[every-p][every-p-ompi-tree][heavy]") {
+  const std::string m = small_bcast(), pf = bcast_proof();
+  const std::string steps = "steps      if count = 0 then 0 else clog2(p)";
+  // A bound met exactly: proved without steps-root (a bound needs only the rounds).
+  EveryPAnalysis at = analyze(
+      replaced(m, steps, "steps      at most if count = 0 then 0 else 2 * clog2(p) / 2"), pf);
+  REQUIRE(at.refusal.empty());
+  CHECK(std::none_of(at.obligations.begin(), at.obligations.end(),
+                     [](const EveryPObligation& o) { return o.name == "steps-root"; }));
+  std::vector<smt::Answer> ok = answers_of(at, "rounds-line-", true);
+  CHECK(!ok.empty());
+  CHECK(!any_sat(ok));
+  // One round too few: the rounds exceed it.
+  CHECK(any_sat(answers_of(
+      analyze(replaced(m, steps, "steps      at most if count = 0 then 0 else clog2(p) - 1"), pf),
+      "rounds-line-", true)));
+  // A bound that is a fraction ((2 clog2(p) + 1) / 2, above the rounds): `/` is exact division,
+  // an unknown value where it is not an integer, so the bound is not proved there.
+  CHECK(any_sat(answers_of(
+      analyze(
+          replaced(m, steps, "steps      at most if count = 0 then 0 else (2 * clog2(p) + 1) / 2"),
+          pf),
+      "rounds-line-", true)));
+  // A round term over the sender (it reads r): read at a send for the rank, at a receive for its
+  // source. The round plus 0 * rel is proved; plus rel exceeds steps.
+  const std::string rel = "(mod (- r root) p)";
+  EveryPAnalysis zero =
+      analyze(m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) (* 0 " + rel + "))"));
+  REQUIRE(zero.refusal.empty());
+  CHECK(!any_sat(answers_of(zero, "match-line-26@path0-recv-k2")));
+  CHECK(!any_sat(answers_of(zero, "received-line-31@path2-sends")));
+  CHECK(!any_sat(answers_of(zero, "rounds-line-26@path0-recv-k2")));
+  CHECK(any_sat(answers_of(
+      analyze(m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) " + rel + ")")),
+      "rounds-line-", true)));
+  // Over the sender, the round may read only the unrolled loops' numerals (rel is none).
+  EveryPAnalysis bad = analyze(m, replaced(pf, "round (clog2 mask)", "round (+ rel (* 0 r))"));
+  CHECK(bad.refusal.find("not a numeral here") != std::string::npos);
 }
 
 TEST_CASE(

@@ -332,7 +332,8 @@ class Analyzer {
   std::string tree_key(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv);
   Buf tree_msg(const TreeTerms& tt, const State& st, const std::string& rr, const SourceLoc& loc,
                bool recv);
-  std::string tree_round(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv);
+  std::string tree_round(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv,
+                         const std::string& src = "");
   std::string tree_lem(bool prefix, const std::vector<std::string>& ranks, int maxj);
   void tree_back(const std::vector<const Stmt*>& todo, const Path& path, TreeFront& f,
                  const TreeTerms& tt);

@@ -237,7 +237,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         e.rstmt = &rcv;
         e.between = between;
         e.src = render(int_expr(*rcv.peer, cur.st));
-        e.round = tree_round(tt, cur.st, rcv.loc, true);
+        e.round = tree_round(tt, cur.st, rcv.loc, true, e.src);
         e.key = tree_key(tt, cur.st, rcv.loc, true);
         e.msg = tree_msg(tt, cur.st, "r", rcv.loc, true);
         tps.push_back(std::move(e));
@@ -497,8 +497,7 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
     return w2.loc;
   }();
   std::string claim = h.steps ? header_term(*h.steps) : "";
-  if (h.steps && h.steps_at_most)
-    refuse("`steps at most` in a rooted program is not in the fragment", h.loc);
+  // `steps at most`: the rounds (0 <= round < steps) bound the schedule; no steps-root.
 
   std::set<std::pair<std::string, std::string>> dst_done;  // sends whose send-dst is stated
   for (const auto& tp : tps) {
@@ -519,7 +518,9 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
       for (std::size_t c = 0; c < tree_calls_.size(); ++c)
         for (std::size_t q = 0; q < tree_calls_[c]->tps.size(); ++q)
           for (const auto& s : tree_calls_[c]->tps[q].sends)
-            if (s.round == tp.round && s.key == tp.key) groups[{s.guard, s.dst}].insert({c, q});
+            if ((tt.round_r ? rename(s.round, {{"r", S}}) == tp.round : s.round == tp.round) &&
+                s.key == tp.key)
+              groups[{s.guard, s.dst}].insert({c, q});
       std::string any = "false";
       for (const auto& [gd, cqs] : groups) {
         std::string on = "false";
@@ -614,7 +615,7 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
              "", "true", g, tp.recv ? tp.rstmt->loc : sloc);
     }
     more_postcondition(P, data_var(h.output, P.st, h.loc));
-    if (h.steps)
+    if (h.steps && !h.steps_at_most)
       tree_root_ =
           fmt::format("(or {} (and {} (= {} {})))", tree_root_, rename(tp.pc, {{"r", "root"}}),
                       rename(tp.nsend, {{"r", "root"}}), claim);
@@ -632,9 +633,11 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
     std::string who = "false";
     for (const auto& call : tree_calls_)
       for (const auto& q : call->tps)
-        if (q.recv && q.round == rho && q.key == mkey)
-          who = fmt::format("(or {} (and {} (= {} r)))", who, rename(q.pc, {{"r", D}}),
-                            rename(q.src, {{"r", D}}));
+        if (q.recv && (tt.round_r || q.round == rho) && q.key == mkey)
+          who = fmt::format("(or {} (and {} (= {} r){}))", who, rename(q.pc, {{"r", D}}),
+                            rename(q.src, {{"r", D}}),
+                            tt.round_r ? fmt::format(" (= {} {})", rename(q.round, {{"r", D}}), rho)
+                                       : std::string());
     std::vector<std::pair<std::string, std::string>> on;  // (condition, tag)
     for (std::size_t m = 0; m < alive.size() && on.empty(); ++m) {
       std::set<std::size_t> past;

@@ -53,6 +53,10 @@ struct TreeTerms {
   std::string order, round_t;
   Buf msg_t;
   std::set<std::string> names, msg_names;
+  // A round term that reads r is over the message's sender: at a send r is the rank, at a receive
+  // its source; the names it reads are then in the key with the message's (key_names).
+  bool round_r = false;
+  std::set<std::string> key_names;
   std::map<std::string, std::string> at_recv;
 };
 

@@ -127,7 +127,7 @@ void Analyzer::tree_search(const std::vector<const Stmt*>& todo, std::size_t at,
       tp.recv = true;
       tp.rstmt = &rcv;
       tp.src = render(int_expr(*rcv.peer, P.st));
-      tp.round = tree_round(tt, P.st, rcv.loc, true);
+      tp.round = tree_round(tt, P.st, rcv.loc, true, tp.src);
       tp.key = tree_key(tt, P.st, rcv.loc, true);
       tp.msg = tree_msg(tt, P.st, "r", rcv.loc, true);
       f.tps.push_back(std::move(tp));

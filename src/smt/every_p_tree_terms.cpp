@@ -40,7 +40,9 @@ TreeTerms Analyzer::tree_terms(const Path& path, const SourceLoc& loc) {
   tt.order = mod_p_by_cases(checked(ord, {"r", "p", "count", "root"}));
   std::set<std::string> rvars = names;
   rvars.insert({"p", "count", "root"});
+  rvars.insert("r");
   tt.round_t = checked(rnd, rvars);
+  tt.round_r = mentions(tt.round_t, "r");
   // The message may depend on the receiver r and on the program's integer variables that are
   // numerals at the receive and at the send (the unrolled mask): a send and a receive match only
   // where those numerals agree, so the term the sender is held to is the one the receiver gets.
@@ -51,6 +53,10 @@ TreeTerms Analyzer::tree_terms(const Path& path, const SourceLoc& loc) {
   tt.msg_t.blk = mod_p_by_cases(checked(mblk, mvars));
   for (const auto& n : names)
     if (mentions(tt.msg_t.len, n) || mentions(tt.msg_t.blk, n)) tt.msg_names.insert(n);
+  tt.key_names = tt.msg_names;
+  if (tt.round_r)
+    for (const auto& n : names)
+      if (mentions(tt.round_t, n)) tt.key_names.insert(n);
   // `receive NAME VAR`: at a receive the terms read NAME as the program's VAR (Open MPI's parent
   // sends with mask = 2^k where the receiver's search loop left hb = 2^k). A send and a receive
   // still match only where the values the terms read are equal numerals, so the receiver assumes
@@ -88,11 +94,11 @@ std::string Analyzer::tree_key(const TreeTerms& tt, const State& st0, const Sour
                                bool recv) {
   const State st = term_state(tt, st0, recv);
   std::string key;
-  for (const auto& n : tt.msg_names) {
+  for (const auto& n : tt.key_names) {
     auto f = st.ints.find(n);
     auto v = f == st.ints.end() ? std::nullopt : as_int(render(f->second));
     if (!v)
-      refuse("the message term reads '" + n +
+      refuse("the message term (or a round term over the sender) reads '" + n +
                  "', which is not a numeral here (it must be a "
                  "variable of the unrolled loops)",
              loc);
@@ -112,7 +118,7 @@ Buf Analyzer::tree_msg(const TreeTerms& tt, const State& st0, const std::string&
 }
 
 std::string Analyzer::tree_round(const TreeTerms& tt, const State& st0, const SourceLoc& loc,
-                                 bool recv) {
+                                 bool recv, const std::string& src) {
   const State st = term_state(tt, st0, recv);
   std::map<std::string, std::string> ren;
   for (const auto& n : tt.names) {
@@ -122,6 +128,12 @@ std::string Analyzer::tree_round(const TreeTerms& tt, const State& st0, const So
   std::string t = rename(tt.round_t, ren);
   for (const auto& n : tt.names)
     if (mentions(t, n)) refuse("the round term reads '" + n + "', which has no value here", loc);
+  if (tt.round_r) {
+    // Over the message's sender: its names are numerals (the key), so at a receive the term at
+    // the source S is what S's send of equal key states (rename(send's, r -> S)).
+    tree_key(tt, st0, loc, recv);
+    return recv ? rename(t, {{"r", "(+ 0 " + src + ")"}}) : t;
+  }
   if (mentions(t, "r"))
     refuse(
         "the round term depends on the rank here (it must be a function of the numerals "
