@@ -232,3 +232,82 @@ TEST_CASE(
     CHECK(x.root == m.root);
   }
 }
+
+namespace {
+
+// Open MPI's scatter with `requires p <= N` in place of its note (the same line numbers), and its
+// proof for that file.
+std::string small_scatter(int n) {
+  std::string t = collv::test::slurp(kRoot + "/models/openmpi/scatter_binomial.coll");
+  auto at = t.find("  note       \"tmp holds");
+  REQUIRE(at != std::string::npos);
+  t.replace(at, t.find('\n', at) - at, "  requires   p <= " + std::to_string(n));
+  return replaced(t, "model scatter_binomial", "model m");
+}
+
+std::string scatter_proof() {
+  return replaced(collv::test::slurp(kProofs + "/scatter_binomial_ompi.proof"),
+                  "model ../../models/openmpi/scatter_binomial.coll", "model m.coll");
+}
+
+bool has(const EveryPAnalysis& a, const std::string& name) {
+  return std::any_of(a.obligations.begin(), a.obligations.end(),
+                     [&](const EveryPObligation& o) { return o.name == name; });
+}
+
+}  // namespace
+
+TEST_CASE(
+    "every-p ompi tree: Open MPI's binomial scatter is read in Open MPI's shape (the receive "
+    "under `if rel <> 0` after the search, `steps at most`, rounds over the sender)",
+    "[every-p][every-p-ompi-tree]") {
+  EveryPAnalysis a = analyze(small_scatter(4), scatter_proof());
+  INFO(a.refusal);
+  REQUIRE(a.refusal.empty());
+  for (const char* ob :
+       {"initiation-tmp-loop-i", "consecution-tmp-loop-i", "unroll-bound-loop-while@path0",
+        "match-line-34@path2-recv-k0", "order-line-34@path2-recv-k1",
+        "rounds-line-34@path2-recv-k1", "rounds-line-39@path0-exit-k2",
+        "message-line-39@path0-exit-k2", "unroll-bound-line-37@path2-recv-k1",
+        "postcondition-blocks@path2-recv-k1", "steps-bound@path2"})
+    CHECK(has(a, ob));
+  // The root's path never receives, the others' always do: those paths are pruned.
+  CHECK(has(a, "infeasible-line-30@path0-recv-k0"));
+  CHECK(has(a, "infeasible-line-30@path2-exit-k0"));
+  // `steps at most`: no steps-root.
+  CHECK(!has(a, "steps-root"));
+  // Without `receive mask low` the round and message terms read mask at the receive, where it
+  // has no value: refused there.
+  EveryPAnalysis b = analyze(small_scatter(4), replaced(scatter_proof(), "receive mask low\n", ""));
+  CHECK(b.refusal.find("reads 'mask', which has no value here") != std::string::npos);
+  CHECK(b.refusal_loc.line == 34);
+}
+
+TEST_CASE(
+    "every-p ompi tree: Open MPI's binomial scatter with p <= 8 is proved for every root and "
+    "count, and its mutants are disproved",
+    "[every-p][every-p-ompi-tree][slow]") {
+  EveryPOutcome r = prove_text(small_scatter(8), scatter_proof());
+  INFO(r.note);
+  CHECK(r.exit == kExitOk);
+  struct Case {
+    const char* from;
+    const char* to;
+    long long p, count, root;
+  };
+  for (const Case& c :
+       {Case{"while mask < low and rel + mask < p do",
+             "while mask < low and rel + mask < p and (p <= 4 or mask <> 2) do", 5, 1, 0},
+        Case{"while mask < low and rel + mask < p do",
+             "while mask < low and rel + mask < p and (count <= 1000 or mask <> "
+             "1) do",
+             2, 1001, 0},
+        Case{"b := (i + root) mod p;", "b := i;", 2, 1, 1}}) {
+    EveryPOutcome x = prove_text(replaced(small_scatter(8), c.from, c.to), scatter_proof());
+    INFO(c.to << ": " << x.note);
+    CHECK(x.exit == kExitViolation);
+    CHECK(x.p == c.p);
+    CHECK(x.count == c.count);
+    CHECK(x.root == c.root);
+  }
+}
