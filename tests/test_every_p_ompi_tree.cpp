@@ -112,7 +112,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every-p ompi tree: `steps at most`, a header's exact division and a round term over the "
+    "every-p ompi tree: `steps at most` and a header's exact division and a round term over the "
     "sender are read as stated and fail where they are wrong",
     "[every-p][every-p-ompi-tree][heavy]") {
   const std::string m = small_bcast(), pf = bcast_proof();
@@ -259,7 +259,7 @@ bool has(const EveryPAnalysis& a, const std::string& name) {
 
 TEST_CASE(
     "every-p ompi tree: Open MPI's binomial scatter is read in Open MPI's shape (the receive "
-    "under `if rel <> 0` after the search, `steps at most`, rounds over the sender)",
+    "under `if rel <> 0` after the search and `steps at most` and rounds over the sender)",
     "[every-p][every-p-ompi-tree]") {
   EveryPAnalysis a = analyze(small_scatter(4), scatter_proof());
   INFO(a.refusal);
@@ -285,7 +285,7 @@ TEST_CASE(
 
 TEST_CASE(
     "every-p ompi tree: Open MPI's binomial scatter with p <= 8 is proved for every root and "
-    "count, and its mutants are disproved",
+    "count and its mutants are disproved",
     "[every-p][every-p-ompi-tree][slow]") {
   EveryPOutcome r = prove_text(small_scatter(8), scatter_proof());
   INFO(r.note);
