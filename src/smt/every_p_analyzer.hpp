@@ -143,7 +143,9 @@ inline std::string mod_p_cases(const std::string& x) {
 // value for p > 0, read linearly by Z3 where one addition or subtraction of p brings X in range.
 std::string mod_p_by_cases(const std::string& t);
 
-struct TreeCall;  // every_p_tree.cpp
+struct TreeCall;  // every_p_tree.hpp
+struct TreeTerms;
+struct TreeFront;
 
 class Analyzer {
  public:
@@ -326,6 +328,20 @@ class Analyzer {
   // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  // every_p_tree_search.cpp: Open MPI's shape, a `while` of assignments (the parent's bit) before
+  // a straight receive, or the send loop alone (the root's path).
+  void tree_search(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
+  // The shared parts (every_p_tree.cpp): the proof's terms, their values at an event (`recv`: at a
+  // receive, with the proof's `receive NAME VAR`), the send loops and the obligations.
+  TreeTerms tree_terms(const Path& path, const SourceLoc& loc);
+  std::string tree_key(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv);
+  Buf tree_msg(const TreeTerms& tt, const State& st, const std::string& rr, const SourceLoc& loc,
+               bool recv);
+  std::string tree_round(const TreeTerms& tt, const State& st, const SourceLoc& loc, bool recv,
+                         const std::string& src = "");
+  std::string tree_lem(bool prefix, const std::vector<std::string>& ranks, int maxj);
+  void tree_back(const std::vector<const Stmt*>& todo, const Path& path, TreeFront& f,
+                 const TreeTerms& tt);
   std::string tree_root_ = "false";
   // every_p_fanin.cpp: a binomial fan-in (MPICH's gather and reduce: receives from the children
   // rel + 2^j while bit j of rel is 0, then one send to the parent and `break`), unrolled with

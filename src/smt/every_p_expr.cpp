@@ -58,6 +58,14 @@ std::string Analyzer::header_term(const Expr& e) {
           return sub(a, b);
         case Op::Mul:
           return mul(a, b);
+        case Op::Div:
+          // Exact division, as the executor's header formulas (rationals): by a positive numeral
+          // N where N divides the value, an unknown value elsewhere (no claim that needs a
+          // fraction is proved).
+          if (auto n = as_int(b); n && *n > 0)
+            return fmt::format("(ite (= (mod {} {}) 0) (div {} {}) (hdiv_undefined {} {}))", a, b,
+                               a, b, a, b);
+          break;
         case Op::Eq:
           return op2("=", a, b);
         case Op::Ne:

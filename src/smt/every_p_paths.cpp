@@ -86,7 +86,12 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
                   body.find("popcount_undefined") != std::string::npos;
   ob.script = fmt::format("; {}\n; {} ({})\n", ob.name, what, loc.str()) +
               (sets() ? kPreludeSets : kPrelude) + (pw ? pow2_defs() : std::string()) +
-              (body.find("xor_pow2") != std::string::npos ? xor_defs() : std::string()) + body;
+              (body.find("xor_pow2") != std::string::npos ? xor_defs() : std::string()) +
+              // a header's exact division where it is not an integer (every_p_expr.cpp)
+              (body.find("hdiv_undefined") != std::string::npos
+                   ? "(declare-fun hdiv_undefined (Int Int) Int)\n"
+                   : std::string()) +
+              body;
   out_.obligations.push_back(std::move(ob));
 }
 

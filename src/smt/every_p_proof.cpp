@@ -156,6 +156,24 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: cases {} is given twice (first on line {})", path,
                                        no, c.obligation, o.line));
       pf.cases.push_back(c);
+    } else if (key == "receive") {
+      // A binomial tree's `receive NAME VAR`: at a receive the proof's terms read NAME as the
+      // program's VAR (every_p_tree_terms.cpp).
+      std::istringstream vs(value);
+      EveryPInvariant inv;
+      inv.line = no;
+      inv.loop = "tree";
+      inv.var = "#receive";
+      std::string extra;
+      if (!(vs >> inv.part >> inv.term) || (vs >> extra))
+        throw UsageError(fmt::format(
+            "{}:{}: receive needs NAME VAR, two program variables (e.g. 'receive mask hb')", path,
+            no));
+      for (const auto& o : pf.invariants)
+        if (o.loop == inv.loop && o.var == inv.var && o.part == inv.part)
+          throw UsageError(fmt::format("{}:{}: receive {} is given twice (first on line {})", path,
+                                       no, inv.part, o.line));
+      pf.invariants.push_back(inv);
     } else if (key == "sums") {
       if (value != "sets" || pf.set_sums)
         throw UsageError(fmt::format("{}:{}: sums takes 'sets', once", path, no));
@@ -170,7 +188,8 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, cases, witness, chunks, sums, order, round, message)",
+                      "trips, heard, split, cases, witness, chunks, sums, order, round, message, "
+                      "receive)",
                       path, no, key.substr(0, 40)));
     }
   }

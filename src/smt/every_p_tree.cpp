@@ -49,41 +49,15 @@
 //                       sends `steps` messages, one a round) the round count is exactly steps;
 //   postcondition-...   at the path's end, as for every rooted program;
 //   bits-prefix-kK      the prefix form (below, where the receive loop is built): for every
-//                       integer x, the program's bit tests of iterations 0 .. K - 1 all false
-//                       iff (mod x 2^K) = 0, and iteration K's true iff (mod x 2^(K+1)) = 2^K,
-//                       so each path states one fact about rel instead of K + 1 bit tests;
-//   bits-lemma-J        the bits lemma (every_p_bits.hpp), assumed by the above.
-#include "smt/every_p_analyzer.hpp"
+//
+// Open MPI's shape (a search loop of assignments, then a straight receive) is read in
+// every_p_tree_search.cpp; both readers hand their unrolled paths to tree_back (below), which
+// reads each path's send loop and writes the obligations.
+#include "smt/every_p_tree.hpp"
+
 #include "smt/every_p_bits.hpp"
 
 namespace collv::everyp {
-
-struct TreeSend {
-  std::string guard, dst, round;
-  std::string key;  // the numerals the message term reads (a send matches a receive of equal key)
-  Buf val, msg;     // what it sends, and the message term for its destination
-  std::vector<std::pair<std::string, std::string>> reads;
-  SourceLoc loc;
-};
-
-struct TreePath {
-  std::string pc, tag, src, round;  // src, round: the receive's (recv paths)
-  std::string key;                  // the receive's message key, and the message it gets
-  Buf msg;
-  int iter = 0;  // the receive loop's iteration it left at
-  bool recv = false;
-  State st;
-  std::vector<TreeSend> sends;
-  std::string nsend = "0";
-};
-
-// One reading of the tree, on one path before the receive loop (the root's and the others' when
-// the program branches before the loops): its paths, and alive[m] (past iteration m).
-struct TreeCall {
-  std::string pre;  // the path's condition before the loops
-  std::vector<TreePath> tps;
-  std::vector<std::string> alive;
-};
 
 namespace {
 
@@ -94,11 +68,15 @@ const char* kShape =
     "before it that sends or receives";
 
 }  // namespace
-
 void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path) {
-  const auto& h = m_.header;
   const Stmt& w1 = *todo[at];
   if (!path.sends.empty() || !path.recvs.empty()) refuse(kShape, w1.loc);
+  // Open MPI's shape: a loop without a receive (a search of assignments, or the send loop itself).
+  const bool mpich = std::any_of(w1.body.begin(), w1.body.end(), [](const StmtPtr& b) {
+    return b->kind == StmtKind::If && b->body.size() == 2 &&
+           b->body[0]->kind == StmtKind::Receive && b->body[1]->kind == StmtKind::Break;
+  });
+  if (!mpich) return tree_search(todo, at, path);
   // The receive loop's body: assignments and one `if C1 then receive; break endif`.
   const Stmt* rif = nullptr;
   for (const auto& b : w1.body) {
@@ -108,7 +86,6 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       refuse(kShape, b->loc);
     rif = b.get();
   }
-  if (!rif) refuse(kShape, w1.loc);
   const Stmt& rcv = *rif->body[0];
   if (rcv.along_link) refuse("`along link` is outside the fragment", rcv.loc);
   std::size_t w2i = at + 1;
@@ -117,119 +94,26 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     refuse(kShape, w2i < todo.size() ? todo[w2i]->loc : w1.loc);
   for (std::size_t k = w2i + 1; k < todo.size(); ++k)  // assignments after the send loop
     if (todo[k]->kind != StmtKind::Assign) refuse(kShape, todo[k]->loc);
-  const Stmt& w2 = *todo[w2i];
-  int nsend_stmts = 0;
-  for (const auto& b : w2.body) {
-    if (b->kind == StmtKind::Assign) continue;
-    const Stmt* snd = b.get();
-    if (b->kind == StmtKind::If && b->else_body.empty() && !b->body.empty()) {
-      // `if C3 then [assignments] send V to E endif`
-      snd = b->body.back().get();
-      for (std::size_t i = 0; i + 1 < b->body.size(); ++i)
-        if (b->body[i]->kind != StmtKind::Assign) refuse(kShape, b->body[i]->loc);
-    }
-    if (snd->kind != StmtKind::Send || ++nsend_stmts > 1) refuse(kShape, b->loc);
-    if (snd->along_link) refuse("`along link` is outside the fragment", snd->loc);
-  }
-  if (nsend_stmts == 0) refuse(kShape, w2.loc);
-  if (!pass1_ && (!rsends_.empty() || !rrecvs_.empty()))
-    refuse("a binomial tree on one path and other communication on another is outside the fragment",
-           w1.loc);
+  const TreeTerms tt = tree_terms(path, w1.loc);
 
-  // The proof's terms.
-  auto need = [&](const char* var, const char* part, const char* example) {
-    const EveryPInvariant* inv = invariant("tree", var, part);
-    if (!inv)
-      refuse(fmt::format("a binomial tree needs '{}' in the proof (e.g. '{}')", example, example),
-             w1.loc);
-    return inv;
-  };
-  const EveryPInvariant* ord = need("#order", "order", "order (mod (- r root) p)");
-  const EveryPInvariant* rnd = need("#round", "round", "round (- (clog2 p) 1 (clog2 mask))");
-  const EveryPInvariant* mlen = need("#message", "length", "message length 1");
-  const EveryPInvariant* mblk = need("#message", "block", "message block (it root 0)");
-  std::set<std::string> names;
-  {
-    std::set<std::string> a;
-    assigned(w1.body, a);
-    assigned(w2.body, a);
-    for (std::size_t k = at + 1; k < w2i; ++k) a.insert(todo[k]->target->name);
-    for (const auto& [n, v] : path.st.ints) a.insert(n);
-    for (const auto& n : a)
-      if (n != "r" && n != "b" && n != "p" && n != "q" && n != "t") names.insert(n);
-  }
-  auto checked = [&](const EveryPInvariant* inv, std::set<std::string> vars) {
-    std::string why = check_user_term(inv->term, vars);
-    if (!why.empty())
-      throw Refused{fmt::format("{}:{}: {} term: {}", pf_.path, inv->line, inv->part, why),
-                    SourceLoc{pf_.path, inv->line, 1}};
-    return inv->term;
-  };
-  const std::string order = mod_p_by_cases(checked(ord, {"r", "p", "count", "root"}));
-  std::set<std::string> rvars = names;
-  rvars.insert({"p", "count", "root"});
-  const std::string round_t = checked(rnd, rvars);
-  // The message may depend on the receiver r and on the program's integer variables that are
-  // numerals at the receive and at the send (the unrolled mask): a send and a receive match only
-  // where those numerals agree, so the term the sender is held to is the one the receiver gets.
-  std::set<std::string> mvars = names;
-  mvars.insert({"p", "count", "root", "r"});
-  const Buf msg_t{mod_p_by_cases(checked(mlen, mvars)), [&] {
-                    mvars.insert("b");
-                    return mod_p_by_cases(checked(mblk, mvars));
-                  }()};
-  std::set<std::string> msg_names;
-  for (const auto& n : names)
-    if (mentions(msg_t.len, n) || mentions(msg_t.blk, n)) msg_names.insert(n);
-  // The message at an event with state st, for the receiver rr; and the numerals it reads.
-  auto msg_key = [&](const State& st, const SourceLoc& loc) {
-    std::string key;
-    for (const auto& n : msg_names) {
-      auto f = st.ints.find(n);
-      auto v = f == st.ints.end() ? std::nullopt : as_int(render(f->second));
-      if (!v)
-        refuse("the message term reads '" + n +
-                   "', which is not a numeral here (it must be a "
-                   "variable of the unrolled loops)",
-               loc);
-      key += fmt::format("{}={};", n, *v);
-    }
-    return key;
-  };
-  auto msg_at = [&](const State& st, const std::string& rr, const SourceLoc& loc) {
-    msg_key(st, loc);
-    std::map<std::string, std::string> ren{{"r", rr}};
-    for (const auto& n : msg_names) ren[n] = render(st.ints.at(n));
-    return Buf{rename(msg_t.len, ren), rename(msg_t.blk, ren)};
-  };
-  auto round_at = [&](const State& st, const SourceLoc& loc) {
-    std::map<std::string, std::string> ren;
-    for (const auto& n : names) {
-      auto f = st.ints.find(n);
-      if (f != st.ints.end()) ren[n] = "(+ 0 " + render(f->second) + ")";
-    }
-    std::string t = rename(round_t, ren);
-    for (const auto& n : names)
-      if (mentions(t, n)) refuse("the round term reads '" + n + "', which has no value here", loc);
-    if (mentions(t, "r"))
-      refuse(
-          "the round term depends on the rank here (it must be a function of the numerals "
-          "of the unrolled loops and p)",
-          loc);
-    return t;
-  };
-
+  TreeFront f;
+  f.w2 = todo[w2i];
+  f.w2i = w2i;
+  f.loc = w1.loc;
+  f.prune_loc = rif->loc;
   // With a tree on more than one path before the loops (the root's and the others'), each path's
   // obligations are tagged with that path's index (pathN-recv-k3).
-  std::string tpre;
-  if (!pass1_ && tree_calls_.size() > 1) tpre = fmt::format("path{}-", path.index);
+  if (!pass1_ && tree_calls_.size() > 1) f.tpre = fmt::format("path{}-", path.index);
   // The lemmas are stated once, with the first path's tree.
-  const bool first_call = pass1_ || tree_calls_.empty() || tree_calls_.front()->pre == path.pc;
+  f.first_call = pass1_ || tree_calls_.empty() || tree_calls_.front()->pre == path.pc;
+  const std::string& tpre = f.tpre;
+  std::vector<const Stmt*> between(todo.begin() + static_cast<long>(at) + 1,
+                                   todo.begin() + static_cast<long>(w2i));
 
   // The receive loop, unrolled: iteration k's head is reached on `spine`.
   constexpr int kUnroll = 32;
-  std::vector<TreePath> tps;
-  std::vector<std::string> alive;  // alive[k]: past iteration k without leaving the loop
+  std::vector<TreePath>& tps = f.tps;
+  std::vector<std::string>& alive = f.alive;  // alive[k]: past iteration k, still in the loop
   Path cur = path;
   cur.sends.clear();
   // The buffers' terms from before the loops (a root's layout loop: its invariant's closed form)
@@ -280,6 +164,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       e.tag = fmt::format("{}exit-k{}", tpre, k);
       e.iter = k;
       e.st = cur.st;
+      e.between = between;
       tps.push_back(std::move(e));
     }
     if (c == "false") break;
@@ -312,10 +197,12 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
         e.iter = k;
         e.recv = true;
         e.st = cur.st;
+        e.rstmt = &rcv;
+        e.between = between;
         e.src = render(int_expr(*rcv.peer, cur.st));
-        e.round = round_at(cur.st, rcv.loc);
-        e.key = msg_key(cur.st, rcv.loc);
-        e.msg = msg_at(cur.st, "r", rcv.loc);
+        e.round = tree_round(tt, cur.st, rcv.loc, true, e.src);
+        e.key = tree_key(tt, cur.st, rcv.loc, true);
+        e.msg = tree_msg(tt, cur.st, "r", rcv.loc, true);
         tps.push_back(std::move(e));
         if (prefix)
           pc_prefix.push_back(
@@ -336,19 +223,73 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
   } else {
     prefix = false;
   }
-
-  // The bits lemma's instances (every_p_bits.hpp) for the values whose bits the program tests, at
-  // the ranks a query names, for bits 0 .. maxj: proved once for every integer (`bits-lemma`).
-  auto lem = [&](const std::vector<std::string>& ranks, int maxj) {
-    std::string out = "true";
-    if (prefix) return out;  // the prefix form has no bit tests
-    for (const auto& x : bit_xs_)
-      for (const auto& R : ranks)
-        out = fmt::format("(and {} {})", out, bit_lemmas(rename(x, {{"r", R}}), maxj));
-    return out;
-  };
+  f.prefix = prefix;
   for (auto& tp : tps)
-    tp.pc = fmt::format("(and {} {})", tp.pc, lem({"r"}, tp.recv ? tp.iter : tp.iter - 1));
+    tp.pc =
+        fmt::format("(and {} {})", tp.pc, tree_lem(prefix, {"r"}, tp.recv ? tp.iter : tp.iter - 1));
+  tree_back(todo, path, f, tt);
+  if (pass1_ || !prefix || !f.first_call) return;
+  // The prefix form's equivalences, for every integer bx, over the program's tests at
+  // iterations 0 .. K, assuming the bits lemma's instances for bx (`bits-lemma`, tree_back).
+  Path P = path;
+  P.pc = "true";
+  std::string zero = "true";
+  for (std::size_t k = 0; k < tests_x.size(); ++k) {
+    const std::string g = bits_prefix_claim("bx", zero, tests_x[k], static_cast<int>(k));
+    oblige(P, fmt::format("bits-prefix-k{}", k),
+           fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
+                       "at iterations 0 .. {} iff (mod x 2^{}) = 0, and then iteration {}'s is "
+                       "true iff (mod x 2^{}) = 2^{}",
+                       rif->loc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
+           "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(k)), g, rif->loc);
+    zero = fmt::format("(and {} (not {}))", zero, tests_x[k]);
+  }
+  // An exit at the head after the last test (the loop's condition false there).
+  const std::size_t K = tests_x.size();
+  if (std::any_of(tps.begin(), tps.end(),
+                  [&](const TreePath& t) { return static_cast<std::size_t>(t.iter) == K; }))
+    oblige(P, fmt::format("bits-prefix-k{}", K),
+           fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
+                       "at iterations 0 .. {} iff (mod x 2^{}) = 0",
+                       rif->loc.line, static_cast<long long>(K) - 1, K),
+           "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(K)),
+           bits_prefix_claim("bx", zero, "", static_cast<int>(K)), rif->loc);
+}
+
+namespace {
+// `(< N p)` with N a numeral: N, else nullopt (a doubling send loop's condition `mask < p`).
+std::optional<long long> below_p(const std::string& c) {
+  if (c.rfind("(< ", 0) != 0 || c.size() < 6 || c.compare(c.size() - 3, 3, " p)") != 0)
+    return std::nullopt;
+  return as_int(c.substr(3, c.size() - 6));
+}
+}  // namespace
+
+void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path, TreeFront& f,
+                         const TreeTerms& tt) {
+  const auto& h = m_.header;
+  const Stmt& w2 = *f.w2;
+  const std::size_t w2i = f.w2i;
+  std::vector<TreePath>& tps = f.tps;
+  const std::vector<std::string>& alive = f.alive;
+  const std::string& tpre = f.tpre;
+  int nsend_stmts = 0;
+  for (const auto& b : w2.body) {
+    if (b->kind == StmtKind::Assign) continue;
+    const Stmt* snd = b.get();
+    if (b->kind == StmtKind::If && b->else_body.empty() && !b->body.empty()) {
+      // `if C3 then [assignments] send V to E endif`
+      snd = b->body.back().get();
+      for (std::size_t i = 0; i + 1 < b->body.size(); ++i)
+        if (b->body[i]->kind != StmtKind::Assign) refuse(kShape, b->body[i]->loc);
+    }
+    if (snd->kind != StmtKind::Send || ++nsend_stmts > 1) refuse(kShape, b->loc);
+    if (snd->along_link) refuse("`along link` is outside the fragment", snd->loc);
+  }
+  if (nsend_stmts == 0) refuse(kShape, w2.loc);
+  for (std::size_t k = w2i + 1; k < todo.size(); ++k)  // assignments after the send loop
+    if (todo[k]->kind != StmtKind::Assign) refuse(kShape, todo[k]->loc);
+
   // A path no rank takes (the root's receives, the others' exits when a branch before the loops
   // tells them apart) is pruned after Z3 proves its condition unsat (`infeasible-line-N`, a
   // certificate like the others): its queries would be vacuous, and were most of the scatter's.
@@ -358,9 +299,9 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       Path P = path;
       P.pc = tp.pc;
       P.tag = tp.tag;
-      oblige(P, fmt::format("infeasible-line-{}", rif->loc.line),
-             "no rank takes this path of the receive loop (its queries are left out)", "", "true",
-             "false", rif->loc);
+      oblige(P, fmt::format("infeasible-line-{}", f.prune_loc.line),
+             "no rank takes this path of the unrolled loop (its queries are left out)", "", "true",
+             "false", f.prune_loc);
       if (proved_now(out_.obligations.back().script)) continue;
       out_.obligations.pop_back();
       keep.push_back(std::move(tp));
@@ -376,6 +317,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     P.st = tp.st;
     P.sends.clear();
     if (tp.recv) {
+      const Stmt& rcv = *tp.rstmt;
       const Buf& msg = tp.msg;
       if (h.nodup)
         for (const auto& [name, buf] : P.st.data)
@@ -388,23 +330,62 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
                              msg.len, at_block(msg.blk, "t"), buf.len,
                              overlap(buf.blk, at_block(msg.blk, "t"))),
                  rcv.loc);
-      std::string f = write(*rcv.target, msg, P.st);
-      if (f != "true")
+      std::string fill = write(*rcv.target, msg, P.st);
+      if (fill != "true")
         oblige(P, fmt::format("fill-line-{}", rcv.loc.line),
-               "the message fills the receive's slice exactly", "", "(> count 0)", f, rcv.loc);
+               "the message fills the receive's slice exactly", "", "(> count 0)", fill, rcv.loc);
     }
-    for (std::size_t k = at + 1; k < w2i; ++k) straight(*todo[k], P);
+    for (const Stmt* s : tp.between) straight(*s, P);
+    // The send loop, unrolled. Its condition is a numeral at each head (MPICH's halving mask), or
+    // a term (Open MPI's `mask < p`): then an iteration runs under the conditions of its head and
+    // every earlier one (`run`), and the unrolling stops where a doubling mask has reached 2^31,
+    // with the obligation that the condition fails there (`unroll-bound-line-N`, p < 2^31).
+    std::vector<std::string> run;  // the heads' conditions so far that are not numerals
+    std::set<std::string> w2_assigns;
+    assigned(w2.body, w2_assigns);
+    auto run_term = [&] {
+      std::string out = "true";
+      for (const auto& c : run) out = out == "true" ? c : fmt::format("(and {} {})", out, c);
+      return out;
+    };
     for (int i = 0;; ++i) {
       std::string c = bool_expr(*w2.cond, P.st);
       if (c == "false") break;
-      if (c != "true")
-        refuse(
-            "the send loop's condition is not a numeral on the unrolled path (its mask must "
-            "start where the receive loop left it and change by numerals)",
-            w2.loc);
+      if (c != "true") {
+        bool passed = false;  // a numeral the body assigns has reached 2^31
+        for (const auto& n : w2_assigns) {
+          auto fv = P.st.ints.find(n);
+          auto v = fv == P.st.ints.end() ? std::nullopt : as_int(render(fv->second));
+          if (v && *v >= (1LL << 31)) passed = true;
+        }
+        if (passed || i == 40) {
+          oblige(P, fmt::format("unroll-bound-line-{}", w2.loc.line),
+                 fmt::format("the send loop's condition ({}) fails at the head of its iteration "
+                             "{} on this path (ranks are 32-bit, p < 2^31)",
+                             w2.loc.str(), i),
+                 "", run_term(), fmt::format("(not {})", c), w2.loc);
+          break;
+        }
+        // `(< N p)` makes an earlier `(< M p)` with M <= N redundant: the same conjunction.
+        if (auto n = below_p(c))
+          run.erase(std::remove_if(run.begin(), run.end(),
+                                   [&](const std::string& x) {
+                                     auto m = below_p(x);
+                                     return m && *m <= *n;
+                                   }),
+                    run.end());
+        run.push_back(c);
+      }
       if (i == 64) refuse("the send loop runs more than 64 times on an unrolled path", w2.loc);
+      const std::string on = run_term();
       for (const auto& b : w2.body) {
         if (b->kind == StmtKind::Assign) {
+          if (on != "true" && (b->value->type == Type::Data || b->target->kind != ExprKind::Name ||
+                               b->value->kind == ExprKind::EmptyBuf))
+            refuse(
+                "a send loop whose condition is not a numeral may assign integers only (its "
+                "exit is not one path)",
+                b->loc);
           straight(*b, P);
           continue;
         }
@@ -415,37 +396,44 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
           g = bool_expr(*b->cond, P.st);
           snd = b->body.back().get();
           if (g == "false") continue;
-          G.pc = fmt::format("(and {} {})", P.pc, g);
+          G.pc = on == "true" ? fmt::format("(and {} {})", P.pc, g)
+                              : fmt::format("(and {} {} {})", P.pc, on, g);
           for (std::size_t i = 0; i + 1 < b->body.size(); ++i) straight(*b->body[i], G);
           // After the `if`: a variable it assigned is ite(C3, new, old), or unreadable if it had
           // no value before; buffers it changed are outside the fragment.
           for (const auto& [n, v] : G.st.data) {
-            auto f = P.st.data.find(n);
-            if (f == P.st.data.end() || f->second.len != v.len || f->second.blk != v.blk)
+            auto fd = P.st.data.find(n);
+            if (fd == P.st.data.end() || fd->second.len != v.len || fd->second.blk != v.blk)
               refuse("a send loop's `if` that changes a buffer is outside the fragment", b->loc);
           }
           for (const auto& [n, v] : G.st.ints) {
-            auto f = P.st.ints.find(n);
-            if (f == P.st.ints.end()) {
+            auto fi = P.st.ints.find(n);
+            if (fi == P.st.ints.end()) {
               P.st.dead.insert(n);
-            } else if (f->second.c != v.c || f->second.k != v.k) {
-              f->second = Lin{ite(g, v.c, f->second.c), ite(g, v.k, f->second.k)};
+            } else if (fi->second.c != v.c || fi->second.k != v.k) {
+              fi->second = Lin{ite(g, v.c, fi->second.c), ite(g, v.k, fi->second.k)};
             }
           }
+        } else if (on != "true") {
+          G.pc = fmt::format("(and {} {})", P.pc, on);
         }
-        if (g == "false") continue;
+        g = on == "true" ? g : g == "true" ? on : fmt::format("(and {} {})", on, g);
         TreeSend s;
         s.guard = g;
         s.loc = snd->loc;
         s.dst = render(int_expr(*snd->peer, G.st));
         s.val = data_expr(*snd->value, G.st, &s.reads);
-        s.round = round_at(G.st, snd->loc);
-        s.key = msg_key(G.st, snd->loc);
-        s.msg = msg_at(G.st, "(+ 0 " + s.dst + ")", snd->loc);
+        s.round = tree_round(tt, G.st, snd->loc, false);
+        s.key = tree_key(tt, G.st, snd->loc, false);
+        s.msg = tree_msg(tt, G.st, "(+ 0 " + s.dst + ")", snd->loc, false);
         tp.sends.push_back(std::move(s));
         tp.nsend = add(tp.nsend, ite(g, "1", "0"));
       }
     }
+    // Where the loop left at a head that is not a numeral, what it assigned is not one value.
+    if (!run.empty())
+      for (const auto& n : w2_assigns)
+        if (P.st.ints.count(n)) P.st.dead.insert(n);
     for (std::size_t k = w2i + 1; k < todo.size(); ++k) straight(*todo[k], P);
     tp.st = P.st;
   }
@@ -472,8 +460,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     return w2.loc;
   }();
   std::string claim = h.steps ? header_term(*h.steps) : "";
-  if (h.steps && h.steps_at_most)
-    refuse("`steps at most` in a rooted program is not in the fragment", h.loc);
+  // `steps at most`: the rounds (0 <= round < steps) bound the schedule; no steps-root.
 
   std::set<std::pair<std::string, std::string>> dst_done;  // sends whose send-dst is stated
   for (const auto& tp : tps) {
@@ -481,8 +468,10 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     P.pc = tp.pc;
     P.tag = tp.tag;
     P.st = tp.st;
-    const std::string rl = fmt::format("line-{}", rcv.loc.line), sl = fmt::format("line-{}", sline);
+    const std::string sl = fmt::format("line-{}", sline);
+    const std::string rl = tp.recv ? fmt::format("line-{}", tp.rstmt->loc.line) : sl;
     if (tp.recv) {
+      const Stmt& rcv = *tp.rstmt;
       const std::string S = "(+ 0 " + tp.src + ")";
       // The sends of the receive's round, grouped by their guard and destination; a group made
       // by every path past some iteration m of the receive loop is the one condition alive[m].
@@ -492,7 +481,9 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       for (std::size_t c = 0; c < tree_calls_.size(); ++c)
         for (std::size_t q = 0; q < tree_calls_[c]->tps.size(); ++q)
           for (const auto& s : tree_calls_[c]->tps[q].sends)
-            if (s.round == tp.round && s.key == tp.key) groups[{s.guard, s.dst}].insert({c, q});
+            if ((tt.round_r ? rename(s.round, {{"r", S}}) == tp.round : s.round == tp.round) &&
+                s.key == tp.key)
+              groups[{s.guard, s.dst}].insert({c, q});
       std::string any = "false";
       for (const auto& [gd, cqs] : groups) {
         std::string on = "false";
@@ -518,13 +509,14 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       }
       oblige(P, "match-" + rl,
              "r's source is a rank that, on its path, sends to r in the receive's round", "",
-             lem({S}, tp.iter), fmt::format("(and (<= 0 {}) (< {} p) {})", S, S, any), rcv.loc);
+             tree_lem(f.prefix, {S}, tp.iter),
+             fmt::format("(and (<= 0 {}) (< {} p) {})", S, S, any), rcv.loc);
       oblige(P, "order-" + rl,
              "the rank r receives from comes before r in the proof's order (0 <= order(src) < "
              "order(r)): no cycle of waits, no deadlock",
              "", "true",
-             fmt::format("(and (<= 0 {}) (< {} {}))", rename(order, {{"r", S}}),
-                         rename(order, {{"r", S}}), order),
+             fmt::format("(and (<= 0 {}) (< {} {}))", rename(tt.order, {{"r", S}}),
+                         rename(tt.order, {{"r", S}}), tt.order),
              rcv.loc);
     }
     if (!tp.sends.empty()) {
@@ -569,16 +561,24 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       std::string g =
           h.steps ? fmt::format("(and (<= 0 {}) (< {} {}))", rounds.front(), rounds.back(), claim)
                   : "true";
+      if (h.steps && f.guarded_rounds) {
+        // A send loop whose condition is a term unrolls past the sends some ranks make: each
+        // send's round is bounded where it is made.
+        g = fmt::format("(<= 0 {})", rounds.front());
+        if (tp.recv) g = fmt::format("(and {} (< {} {}))", g, tp.round, claim);
+        for (const auto& s : tp.sends)
+          g = fmt::format("(and {} (=> {} (< {} {})))", g, s.guard, s.round, claim);
+      }
       for (std::size_t i = 0; i + 1 < rounds.size(); ++i)
         g = fmt::format("(and {} (< {} {}))", g, rounds[i], rounds[i + 1]);
       oblige(P, "rounds-" + (tp.recv ? rl : sl),
              h.steps ? "the path's events have rounds 0 <= round < steps, strictly increasing (one "
                        "event of r a round)"
                      : "the path's events have strictly increasing rounds (one event of r a round)",
-             "", "true", g, tp.recv ? rcv.loc : sloc);
+             "", "true", g, tp.recv ? tp.rstmt->loc : sloc);
     }
     more_postcondition(P, data_var(h.output, P.st, h.loc));
-    if (h.steps)
+    if (h.steps && !h.steps_at_most)
       tree_root_ =
           fmt::format("(or {} (and {} (= {} {})))", tree_root_, rename(tp.pc, {{"r", "root"}}),
                       rename(tp.nsend, {{"r", "root"}}), claim);
@@ -596,20 +596,34 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
     std::string who = "false";
     for (const auto& call : tree_calls_)
       for (const auto& q : call->tps)
-        if (q.recv && q.round == rho && q.key == mkey)
-          who = fmt::format("(or {} (and {} (= {} r)))", who, rename(q.pc, {{"r", D}}),
-                            rename(q.src, {{"r", D}}));
+        if (q.recv && (tt.round_r || q.round == rho) && q.key == mkey)
+          who = fmt::format("(or {} (and {} (= {} r){}))", who, rename(q.pc, {{"r", D}}),
+                            rename(q.src, {{"r", D}}),
+                            tt.round_r ? fmt::format(" (= {} {})", rename(q.round, {{"r", D}}), rho)
+                                       : std::string());
     std::vector<std::pair<std::string, std::string>> on;  // (condition, tag)
     for (std::size_t m = 0; m < alive.size() && on.empty(); ++m) {
       std::set<std::size_t> past;
       for (std::size_t q = 0; q < tps.size(); ++q)
         if (tps[q].iter > static_cast<int>(m)) past.insert(q);
       if (past == qs)
-        on.emplace_back(fmt::format("(and {} {})", alive[m], lem({"r"}, static_cast<int>(m))),
-                        fmt::format("{}past-k{}", tpre, m));
+        on.emplace_back(
+            fmt::format("(and {} {})", alive[m], tree_lem(f.prefix, {"r"}, static_cast<int>(m))),
+            fmt::format("{}past-k{}", tpre, m));
     }
     int maxj = 0;
     for (std::size_t q : qs) maxj = std::max(maxj, tps[q].iter);
+    if (on.empty() && f.guarded_rounds && qs.size() > 1) {
+      // Open MPI's shape: the paths that make a send are those that left the search early (a
+      // smaller highest bit), not a prefix past an iteration; one query on their disjunction.
+      std::string any = "false";
+      int minj = maxj;
+      for (std::size_t q : qs) {
+        any = fmt::format("(or {} {})", any, tps[q].pc);
+        minj = std::min(minj, tps[q].iter);
+      }
+      on.emplace_back(any, fmt::format("{}some-k{}-k{}", tpre, minj, maxj));
+    }
     if (on.empty())
       for (std::size_t q : qs) on.emplace_back(tps[q].pc, tps[q].tag);
     for (const auto& [c, tag] : on) {
@@ -618,37 +632,10 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
       P.tag = tag;
       oblige(P, fmt::format("received-line-{}", sline),
              "the rank r's send goes to receives from r in the send's round", "",
-             fmt::format("(and {} {})", g, lem({D}, maxj)), who, sloc);
+             fmt::format("(and {} {})", g, tree_lem(f.prefix, {D}, maxj)), who, sloc);
     }
   }
-  if (prefix && first_call) {
-    // The prefix form's equivalences, for every integer bx, over the program's tests at
-    // iterations 0 .. K, assuming the bits lemma's instances for bx (proved below).
-    Path P = path;
-    P.pc = "true";
-    std::string zero = "true";
-    for (std::size_t k = 0; k < tests_x.size(); ++k) {
-      const std::string g = bits_prefix_claim("bx", zero, tests_x[k], static_cast<int>(k));
-      oblige(P, fmt::format("bits-prefix-k{}", k),
-             fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
-                         "at iterations 0 .. {} iff (mod x 2^{}) = 0, and then iteration {}'s is "
-                         "true iff (mod x 2^{}) = 2^{}",
-                         rif->loc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
-             "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(k)), g, rif->loc);
-      zero = fmt::format("(and {} (not {}))", zero, tests_x[k]);
-    }
-    // An exit at the head after the last test (the loop's condition false there).
-    const std::size_t K = tests_x.size();
-    if (std::any_of(tps.begin(), tps.end(),
-                    [&](const TreePath& t) { return static_cast<std::size_t>(t.iter) == K; }))
-      oblige(P, fmt::format("bits-prefix-k{}", K),
-             fmt::format("for every integer x: the receive loop's bit tests (line {}) are false "
-                         "at iterations 0 .. {} iff (mod x 2^{}) = 0",
-                         rif->loc.line, static_cast<long long>(K) - 1, K),
-             "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(K)),
-             bits_prefix_claim("bx", zero, "", static_cast<int>(K)), rif->loc);
-  }
-  if (!bit_xs_.empty() && first_call) {
+  if (!bit_xs_.empty() && f.first_call) {
     Path P = path;
     P.pc = "true";
     // One query per j: Z3 answers each in milliseconds, all 33 as one conjunction not in 10 s.
@@ -657,7 +644,7 @@ void Analyzer::tree(const std::vector<const Stmt*>& todo, std::size_t at, const 
              fmt::format("for every integer x: (mod x 2^{}) = (mod x 2^{}) + 2^{} * bit {} of x "
                          "(the instances the tree's queries assume)",
                          j + 1, j, j, j),
-             "(declare-const x Int)\n", "true", bit_lemma("x", j), w1.loc);
+             "(declare-const x Int)\n", "true", bit_lemma("x", j), f.loc);
   }
   ++paths_;
 }
