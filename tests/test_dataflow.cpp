@@ -15,6 +15,7 @@
 #include "exec/executor.hpp"
 #include "render/render.hpp"
 #include "smt/prove.hpp"
+#include "trace_util.hpp"
 
 using namespace collv;
 namespace fs = std::filesystem;
@@ -467,20 +468,7 @@ TEST_CASE("dataflow: a run's own items (with combine history) still fail when a 
 
 namespace {
 
-// The trace with every transfer's items at a place of their own, in transfer order (how traces
-// were recorded before payloads were shared).
-Trace unshared(const Trace& t) {
-  Trace u = t;
-  u.payload.clear();
-  for (auto& x : u.transfers) {
-    const auto at = static_cast<std::uint32_t>(u.payload.size());
-    u.payload.insert(u.payload.end(), t.payload.begin() + x.payload_begin,
-                     t.payload.begin() + x.payload_begin + x.payload_len);
-    x.payload_begin = at;
-  }
-  u.payload_shared = false;
-  return u;
-}
+using test::unshared;
 
 // What the readers of the payload answer on a trace, as text: every check's verdict, note and
 // counterexamples, the JSON, the schedule, the pictures of the schedule and of each step, and

@@ -18,10 +18,13 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "check/dataflow_sets.hpp"
 
 namespace collv {
 
@@ -123,7 +126,15 @@ class Analyzer {
       }
     }
 
+    // Without derivations to record, a node whose buffers share their sets element by element
+    // is replayed once per set (dataflow_sets.hpp); the others, item by item below.
+    std::optional<SetFlow> sets;
+    if (!record_) sets.emplace(t_);
     for (NodeId v = 0; v < p; ++v) {
+      if (sets && sets->usable() &&
+          sets->replay(v, {in_list.data() + in_first[v], in_list.data() + in_first[v + 1]},
+                       {out_list.data() + out_first[v], out_list.data() + out_first[v + 1]}))
+        continue;
       begin_node(v);
       std::uint32_t j = in_first[v];
       auto take_until = [&](std::uint32_t step) {  // receive every transfer of a step < `step`
@@ -368,7 +379,6 @@ class Analyzer {
     return false;
   }
   bool dup_free(Item it) const { return !d_.counts_twice(it); }
-  static constexpr std::size_t kMaxDagVisits = 4096;
 
   bool spend() {
     if (item_budget_ == 0 || total_budget_ == 0) return false;

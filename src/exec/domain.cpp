@@ -4,6 +4,7 @@
 #include "exec/domain_sets.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -266,6 +267,10 @@ bool Domain::counts_twice(Item a) const {
   auto ts = terms(a);
   std::sort(ts.begin(), ts.end());
   return std::adjacent_find(ts.begin(), ts.end()) != ts.end();
+}
+
+Domain::SetInfo Domain::set_info(std::uint64_t) const {
+  throw std::logic_error("set_info: the domain does not factor items by element");
 }
 
 std::span<const std::uint32_t> TermViews::operator()(Item a) {

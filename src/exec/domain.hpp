@@ -72,6 +72,21 @@ class Domain {
   // (fingerprint); items past its end are asked with operands(). Valid until the next combine
   // or from_terms.
   virtual std::span<const std::pair<Item, Item>> operand_table() const { return {}; }
+  // Items factored by element (the exact and ordered domains at count > 1, domain_sets.cpp):
+  // item (s << elem_bits()) | e is element e of set s, a set of ranks shared by every element
+  // that was combined alike. -1 where items are not factored.
+  virtual int elem_bits() const { return -1; }
+  // What the checkers' walks need of a set s of a factored domain (s below num_items() >>
+  // elem_bits()): the sets whose union first made it (op1, op2: set ids, both 0 for none; the
+  // item (s, e) was made of (op1, e) and (op2, e), so operands() of every element agree), whether
+  // its values are contribution ids of mixed elements (general: its one item is (s << bits) | 0,
+  // and op1, op2 are items, not sets) and whether it counts a value twice (counts_twice of its
+  // items).
+  struct SetInfo {
+    std::uint64_t op1 = 0, op2 = 0;
+    bool general = false, repeats = false;
+  };
+  virtual SetInfo set_info(std::uint64_t s) const;
   // Number of contributions counted with multiplicity (fingerprint: unknown, returns 0).
   virtual std::uint64_t weight(Item a) const = 0;
   virtual std::size_t memory_bytes() const = 0;

@@ -133,6 +133,11 @@ class SetDomain : public Domain {
   }
   std::uint64_t weight(Item a) const override { return sets_.at(checked_set(a)).weight; }
   bool counts_twice(Item a) const override { return sets_.at(checked_set(a)).repeats; }
+  int elem_bits() const override { return static_cast<int>(ebits_); }
+  SetInfo set_info(std::uint64_t s) const override {
+    const Set& st = sets_.at(s);
+    return {st.op1, st.op2, st.general, st.repeats};
+  }
   std::size_t memory_bytes() const override {
     return runs_.capacity() * sizeof(Run) + sets_.capacity() * sizeof(Set) +
            (index_.size() + memo_.size() + general_memo_.size()) * 40 + leaf_set_.capacity() * 4 +
