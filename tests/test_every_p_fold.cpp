@@ -184,7 +184,7 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
 TEST_CASE(
     "every-p: phases: MPICH's recursive-doubling all-reduce is proved for every p < 2^31, "
     "z3 alone re-checks every certificate",
-    "[every-p][every-p-fold][sweep]") {
+    "[every-p][every-p-fold][slow][sweep]") {
   std::string dir = collv::test::unique_temp("every_p_fold_certs");
   EveryPOutcome r = prove(kModel, kProof, dir);
   INFO(r.note);
@@ -193,7 +193,7 @@ TEST_CASE(
 }
 
 TEST_CASE("every-p: phases: the fold's mutants past p = 64 and above count 1000 are disproved",
-          "[every-p][every-p-fold][sweep]") {
+          "[every-p][every-p-fold][slow][sweep]") {
   EveryPOutcome a = prove(kProofs + "/mutants/allreduce_recursive_doubling_p64.coll",
                           kProofs + "/mutants/allreduce_recursive_doubling_p64.proof");
   INFO(a.note);
@@ -251,7 +251,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p: phases: Open MPI's recursive-doubling all-reduce is proved for every p < 2^31, z3 "
     "alone re-checks every certificate",
-    "[every-p][every-p-fold][sweep]") {
+    "[every-p][every-p-fold][slow][sweep]") {
   std::string dir = collv::test::unique_temp("every_p_fold_ompi_certs");
   EveryPOutcome r = prove(kOmpiModel, kOmpiProof, dir);
   INFO(r.note);

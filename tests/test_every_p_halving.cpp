@@ -263,7 +263,7 @@ TEST_CASE("every-p: halving: the mutants past p = 64 and above count 1000 are ne
 }
 
 TEST_CASE("every-p: halving: the mutants are disproved at p = 66 and count = 1001",
-          "[every-p][every-p-halving][sweep]") {
+          "[every-p][every-p-halving][slow][sweep]") {
   const std::string dir = kProofs + "/mutants/reduce_scatter_block_recursive_halving_ompi_";
   EveryPOutcome a = prove(dir + "p64.coll", dir + "p64.proof");
   INFO(a.note);
@@ -278,7 +278,7 @@ TEST_CASE("every-p: halving: the mutants are disproved at p = 66 and count = 100
 TEST_CASE(
     "every-p: halving: Open MPI's recursive-halving reduce_scatter_block is proved for every p < "
     "2^31, z3 alone re-checks every certificate",
-    "[every-p][every-p-halving][sweep]") {
+    "[every-p][every-p-halving][slow][sweep]") {
   // 300 s a query: the heaviest (consecution-tmp, combine) take 3-20 s of CPU, over 60 s of wall
   // time on a loaded machine.
   std::string dir = collv::test::unique_temp("every_p_halving_certs");

@@ -164,7 +164,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p scatter: MPICH's binomial scatter is proved for every p < 2^31 and every root and "
     "count (z3 re-checks every certificate) and its mutants are disproved",
-    "[every-p][every-p-tree][every-p-scatter][sweep]") {
+    "[every-p][every-p-tree][every-p-scatter][slow][sweep]") {
   std::string dir = collv::test::unique_temp("every_p_scatter");
   EveryPOutcome r = prove(kRoot + "/models/mpich/scatter_binomial.coll",
                           kProofs + "/scatter_binomial.proof", dir);
