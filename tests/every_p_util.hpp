@@ -62,10 +62,16 @@ inline EveryPAnalysis analyze_text(const std::string& model, const std::string& 
   return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
 }
 
-// Whether some answer is sat; the outcome's lines, one a line.
+// Whether some answer is sat; whether the analysis has an obligation of that name; the outcome's
+// lines, one a line.
 inline bool some_sat(const std::vector<smt::Answer>& a) {
   for (smt::Answer x : a)
     if (x == smt::Answer::Sat) return true;
+  return false;
+}
+inline bool has_obligation(const EveryPAnalysis& a, const std::string& name) {
+  for (const auto& o : a.obligations)
+    if (o.name == name) return true;
   return false;
 }
 inline std::string lines_of(const EveryPOutcome& r) {

@@ -15,6 +15,7 @@
 #include "util/exit_codes.hpp"
 
 using namespace collv;
+using namespace collv::test::everyp;
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,12 +39,6 @@ std::string with(std::string text, const std::string& from, const std::string& t
   return text.replace(at, from.size(), to);
 }
 
-std::string all_lines(const EveryPOutcome& r) {
-  std::string all;
-  for (const auto& l : r.lines) all += l + "\n";
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -55,7 +50,7 @@ TEST_CASE(
                                 collv::test::slurp(kProofs + "/barrier_dissemination.proof"), dir);
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  std::string all = all_lines(r);
+  std::string all = lines_of(r);
   for (const char* n : {"initiation-mask-loop-while ", "initiation-heard-loop-while ",
                         "consecution-mask-loop-while ", "consecution-heard-loop-while ",
                         "trips-nonnegative-loop-while ", "trips-run-loop-while ",
@@ -224,7 +219,7 @@ TEST_CASE(
   EveryPOutcome r = prove_texts(collv::test::slurp(bruck), proof, dir);
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  std::string all = all_lines(r);
+  std::string all = lines_of(r);
   // The rounds (the while loop) and the rotation (a local for loop: no rounds, no match).
   for (const char* n :
        {"consecution-tmp-loop-while ", "nodup-tmp-line-25 ", "read-loop-while ",

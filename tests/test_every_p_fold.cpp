@@ -43,19 +43,11 @@ std::string small_proof() {
                   "model allreduce_recursive_doubling");
 }
 
-EveryPAnalysis analyze(const std::string& model, const std::string& proof) {
-  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
-}
-
 std::string all_failed(const EveryPOutcome& r) {
   std::string out;
   for (const auto& l : r.lines)
     if (l.rfind("FAILED", 0) == 0) out += l + "\n";
   return out;
-}
-
-bool any_sat(const std::vector<smt::Answer>& a) {
-  return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
 }
 
 }  // namespace
@@ -64,7 +56,7 @@ TEST_CASE("every-p: phases: the fold's matches, partners and rounds hold up to p
           "[every-p][every-p-fold][heavy]") {
   // The phased reading's own obligations, solved one by one (the whole proof of this copy, 195
   // queries and about 5 s of CPU, is the [slow] test below).
-  auto a = analyze(small_model(), small_proof());
+  auto a = analyze_text(small_model(), small_proof());
   REQUIRE(a.refusal.empty());
   std::string all;
   for (const auto& ob : a.obligations) all += ob.name + "\n";
@@ -96,37 +88,40 @@ TEST_CASE("every-p: phases: each obligation of the phased reading fails on a bro
           "[every-p][every-p-fold][heavy]") {
   const std::string m = small_model(), pf = small_proof();
   SECTION("match: the odd rank of the fold receives from the wrong rank") {
-    auto a = analyze(replaced(m, "receive tmp from my_id - 1;", "receive tmp from my_id - 3;"), pf);
+    auto a =
+        analyze_text(replaced(m, "receive tmp from my_id - 1;", "receive tmp from my_id - 3;"), pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "match-line-26", true)));
+    CHECK(some_sat(answers_of(a, "match-line-26", true)));
     CHECK(
-        any_sat(answers_of(a, "received-line-23", true)));  // the even rank's send is not received
-    auto ok = analyze(m, pf);
+        some_sat(answers_of(a, "received-line-23", true)));  // the even rank's send is not received
+    auto ok = analyze_text(m, pf);
     REQUIRE(ok.refusal.empty());
-    CHECK_FALSE(any_sat(answers_of(ok, "match-line-26")));
-    CHECK_FALSE(any_sat(answers_of(ok, "received-line-23")));
+    CHECK_FALSE(some_sat(answers_of(ok, "match-line-26")));
+    CHECK_FALSE(some_sat(answers_of(ok, "received-line-23")));
   }
   SECTION("received-loop: the partner of a round is an even rank of the fold, which sits out") {
-    auto a = analyze(replaced(m, "dst := newdst * 2 + 1;", "dst := newdst * 2;"), pf);
+    auto a = analyze_text(replaced(m, "dst := newdst * 2 + 1;", "dst := newdst * 2;"), pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "received-loop-while", true)));
+    CHECK(some_sat(answers_of(a, "received-loop-while", true)));
   }
   SECTION("rounds: a witness that is not the rank with the most rounds of the phase") {
-    auto a = analyze(m, replaced(pf, "witness line-33 (- p 1)", "witness line-33 0"));
+    auto a = analyze_text(m, replaced(pf, "witness line-33 (- p 1)", "witness line-33 0"));
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "rounds-line-33", true)));
+    CHECK(some_sat(answers_of(a, "rounds-line-33", true)));
   }
   SECTION("steps: a claim without the fold's two rounds") {
-    auto a = analyze(replaced(m, "steps      if popcount(p) = 1 then ilog2(p) else ilog2(p) + 2",
+    auto a =
+        analyze_text(replaced(m, "steps      if popcount(p) = 1 then ilog2(p) else ilog2(p) + 2",
                               "steps      ilog2(p)"),
                      pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "steps", true)));
+    CHECK(some_sat(answers_of(a, "steps", true)));
   }
   SECTION("the postcondition: the unfold's even rank keeps its own input") {
-    auto a = analyze(replaced(m, "receive buf from my_id + 1;", "receive tmp from my_id + 1;"), pf);
+    auto a =
+        analyze_text(replaced(m, "receive buf from my_id + 1;", "receive tmp from my_id + 1;"), pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "postcondition-blocks", true)));
+    CHECK(some_sat(answers_of(a, "postcondition-blocks", true)));
   }
 }
 
@@ -134,20 +129,22 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
           "[every-p][every-p-fold]") {
   const std::string m = small_model(), pf = small_proof();
   // A straight-line phase that receives before it sends could wait on a partner that waits too.
-  auto a = analyze(replaced(m, "            send buf to my_id - 1;\n",
-                            "            receive tmp from my_id - 1;\n"
-                            "            send buf to my_id - 1;\n"),
-                   pf);
+  auto a = analyze_text(replaced(m, "            send buf to my_id - 1;\n",
+                                 "            receive tmp from my_id - 1;\n"
+                                 "            send buf to my_id - 1;\n"),
+                        pf);
   CHECK(a.refusal.find("at most one send, before its receive") != std::string::npos);
   CHECK(a.refusal_loc.line == 48);
   // A round loop that receives first.
-  auto b = analyze(replaced(m, "            send buf to dst;\n            receive tmp from dst;\n",
+  auto b =
+      analyze_text(replaced(m, "            send buf to dst;\n            receive tmp from dst;\n",
                             "            receive tmp from dst;\n            send buf to dst;\n"),
                    pf);
   CHECK(b.refusal.find("sends before it receives") != std::string::npos);
   CHECK(b.refusal_loc.line == 35);
   // Two phases on one line would share their positions.
-  auto d = analyze(replaced(m, "    rem := p - pof2;\n",
+  auto d =
+      analyze_text(replaced(m, "    rem := p - pof2;\n",
                             "    rem := p - pof2; send buf to (my_id + 1) mod p; receive tmp from "
                             "(my_id - 1) mod p;\n"),
                    pf);
@@ -158,12 +155,13 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
       replaced(replaced(collv::test::slurp(kRoot + "/models/mpich/barrier_dissemination.coll"),
                         "    mask := 1;\n", "    mask := 1;\n    if my_id > 0 then\n"),
                "    endwhile;\n", "    endwhile;\n    endif;\n");
-  auto e = analyze(barrier, "kind every-p\nmodel barrier_dissemination\ntrips while (clog2 p)\n");
+  auto e =
+      analyze_text(barrier, "kind every-p\nmodel barrier_dissemination\ntrips while (clog2 p)\n");
   CHECK(e.refusal.find("a barrier whose ranks take different rounds") != std::string::npos);
   // MPICH's recursive halving: its fold is read as phases, the prover stops at the array of
   // block offsets (docs/smt.md, "Not done").
   const std::string halving = kRoot + "/models/mpich/reduce_scatter_recursive_halving.coll";
-  auto h = analyze(collv::test::slurp(halving), "kind every-p\nmodel m\n");
+  auto h = analyze_text(collv::test::slurp(halving), "kind every-p\nmodel m\n");
   CHECK(h.refusal.find("outside the fragment") != std::string::npos);
   CHECK(h.refusal_loc.line == 41);  // array nd[pof2 + 1]
   // A round loop run on two paths with different bounds (one induction needs the same rounds).
@@ -173,11 +171,11 @@ TEST_CASE("every-p: phases: what the phased reading cannot order is refused with
                "    if my_id >= 0 then\n    if my_id = 0 then hi := p - 1; else hi := p; endif;\n"
                "    for i := 1 to hi do\n"),
       "    endfor;\n", "    endfor;\n    endif;\n");
-  auto g = analyze(ring, collv::test::slurp(kProofs + "/allgather_ring.proof"));
+  auto g = analyze_text(ring, collv::test::slurp(kProofs + "/allgather_ring.proof"));
   CHECK(g.refusal.find("bounds that differ between them") != std::string::npos);
   CHECK(g.refusal_loc.line == 24);
   // A witness for a line that is no phase (a typo would otherwise leave rank 0 as the witness).
-  auto c = analyze(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
+  auto c = analyze_text(m, replaced(pf, "witness line-45 0", "witness line-44 0"));
   CHECK(c.refusal.find("the program has no phase there") != std::string::npos);
 }
 
@@ -233,7 +231,7 @@ TEST_CASE(
     "every-p: phases: Open MPI's all-reduce: the even fold ranks skip the round loop, and a "
     "condition they pass is caught",
     "[every-p][every-p-fold][heavy]") {
-  auto a = analyze(small_ompi_model(), small_ompi_proof());
+  auto a = analyze_text(small_ompi_model(), small_ompi_proof());
   REQUIRE(a.refusal.empty());
   auto skipped = answers_of(a, "skipped-line-38");
   CHECK(skipped.size() == 1);
@@ -241,11 +239,11 @@ TEST_CASE(
                     [](smt::Answer x) { return x == smt::Answer::Unsat; }));
   // With `newrank >= -1` the even fold ranks run the rounds with newrank = -1: no skip, and their
   // loop's initiation fails (the executor: node -3 does not exist at p = 3).
-  auto b = analyze(replaced(small_ompi_model(), "newrank >= 0 do", "newrank >= -1 do"),
-                   small_ompi_proof());
+  auto b = analyze_text(replaced(small_ompi_model(), "newrank >= 0 do", "newrank >= -1 do"),
+                        small_ompi_proof());
   REQUIRE(b.refusal.empty());
   CHECK(answers_of(b, "skipped-line-38").empty());
-  CHECK(any_sat(answers_of(b, "initiation-buf-loop-while", true)));
+  CHECK(some_sat(answers_of(b, "initiation-buf-loop-while", true)));
 }
 
 TEST_CASE(

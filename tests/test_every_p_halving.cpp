@@ -31,13 +31,6 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 const std::string kModel = kRoot + "/models/openmpi/reduce_scatter_block_recursive_halving.coll";
 const std::string kProof = kProofs + "/reduce_scatter_block_recursive_halving_ompi.proof";
 
-EveryPAnalysis analyze(const std::string& model, const std::string& proof) {
-  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(proof, "m.proof"));
-}
-
-bool any_sat(const std::vector<smt::Answer>& a) {
-  return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
-}
 bool all_unsat(const std::vector<smt::Answer>& a) {
   return !a.empty() &&
          std::all_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Unsat; });
@@ -97,11 +90,11 @@ TEST_CASE("every-p: halving: sums over sets prove the pairwise reduce-scatter an
     CHECK(r.failed_obligation.rfind("postcondition-blocks", 0) == 0);
   }
   SECTION("set sums need a commutative operator and no NODUP claim; (ss ...) needs set sums") {
-    auto a = analyze(replaced(m, "  operator   commutative\n", ""), kPairwiseSets);
+    auto a = analyze_text(replaced(m, "  operator   commutative\n", ""), kPairwiseSets);
     CHECK(a.refusal.find("operator commutative") != std::string::npos);
-    auto b = analyze(replaced(m, "  nodup      no", "  note       \"\""), kPairwiseSets);
+    auto b = analyze_text(replaced(m, "  nodup      no", "  note       \"\""), kPairwiseSets);
     CHECK(b.refusal.find("NODUP") != std::string::npos);
-    auto c = analyze(m, replaced(kPairwiseSets, "sums sets\n", ""));
+    auto c = analyze_text(m, replaced(kPairwiseSets, "sums sets\n", ""));
     CHECK(c.refusal.find("needs `sums sets`") != std::string::npos);
   }
 }
@@ -113,9 +106,9 @@ TEST_CASE("every-p: halving: care leaves blocks unknown and a read of one fails"
   INFO(ok.note);
   CHECK(ok.exit == kExitOk);
   // With block 0 not described, the round's sum reads an unknown item.
-  auto a = analyze(m, kPairwiseSets + "invariant i result care (> b 0)\n");
+  auto a = analyze_text(m, kPairwiseSets + "invariant i result care (> b 0)\n");
   REQUIRE(a.refusal.empty());
-  CHECK(any_sat(answers_of(a, "combine-loop-i", true)));
+  CHECK(some_sat(answers_of(a, "combine-loop-i", true)));
 }
 
 TEST_CASE("every-p: halving: an `if` around a round's send must hold in every round",
@@ -128,7 +121,7 @@ TEST_CASE("every-p: halving: an `if` around a round's send must hold in every ro
                         " then send x[dst * E .. dst * E + E - 1] to "
                         "dst; endif;\n");
   };
-  auto a = analyze(guarded("i > 0"), kPairwiseSets);
+  auto a = analyze_text(guarded("i > 0"), kPairwiseSets);
   REQUIRE(a.refusal.empty());
   CHECK(all_unsat(answers_of(a, "always-line-25")));
   EveryPOutcome ok = prove_text(guarded("i > 0"), kPairwiseSets);
@@ -139,7 +132,8 @@ TEST_CASE("every-p: halving: an `if` around a round's send must hold in every ro
   CHECK(bad.exit == kExitViolation);
   CHECK(bad.failed_obligation.rfind("always-line-25", 0) == 0);
   // An `else` around communication is refused, with file:line:col.
-  auto e = analyze(replaced(m, send,
+  auto e =
+      analyze_text(replaced(m, send,
                             "        if i > 0 then send x[dst * E .. dst * E + E - 1] to dst; else "
                             "E := E; endif;\n"),
                    kPairwiseSets);
@@ -152,7 +146,7 @@ TEST_CASE("every-p: halving: each obligation of the halving fails on a broken in
   // (The whole proof of this copy, 234 queries and about 7 s of CPU, is the [slow] test below.)
   const std::string m = small_model(), pf = small_proof();
   SECTION("the correct copy: the guards hold and the steps add up") {
-    auto ok = analyze(m, pf);
+    auto ok = analyze_text(m, pf);
     REQUIRE(ok.refusal.empty());
     for (const char* n : {"always-line-61@", "always-line-62@", "steps-k"}) {
       INFO(n);
@@ -160,38 +154,38 @@ TEST_CASE("every-p: halving: each obligation of the halving fails on a broken in
     }
   }
   SECTION("a misstated invariant: the mask twice too big, the sums' ranks unbounded below") {
-    auto a = analyze(m, replaced(pf, "invariant while mask (pow2 (- (- (clog2 (+ p 1)) 2) k))",
-                                 "invariant while mask (pow2 (- (- (clog2 (+ p 1)) 1) k))"));
+    auto a = analyze_text(m, replaced(pf, "invariant while mask (pow2 (- (- (clog2 (+ p 1)) 2) k))",
+                                      "invariant while mask (pow2 (- (- (clog2 (+ p 1)) 1) k))"));
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "initiation-mask-loop-while", true)));
-    auto b = analyze(m, replaced(pf, "(ss b (and (<= 0 q) (< q p) ", "(ss b (and (< q p) "));
+    CHECK(some_sat(answers_of(a, "initiation-mask-loop-while", true)));
+    auto b = analyze_text(m, replaced(pf, "(ss b (and (<= 0 q) (< q p) ", "(ss b (and (< q p) "));
     REQUIRE(b.refusal.empty());
-    CHECK(any_sat(answers_of(b, "initiation-tmp-loop-while", true)));
+    CHECK(some_sat(answers_of(b, "initiation-tmp-loop-while", true)));
   }
   SECTION("a wrong partner: the even rank of a fold pair, which sits out") {
-    auto a = analyze(replaced(m, "peer := if vpeer < rem then vpeer * 2 + 1 else vpeer + rem;",
-                              "peer := if vpeer < rem then vpeer * 2 else vpeer + rem;"),
-                     pf);
+    auto a = analyze_text(replaced(m, "peer := if vpeer < rem then vpeer * 2 + 1 else vpeer + rem;",
+                                   "peer := if vpeer < rem then vpeer * 2 else vpeer + rem;"),
+                          pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "received-loop-while", true)));
+    CHECK(some_sat(answers_of(a, "received-loop-while", true)));
   }
   SECTION("a wrong slice: the round sends the half it keeps") {
-    auto a = analyze(
+    auto a = analyze_text(
         replaced(m, "send tmp[sd .. sd + sc - 1] to peer;", "send tmp[rd .. rd + sc - 1] to peer;"),
         pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "combine-loop-while", true)));
+    CHECK(some_sat(answers_of(a, "combine-loop-while", true)));
   }
   SECTION("a wrong step count: the fold's rounds left out") {
-    auto a = analyze(replaced(m, "else ilog2(p) + 2", "else ilog2(p) + 1"), pf);
+    auto a = analyze_text(replaced(m, "else ilog2(p) + 2", "else ilog2(p) + 1"), pf);
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "steps", true)));
+    CHECK(some_sat(answers_of(a, "steps", true)));
   }
   SECTION("a wrong care: every block described, the ones sent away included") {
-    auto a = analyze(
+    auto a = analyze_text(
         m, replaced(pf, "invariant while tmp care (and", "invariant while tmp care (or true"));
     REQUIRE(a.refusal.empty());
-    CHECK(any_sat(answers_of(a, "consecution-tmp-loop-while", true)));
+    CHECK(some_sat(answers_of(a, "consecution-tmp-loop-while", true)));
   }
 }
 
@@ -202,9 +196,9 @@ TEST_CASE("every-p: halving: `cases` splits an obligation on a term's values and
   // ilog2 p + 1 = clog2(p + 1) is 2, 3 or 4).
   const std::string ob = "consecution-tmp-loop-while@path3-k0";
   const std::string line = "cases " + ob + " 2 3 (clog2 (+ p 1))\n";
-  auto whole = analyze(m, pf);
+  auto whole = analyze_text(m, pf);
   REQUIRE(whole.refusal.empty());
-  auto a = analyze(m, pf + line);
+  auto a = analyze_text(m, pf + line);
   REQUIRE(a.refusal.empty());
   // One obligation became three: the values 2 and 3 and the rest (4, and the impossible ones).
   CHECK(a.obligations.size() == whole.obligations.size() + 2);
@@ -217,18 +211,18 @@ TEST_CASE("every-p: halving: `cases` splits an obligation on a term's values and
   // rest where the cases name values no p <= 8 has (clog2(p + 1) = 5, 6), so no value is dropped.
   const std::string bad =
       replaced(pf, "invariant while tmp care (and", "invariant while tmp care (or true");
-  auto b = analyze(m, bad + line);
+  auto b = analyze_text(m, bad + line);
   REQUIRE(b.refusal.empty());
-  CHECK(any_sat(answers_of(b, ob + "-c2")));
-  auto c = analyze(m, bad + "cases " + ob + " 5 6 (clog2 (+ p 1))\n");
+  CHECK(some_sat(answers_of(b, ob + "-c2")));
+  auto c = analyze_text(m, bad + "cases " + ob + " 5 6 (clog2 (+ p 1))\n");
   REQUIRE(c.refusal.empty());
-  CHECK(!any_sat(answers_of(c, ob + "-c5")));
-  CHECK(!any_sat(answers_of(c, ob + "-c6")));
-  CHECK(any_sat(answers_of(c, ob + "-crest")));
+  CHECK(!some_sat(answers_of(c, ob + "-c5")));
+  CHECK(!some_sat(answers_of(c, ob + "-c6")));
+  CHECK(some_sat(answers_of(c, ob + "-crest")));
   // A line that names no obligation is refused; a malformed one is a usage error.
-  auto d = analyze(m, pf + "cases consecution-tmp-loop-while@path3-k7 2 3 (clog2 (+ p 1))\n");
+  auto d = analyze_text(m, pf + "cases consecution-tmp-loop-while@path3-k7 2 3 (clog2 (+ p 1))\n");
   CHECK(d.refusal.find("no obligation has that name") != std::string::npos);
-  auto e = analyze(m, pf + "cases " + ob + " 2 3 (clog2 (+ r 1))\n");
+  auto e = analyze_text(m, pf + "cases " + ob + " 2 3 (clog2 (+ r 1))\n");
   CHECK(e.refusal.find("the term") != std::string::npos);
   for (const char* wrong : {"cases x 3 2 p\n", "cases x 0 64 p\n", "cases x 0 1\n",
                             "cases x -1 1 p\n", "cases x 0 1 p\ncases x 0 2 p\n"}) {
@@ -251,15 +245,16 @@ TEST_CASE("every-p: halving: the mutants past p = 64 and above count 1000 are ne
   // past p = 64 a round's partner is an even fold rank, which sits out (mask 32: case k5); above
   // count 1000 the even fold rank ends with its neighbour's block.
   const std::string dir = kProofs + "/mutants/reduce_scatter_block_recursive_halving_ompi_";
-  auto a = analyze(collv::test::slurp(dir + "p64.coll"), collv::test::slurp(dir + "p64.proof"));
+  auto a =
+      analyze_text(collv::test::slurp(dir + "p64.coll"), collv::test::slurp(dir + "p64.proof"));
   REQUIRE(a.refusal.empty());
   auto ra = answers_of(a, "received-loop-while", true);
-  CHECK(any_sat(ra));
+  CHECK(some_sat(ra));
   CHECK(ra.size() >= 6);  // cases k0 .. k4 (masks 1 .. 16) hold
-  auto b = analyze(collv::test::slurp(dir + "count1000.coll"),
-                   collv::test::slurp(dir + "count1000.proof"));
+  auto b = analyze_text(collv::test::slurp(dir + "count1000.coll"),
+                        collv::test::slurp(dir + "count1000.proof"));
   REQUIRE(b.refusal.empty());
-  CHECK(any_sat(answers_of(b, "postcondition-blocks", true)));
+  CHECK(some_sat(answers_of(b, "postcondition-blocks", true)));
 }
 
 TEST_CASE("every-p: halving: the mutants are disproved at p = 66 and count = 1001",

@@ -40,20 +40,6 @@ std::string bcast_proof() {
                   "model ../../models/openmpi/bcast_binomial.coll", "model m.coll");
 }
 
-EveryPAnalysis analyze(const std::string& model, const std::string& pf) {
-  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(pf, "m.proof"));
-}
-
-bool any_sat(const std::vector<smt::Answer>& a) {
-  return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
-}
-
-std::string all_lines(const EveryPOutcome& r) {
-  std::string out;
-  for (const auto& l : r.lines) out += l + "\n";
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -63,7 +49,7 @@ TEST_CASE(
   EveryPOutcome r = prove_text(small_bcast(), bcast_proof());
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  const std::string all = all_lines(r);
+  const std::string all = lines_of(r);
   for (const char* ob :
        {"unroll-bound-loop-while@path0", "infeasible-line-23@path0-recv-k3",
         "match-line-26@path0-recv-k2", "order-line-26@path0-recv-k2",
@@ -81,34 +67,35 @@ TEST_CASE(
   const std::string m = small_bcast(), pf = bcast_proof();
   // match: without `receive mask hb` the receive reads the program's mask (1), so every
   // receive is placed in round 0, where only the root's first send goes.
-  CHECK(any_sat(answers_of(analyze(m, replaced(pf, "receive mask hb\n", "")),
-                           "match-line-26@path0-recv-k1", true)));
+  CHECK(some_sat(answers_of(analyze_text(m, replaced(pf, "receive mask hb\n", "")),
+                            "match-line-26@path0-recv-k1", true)));
   // received: every send goes one rank too far.
-  CHECK(any_sat(answers_of(analyze(replaced(m, "send buf to (rel + mask + root) mod p",
-                                            "send buf to (rel + mask + root + 1) mod p"),
-                                   pf),
-                           "received-line-31", true)));
+  CHECK(some_sat(answers_of(analyze_text(replaced(m, "send buf to (rel + mask + root) mod p",
+                                                  "send buf to (rel + mask + root + 1) mod p"),
+                                         pf),
+                            "received-line-31", true)));
   // rounds: the sends' rounds counting down.
-  CHECK(
-      any_sat(answers_of(analyze(m, replaced(pf, "round (clog2 mask)", "round (- 3 (clog2 mask))")),
-                         "rounds-line-", true)));
+  CHECK(some_sat(
+      answers_of(analyze_text(m, replaced(pf, "round (clog2 mask)", "round (- 3 (clog2 mask))")),
+                 "rounds-line-", true)));
   // message: two blocks claimed.
-  CHECK(any_sat(answers_of(analyze(m, replaced(pf, "message length 1", "message length 2")),
-                           "message-line-31", true)));
+  CHECK(some_sat(answers_of(analyze_text(m, replaced(pf, "message length 1", "message length 2")),
+                            "message-line-31", true)));
   // unroll-bound of the send loop: a condition that still holds where the mask reaches 2^31
   // (the loop would run on without sending).
-  CHECK(any_sat(
-      answers_of(analyze(replaced(m, "while mask < p do", "while mask < p + 4294967296 do"), pf),
-                 "unroll-bound-line-29", true)));
+  CHECK(some_sat(answers_of(
+      analyze_text(replaced(m, "while mask < p do", "while mask < p + 4294967296 do"), pf),
+      "unroll-bound-line-29", true)));
   // unroll-bound of the search loop: a search that does not stop in 32 iterations.
-  CHECK(any_sat(answers_of(
-      analyze(replaced(m, "while hb * 2 <= rel do", "while hb <= rel + 8589934592 do"), pf),
+  CHECK(some_sat(answers_of(
+      analyze_text(replaced(m, "while hb * 2 <= rel do", "while hb <= rel + 8589934592 do"), pf),
       "unroll-bound-loop-while", true)));
   // steps: one more than the root sends.
-  CHECK(any_sat(answers_of(analyze(replaced(m, "steps      if count = 0 then 0 else clog2(p)",
-                                            "steps      if count = 0 then 0 else clog2(p) + 1"),
-                                   pf),
-                           "steps-root", true)));
+  CHECK(
+      some_sat(answers_of(analyze_text(replaced(m, "steps      if count = 0 then 0 else clog2(p)",
+                                                "steps      if count = 0 then 0 else clog2(p) + 1"),
+                                       pf),
+                          "steps-root", true)));
 }
 
 TEST_CASE(
@@ -118,39 +105,40 @@ TEST_CASE(
   const std::string m = small_bcast(), pf = bcast_proof();
   const std::string steps = "steps      if count = 0 then 0 else clog2(p)";
   // A bound met exactly: proved without steps-root (a bound needs only the rounds).
-  EveryPAnalysis at = analyze(
+  EveryPAnalysis at = analyze_text(
       replaced(m, steps, "steps      at most if count = 0 then 0 else 2 * clog2(p) / 2"), pf);
   REQUIRE(at.refusal.empty());
   CHECK(std::none_of(at.obligations.begin(), at.obligations.end(),
                      [](const EveryPObligation& o) { return o.name == "steps-root"; }));
   std::vector<smt::Answer> ok = answers_of(at, "rounds-line-", true);
   CHECK(!ok.empty());
-  CHECK(!any_sat(ok));
+  CHECK(!some_sat(ok));
   // One round too few: the rounds exceed it.
-  CHECK(any_sat(answers_of(
-      analyze(replaced(m, steps, "steps      at most if count = 0 then 0 else clog2(p) - 1"), pf),
+  CHECK(some_sat(answers_of(
+      analyze_text(replaced(m, steps, "steps      at most if count = 0 then 0 else clog2(p) - 1"),
+                   pf),
       "rounds-line-", true)));
   // A bound that is a fraction ((2 clog2(p) + 1) / 2, above the rounds): `/` is exact division,
   // an unknown value where it is not an integer, so the bound is not proved there.
-  CHECK(any_sat(answers_of(
-      analyze(
+  CHECK(some_sat(answers_of(
+      analyze_text(
           replaced(m, steps, "steps      at most if count = 0 then 0 else (2 * clog2(p) + 1) / 2"),
           pf),
       "rounds-line-", true)));
   // A round term over the sender (it reads r): read at a send for the rank, at a receive for its
   // source. The round plus 0 * rel is proved; plus rel exceeds steps.
   const std::string rel = "(mod (- r root) p)";
-  EveryPAnalysis zero =
-      analyze(m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) (* 0 " + rel + "))"));
+  EveryPAnalysis zero = analyze_text(
+      m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) (* 0 " + rel + "))"));
   REQUIRE(zero.refusal.empty());
-  CHECK(!any_sat(answers_of(zero, "match-line-26@path0-recv-k2")));
-  CHECK(!any_sat(answers_of(zero, "received-line-31@path2-sends")));
-  CHECK(!any_sat(answers_of(zero, "rounds-line-26@path0-recv-k2")));
-  CHECK(any_sat(answers_of(
-      analyze(m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) " + rel + ")")),
+  CHECK(!some_sat(answers_of(zero, "match-line-26@path0-recv-k2")));
+  CHECK(!some_sat(answers_of(zero, "received-line-31@path2-sends")));
+  CHECK(!some_sat(answers_of(zero, "rounds-line-26@path0-recv-k2")));
+  CHECK(some_sat(answers_of(
+      analyze_text(m, replaced(pf, "round (clog2 mask)", "round (+ (clog2 mask) " + rel + ")")),
       "rounds-line-", true)));
   // Over the sender, the round may read only the unrolled loops' numerals (rel is none).
-  EveryPAnalysis bad = analyze(m, replaced(pf, "round (clog2 mask)", "round (+ rel (* 0 r))"));
+  EveryPAnalysis bad = analyze_text(m, replaced(pf, "round (clog2 mask)", "round (+ rel (* 0 r))"));
   CHECK(bad.refusal.find("not a numeral here") != std::string::npos);
 }
 
@@ -159,19 +147,19 @@ TEST_CASE(
     "[every-p][every-p-ompi-tree]") {
   const std::string m = small_bcast(), pf = bcast_proof();
   // `receive NAME VAR` naming a variable the program does not have.
-  EveryPAnalysis a = analyze(m, replaced(pf, "receive mask hb", "receive mask hb2"));
+  EveryPAnalysis a = analyze_text(m, replaced(pf, "receive mask hb", "receive mask hb2"));
   CHECK(a.refusal.find("receive mask hb2: both must be integer variables") != std::string::npos);
   CHECK_THROWS(
       parse_every_p_proof_text(replaced(pf, "receive mask hb", "receive mask"), "m.proof"));
   // A buffer assigned in a send loop whose condition is not a numeral.
   EveryPAnalysis b =
-      analyze(replaced(m, "      mask := mask * 2;\n    endwhile;\n  endif;",
-                       "      mask := mask * 2;\n      buf := buf;\n    endwhile;\n  endif;"),
-              pf);
+      analyze_text(replaced(m, "      mask := mask * 2;\n    endwhile;\n  endif;",
+                            "      mask := mask * 2;\n      buf := buf;\n    endwhile;\n  endif;"),
+                   pf);
   CHECK(b.refusal.find("may assign integers only") != std::string::npos);
   CHECK(b.refusal_loc.line == 34);
   // A send between the search loop and the receive.
-  EveryPAnalysis c = analyze(
+  EveryPAnalysis c = analyze_text(
       replaced(m, "      receive buf from", "      send buf to root;\n      receive buf from"), pf);
   CHECK(c.refusal.find("Open MPI's shape") != std::string::npos);
   CHECK(c.refusal_loc.line == 26);
@@ -210,7 +198,7 @@ TEST_CASE(
                           kProofs + "/bcast_binomial_ompi.proof", dir);
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  const std::string all = all_lines(r);
+  const std::string all = lines_of(r);
   for (const char* ob :
        {"match-line-26@path0-recv-k30", "unroll-bound-line-29@path0-recv-k29",
         "unroll-bound-loop-while@path0", "infeasible-line-23@path0-recv-k31", "steps-root"})
@@ -250,18 +238,13 @@ std::string scatter_proof() {
                   "model ../../models/openmpi/scatter_binomial.coll", "model m.coll");
 }
 
-bool has(const EveryPAnalysis& a, const std::string& name) {
-  return std::any_of(a.obligations.begin(), a.obligations.end(),
-                     [&](const EveryPObligation& o) { return o.name == name; });
-}
-
 }  // namespace
 
 TEST_CASE(
     "every-p ompi tree: Open MPI's binomial scatter is read in Open MPI's shape (the receive "
     "under `if rel <> 0` after the search and `steps at most` and rounds over the sender)",
     "[every-p][every-p-ompi-tree]") {
-  EveryPAnalysis a = analyze(small_scatter(4), scatter_proof());
+  EveryPAnalysis a = analyze_text(small_scatter(4), scatter_proof());
   INFO(a.refusal);
   REQUIRE(a.refusal.empty());
   for (const char* ob :
@@ -270,15 +253,16 @@ TEST_CASE(
         "rounds-line-34@path2-recv-k1", "rounds-line-39@path0-exit-k2",
         "message-line-39@path0-exit-k2", "unroll-bound-line-37@path2-recv-k1",
         "postcondition-blocks@path2-recv-k1", "steps-bound@path2"})
-    CHECK(has(a, ob));
+    CHECK(has_obligation(a, ob));
   // The root's path never receives, the others' always do: those paths are pruned.
-  CHECK(has(a, "infeasible-line-30@path0-recv-k0"));
-  CHECK(has(a, "infeasible-line-30@path2-exit-k0"));
+  CHECK(has_obligation(a, "infeasible-line-30@path0-recv-k0"));
+  CHECK(has_obligation(a, "infeasible-line-30@path2-exit-k0"));
   // `steps at most`: no steps-root.
-  CHECK(!has(a, "steps-root"));
+  CHECK(!has_obligation(a, "steps-root"));
   // Without `receive mask low` the round and message terms read mask at the receive, where it
   // has no value: refused there.
-  EveryPAnalysis b = analyze(small_scatter(4), replaced(scatter_proof(), "receive mask low\n", ""));
+  EveryPAnalysis b =
+      analyze_text(small_scatter(4), replaced(scatter_proof(), "receive mask low\n", ""));
   CHECK(b.refusal.find("reads 'mask', which has no value here") != std::string::npos);
   CHECK(b.refusal_loc.line == 34);
 }

@@ -39,25 +39,6 @@ std::string proof() {
                   "model ../../models/mpich/scatter_binomial.coll", "model m.coll");
 }
 
-EveryPAnalysis analyze(const std::string& model, const std::string& pf) {
-  return analyze_every_p(parse_model(model, "m.coll"), parse_every_p_proof_text(pf, "m.proof"));
-}
-
-bool any_sat(const std::vector<smt::Answer>& a) {
-  return std::any_of(a.begin(), a.end(), [](smt::Answer x) { return x == smt::Answer::Sat; });
-}
-
-bool has(const EveryPAnalysis& a, const std::string& name) {
-  return std::any_of(a.obligations.begin(), a.obligations.end(),
-                     [&](const EveryPObligation& o) { return o.name == name; });
-}
-
-std::string all_lines(const EveryPOutcome& r) {
-  std::string out;
-  for (const auto& l : r.lines) out += l + "\n";
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -66,7 +47,7 @@ TEST_CASE(
   EveryPOutcome r = prove_text(small_model(), proof());
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  const std::string all = all_lines(r);
+  const std::string all = lines_of(r);
   for (const char* ob :
        {"initiation-tmp-loop-i", "consecution-tmp-loop-i", "match-line-32@path2-recv-k1",
         "order-line-32@path2-recv-k2", "message-line-41@path0-exit-k3",
@@ -88,54 +69,55 @@ TEST_CASE(
     "[every-p][every-p-tree][every-p-scatter][heavy]") {
   const std::string m = small_model(), pf = proof();
   // match: the source without the root (right only for root 0).
-  CHECK(any_sat(answers_of(analyze(replaced(m, "receive tmp from ((rel - mask) + root) mod p",
-                                            "receive tmp from (rel - mask) mod p"),
-                                   pf),
-                           "match-line-32", true)));
+  CHECK(some_sat(answers_of(analyze_text(replaced(m, "receive tmp from ((rel - mask) + root) mod p",
+                                                  "receive tmp from (rel - mask) mod p"),
+                                         pf),
+                            "match-line-32", true)));
   // received: every send goes one rank too far.
-  CHECK(any_sat(
-      answers_of(analyze(replaced(m, "to (my_id + mask) mod p", "to (my_id + mask + 1) mod p"), pf),
-                 "received-line-41", true)));
+  CHECK(some_sat(answers_of(
+      analyze_text(replaced(m, "to (my_id + mask) mod p", "to (my_id + mask + 1) mod p"), pf),
+      "received-line-41", true)));
   // read: the slice sent is one block too long (past tmp's end for the last child).
-  CHECK(any_sat(answers_of(analyze(replaced(m, "send tmp[mask * E .. (mask + cnt) * E - 1]",
-                                            "send tmp[mask * E .. (mask + cnt + 1) * E - 1]"),
-                                   pf),
-                           "read-line-41", true)));
+  CHECK(some_sat(answers_of(analyze_text(replaced(m, "send tmp[mask * E .. (mask + cnt) * E - 1]",
+                                                  "send tmp[mask * E .. (mask + cnt + 1) * E - 1]"),
+                                         pf),
+                            "read-line-41", true)));
   // message: the subtree not cut at p (mask blocks to every child).
-  CHECK(any_sat(answers_of(analyze(m, replaced(pf,
-                                               "message length (ite (< mask (- p (mod (- r root) "
-                                               "p))) mask (- p (mod (- r root) p)))",
-                                               "message length mask")),
-                           "message-line-41", true)));
+  CHECK(some_sat(
+      answers_of(analyze_text(m, replaced(pf,
+                                          "message length (ite (< mask (- p (mod (- r root) "
+                                          "p))) mask (- p (mod (- r root) p)))",
+                                          "message length mask")),
+                 "message-line-41", true)));
   // message: the receiver's blocks in another order (relative rank rel - b).
-  CHECK(any_sat(
-      answers_of(analyze(m, replaced(pf, "(it root (mod (+ (mod (- r root) p) b root) p))",
-                                     "(it root (mod (+ (- (mod (- r root) p) b) root) p))")),
+  CHECK(some_sat(
+      answers_of(analyze_text(m, replaced(pf, "(it root (mod (+ (mod (- r root) p) b root) p))",
+                                          "(it root (mod (+ (- (mod (- r root) p) b) root) p))")),
                  "message-line-41", true)));
   // consecution of the root's loop: the invariant in rank order, not by relative rank.
-  CHECK(
-      any_sat(answers_of(analyze(m, replaced(pf, "invariant i tmp block (it r (mod (+ b root) p))",
-                                             "invariant i tmp block (it r b)")),
-                         "consecution-tmp-loop-i", true)));
+  CHECK(some_sat(
+      answers_of(analyze_text(m, replaced(pf, "invariant i tmp block (it r (mod (+ b root) p))",
+                                          "invariant i tmp block (it r b)")),
+                 "consecution-tmp-loop-i", true)));
   // A message term that reads a variable that is no numeral of the unrolled loops is refused.
   EveryPAnalysis bad =
-      analyze(m, replaced(pf, "message length (ite (< mask", "message length (ite (< rel"));
+      analyze_text(m, replaced(pf, "message length (ite (< mask", "message length (ite (< rel"));
   CHECK(bad.refusal.find("not a numeral here") != std::string::npos);
   // An `if` in the send loop that changes a buffer before its send is refused.
   EveryPAnalysis buf =
-      analyze(replaced(m, "cnt := min(mask, p - rel - mask);",
-                       "cnt := min(mask, p - rel - mask);\n            tmp := tmp ∪ tmp;"),
-              pf);
+      analyze_text(replaced(m, "cnt := min(mask, p - rel - mask);",
+                            "cnt := min(mask, p - rel - mask);\n            tmp := tmp ∪ tmp;"),
+                   pf);
   CHECK(buf.refusal.find("changes a buffer") != std::string::npos);
   CHECK(buf.refusal_loc.line == 39);
   // Pruning keeps a path some rank takes: with the root's branch taken by relative rank 1 too
   // (which then receives over the tmp it laid out: still correct), that branch's receive at
   // iteration 0 is read, and its path is not declared infeasible.
-  EveryPAnalysis two = analyze(replaced(m, "if rel = 0 then", "if rel <= 1 then"), pf);
+  EveryPAnalysis two = analyze_text(replaced(m, "if rel = 0 then", "if rel <= 1 then"), pf);
   CHECK(two.refusal.empty());
-  CHECK(has(two, "match-line-32@path0-recv-k0"));
-  CHECK(!has(two, "infeasible-line-31@path0-recv-k0"));
-  CHECK(has(two, "infeasible-line-31@path0-recv-k1"));
+  CHECK(has_obligation(two, "match-line-32@path0-recv-k0"));
+  CHECK(!has_obligation(two, "infeasible-line-31@path0-recv-k0"));
+  CHECK(has_obligation(two, "infeasible-line-31@path0-recv-k1"));
 }
 
 TEST_CASE(
@@ -170,7 +152,7 @@ TEST_CASE(
                           kProofs + "/scatter_binomial.proof", dir);
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  const std::string all = all_lines(r);
+  const std::string all = lines_of(r);
   for (const char* ob : {"match-line-32@path2-recv-k30", "message-line-41@path0-exit-k31",
                          "bits-prefix-k31", "unroll-bound-loop-while", "steps-root"})
     CHECK(all.find(std::string("ok           ") + ob) != std::string::npos);
