@@ -10,14 +10,22 @@ secs=${1:-20}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(model run schedule topology proof import symmetry mpi agreement nonblocking)
-build=build/fuzz
+# COLLV_FUZZ_BUILD: a build directory already configured with clang and -DCOLLV_FUZZ=ON
+# (scripts/test.sh's sanitizer build, whose objects serve the tests and the harnesses); by
+# default build/fuzz, configured here.
+build=${COLLV_FUZZ_BUILD:-build/fuzz}
 
 cc=clang cxx=clang++
 if ! command -v clang++ >/dev/null; then cc=clang-14 cxx=clang++-14; fi  # Debian's clang-14
 
 start=$(date +%s)
-CC=$cc CXX=$cxx cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLV_FUZZ=ON \
-  -DCOLLV_BUILD_TESTS=OFF -DCOLLV_BUILD_BENCH=OFF >/dev/null
+if [ -z "${COLLV_FUZZ_BUILD:-}" ]; then
+  CC=$cc CXX=$cxx cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLLV_FUZZ=ON \
+    -DCOLLV_BUILD_TESTS=OFF -DCOLLV_BUILD_BENCH=OFF >/dev/null
+elif ! grep -q '^COLLV_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "fuzz: COLLV_FUZZ_BUILD=$build is not a build configured with -DCOLLV_FUZZ=ON" >&2
+  exit 2
+fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
 cmake --build "$build" -j2 --target "${targets[@]}"

@@ -325,7 +325,7 @@ TEST_CASE("certificate scan of $COLLV_SCAN_DIR", "[.scan][manual]") {
   CHECK(n == 0);
 }
 
-TEST_CASE("certificates of the proofs (star:3, star:4) are no tautologies", "[smt][cert]") {
+TEST_CASE("certificates of the proofs (star:3, star:4) are no tautologies", "[smt][cert][heavy]") {
   fs::path src = fresh_dir("small_src"), dir = fresh_dir("small");
   for (const auto& e : fs::directory_iterator(kRoot + "/proofs")) {
     if (e.path().extension() != ".proof") continue;

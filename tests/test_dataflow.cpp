@@ -395,7 +395,7 @@ TEST_CASE("runtime: a model's runtime error fails runtime, not deadlock", "[data
 }
 
 TEST_CASE("dataflow, match and runtime pass on every model in every domain (no false alarms)",
-          "[dataflow]") {
+          "[dataflow][slow]") {
   VerifyOptions o;
   o.all = true;
   o.models_dir = kRoot + "/models";

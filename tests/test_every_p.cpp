@@ -89,7 +89,7 @@ TEST_CASE(
 }
 
 TEST_CASE("every-p: every proof in proofs/every-p proves its model, every mutant is refused",
-          "[every-p]") {
+          "[every-p][heavy]") {
   int proved = 0, refused = 0;
   for (const std::string& dir : {kProofs, kProofs + "/mutants"})
     for (const auto& e : fs::directory_iterator(dir)) {
@@ -381,7 +381,7 @@ TEST_CASE(
 TEST_CASE(
     "every-p: Open MPI's ring allgather and ring reduce-scatter are proved, the reduce-scatter "
     "dropping its own contribution above count 1,000 is disproved at count 1,001",
-    "[every-p]") {
+    "[every-p][heavy]") {
   for (const char* name : {"allgather_ring", "reduce_scatter_ring"}) {
     EveryPOutcome r =
         prove(kRoot + "/models/openmpi/" + name + ".coll", kProofs + "/" + name + "_ompi.proof");

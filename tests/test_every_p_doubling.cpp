@@ -76,7 +76,7 @@ TEST_CASE(
 }
 
 TEST_CASE("every-p: a dissemination barrier that skips a round only past p = 64 is disproved at 65",
-          "[every-p]") {
+          "[every-p][heavy]") {
   for (const std::string& proof : {kProofs + "/barrier_dissemination.proof",
                                    kProofs + "/mutants/barrier_dissemination_p64.proof"}) {
     ProveCommandOptions o;
@@ -108,7 +108,7 @@ TEST_CASE("every-p: a dissemination barrier that skips a round only past p = 64 
 TEST_CASE(
     "every-p: the while loop's obligations each matter: trip count, knowledge, steps, rounds "
     "one short",
-    "[every-p]") {
+    "[every-p][heavy]") {
   std::string model = collv::test::slurp(kBarrier);
   std::string proof = collv::test::slurp(kProofs + "/barrier_dissemination.proof");
   // {model change, proof change, the obligation that fails, exit}
@@ -212,7 +212,7 @@ TEST_CASE("every-p: while loops outside the fragment, and proofs without a trip 
 TEST_CASE(
     "every-p: MPICH's Bruck allgather (doubling while loop, ∪, len, a local rotation loop) is "
     "proved for every p and count, its rotation wrong past p = 64 is disproved at 65",
-    "[every-p]") {
+    "[every-p][heavy]") {
   const std::string bruck = kRoot + "/models/mpich/allgather_bruck.coll";
   std::string proof = collv::test::slurp(kProofs + "/allgather_bruck.proof");
   std::string dir = collv::test::unique_temp("every_p_bruck_certs");

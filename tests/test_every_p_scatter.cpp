@@ -43,7 +43,7 @@ std::string proof() {
 
 TEST_CASE(
     "every-p scatter: MPICH's binomial scatter with p <= 8 is proved for every root and count",
-    "[every-p][every-p-tree][every-p-scatter]") {
+    "[every-p][every-p-tree][every-p-scatter][heavy]") {
   EveryPOutcome r = prove_text(small_model(), proof());
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);

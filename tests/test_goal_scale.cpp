@@ -138,7 +138,7 @@ TEST_CASE("GOAL at scale: the binomial broadcast on 65,536 ranks is decided",
 }
 
 TEST_CASE("GOAL at scale: recursive doubling and dissemination on 8,192 ranks are decided",
-          "[goal][goal-scale]") {
+          "[goal][goal-scale][slow]") {
   const std::uint32_t p = 8192;  // past the 2,048 ranks collv refused before
   CHECK(flow_as(recdoub(p), "allreduce").verdict == Verdict::Pass);
   // The sends to rank 0 carry only their senders: rank 0 hears its 13 partners, no one else.

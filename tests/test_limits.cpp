@@ -175,7 +175,7 @@ TEST_CASE("a buffer holds up to 2^28 items and a position past that is a limit (
   CHECK(has(out, "cannot assign to positions [-1 .. -1]"));
 }
 
-TEST_CASE("displs, sdispls and rdispls equal the sums of the counts", "[limits]") {
+TEST_CASE("displs, sdispls and rdispls equal the sums of the counts", "[limits][slow]") {
   // The closed forms against the sums they replace, over counts and ranks that wrap around
   // count + 1 several times.
   for (std::int64_t c : {0, 1, 2, 3, 5, 8, 13}) {
@@ -201,7 +201,7 @@ TEST_CASE("displs, sdispls and rdispls equal the sums of the counts", "[limits]"
   CHECK(cli("run allgatherv_ring -t complete:4096 -c 1 -d fingerprint --quiet", out, 120) == 0);
 }
 
-TEST_CASE("a header formula is evaluated once per model and size, not once per run", "[limits]") {
+TEST_CASE("a header formula is evaluated once per model and size, not once per run", "[limits][slow]") {
   Model m = parse_model(
       "model g\n  collective gather\n  topology complete\n  input x\n  output result\n"
       "  cost at most sum(i, 1, 1000000, i * p) * (ts + tw*m)\n"

@@ -530,7 +530,7 @@ void check_written_file(const std::string& xml, int max_steps) {
 }  // namespace
 
 TEST_CASE("export --msccl-xml: every model that fits loads in the runtime, the others are refused",
-          "[export][msccl-runtime]") {
+          "[export][msccl-runtime][slow]") {
   namespace fs = std::filesystem;
   const std::string root = COLLV_SOURCE_DIR;
   // Refused whatever the size: the collective (the model's `collective` line; the file's name

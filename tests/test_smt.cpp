@@ -225,7 +225,7 @@ TEST_CASE("solver: a query read in pieces answers as one parsed at once", "[smt]
   set_deadline_ms(0);
 }
 
-TEST_CASE("smt engine agrees with the executor's checkers on every model", "[smt]") {
+TEST_CASE("smt engine agrees with the executor's checkers on every model", "[smt][heavy]") {
   auto files = list_model_files(default_models_dir());
   REQUIRE(files.size() >= 30);
   int compared = 0;
