@@ -279,7 +279,11 @@ TEST_CASE("prove --timeout bounds the whole command: a long SMT-LIB script stops
   int rc = cli("prove " + big + " --timeout 200", out, 60);
   INFO(out);
   CHECK(rc == 3);
-  CHECK(has(out, "running the SMT-LIB script stopped at the time limit of --timeout 200 ms"));
+  // Z3's reading of the script is interrupted (a release build), or, on a slower build (the
+  // sanitizers under load), collv's own reading of the file reaches the limit first: either
+  // way the limit is named, with where it stopped.
+  CHECK((has(out, "running the SMT-LIB script stopped at the time limit of --timeout 200 ms") ||
+         has(out, "stopped at the time limit of --timeout 200 ms; raise --timeout")));
   // The twin: a short script is answered within the same limit.
   std::string small = test::unique_temp("budget_small") + ".smt2";
   std::ofstream(small) << "; expected: sat\n(declare-const x Int)\n(assert (> x 1))\n(check-sat)\n";

@@ -56,8 +56,11 @@ json links(int n, bool ring) {
 
 // An algorithm file as msccl-tools writes it; input_map/output_map are derived from the chunks
 // (addresses of the chunks each rank holds at the start / must hold at the end).
-json algorithm(const std::string& coll_name, const std::string& runtime, int n, json chunks,
-               json steps, json topo_links, int k = 1, json switches = json::array()) {
+// chunks and steps as vectors: a one-element braced list {step(...)} is then a list of one step
+// with every compiler (as a json parameter, clang reads it as a copy of the step, CWG 2137).
+json algorithm(const std::string& coll_name, const std::string& runtime, int n,
+               const std::vector<json>& chunks, const std::vector<json>& steps, json topo_links,
+               int k = 1, json switches = json::array()) {
   std::map<int, std::set<int>> in, out;
   for (const auto& c : chunks)
     for (int i = 0; i < k; ++i) {
@@ -81,12 +84,12 @@ json algorithm(const std::string& coll_name, const std::string& runtime, int n, 
         {"allow_exchange", false}}},
       {"input_map", im},
       {"output_map", om},
-      {"steps", steps},
+      {"steps", json(steps)},
       {"collective",
        {{"msccl_type", "collective"},
         {"name", coll_name},
         {"nodes", n},
-        {"chunks", chunks},
+        {"chunks", json(chunks)},
         {"triggers", json::object()},
         {"runtime_name", runtime}}},
       {"topology",

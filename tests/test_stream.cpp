@@ -16,6 +16,19 @@
 #include "lang/check.hpp"
 #include "topology/topology.hpp"
 
+// AddressSanitizer in this build: GCC defines __SANITIZE_ADDRESS__, clang answers
+// __has_feature(address_sanitizer) (scripts/test.sh builds the sanitizer phase with clang).
+#if defined(__SANITIZE_ADDRESS__)
+#define COLLV_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COLLV_TEST_ASAN 1
+#endif
+#endif
+#ifndef COLLV_TEST_ASAN
+#define COLLV_TEST_ASAN 0
+#endif
+
 using namespace collv;
 
 namespace {
@@ -141,7 +154,7 @@ TEST_CASE("verify streams a run whose trace would take over a quarter of --max-m
   // allreduce_star on star:8 keeps about 40 MiB of trace: streamed under --max-memory 100.
   // Under AddressSanitizer the process's resident size (shadow memory, redzones) passes 100 MiB
   // by itself, so that build asks for streaming by name; the release build tests the choice.
-#if defined(__SANITIZE_ADDRESS__)
+#if COLLV_TEST_ASAN
   const std::string how = "--stream on";
 #else
   const std::string how = "--max-memory 100";
@@ -179,7 +192,7 @@ TEST_CASE("the stored trace's estimate counts a whole buffer per message of one"
   // MPICH's recursive doubling sends its whole buffer: at p = 512, count = 2,048 the trace holds
   // 512 x 9 messages of 2,048 items (75 MB), over a quarter of --max-memory 100, so verify
   // streams it. Counting one item a message (the estimate before) kept the trace.
-#if defined(__SANITIZE_ADDRESS__)
+#if COLLV_TEST_ASAN
   // Under AddressSanitizer the process's resident size passes 100 MiB by itself (shadow memory),
   // so the run stops at the limit before the estimate matters: the release build tests it.
   WARN("skipped under AddressSanitizer: the release build tests the estimate");
