@@ -437,7 +437,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             std::optional<ModelRunResult> mr;
             try {
               mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root,
-                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
+                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
+                             o.message_dependencies);
             } catch (const LimitError& e) {  // undecided: the comparison is inconclusive
               conf.verdict = msgs.verdict = Verdict::Unknown;
               conf.note = msgs.note = std::string("not checked: ") + e.what();
@@ -467,6 +468,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               if (status != 0) why = "the launch did not end normally";
               if (!lib) {
                 msgs.note = "not checked: " + why;
+              } else if (!monitor && o.message_dependencies) {
+                msgs = compare_sends_dependent(*lib, *mr,
+                                               c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
               } else if (!monitor) {
                 msgs = compare_sends(*lib, mr->sends,
                                      c.builtin ? kHarnessValueBytes : kHarnessElemBytes,

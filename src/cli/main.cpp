@@ -452,6 +452,13 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                   "MPICH's --algorithm nb: the nonblocking algorithm it runs "
                   "(MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM; --list-algorithms --algorithm nb "
                   "lists them)");
+  mpi->add_option_function<std::string>(
+         "--message-order",
+         [&](const std::string& v) { mpi_opts.message_dependencies = v == "dependencies"; },
+         "with --model under MPICH: program (default: every rank's messages in the model's "
+         "program order) | dependencies (the same messages in any order the model's data flow "
+         "allows; a model's `message_order = dependencies`)")
+      ->check(CLI::IsMember({"program", "dependencies"}));
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");
