@@ -63,19 +63,19 @@ TEST_CASE("mpi dependencies: any order the dependencies allow passes, the strict
           "[mpi][mpi-pattern][mpi-deps]") {
   const ModelRunResult model = ring_model();
   // In program order: rank r's round 0 at 100 + r, round 1 at 200 + r.
-  const auto in_order = library({
-      R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200]})",
-      R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201]})",
-      R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202]})"});
+  const auto in_order =
+      library({R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200]})",
+               R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201]})",
+               R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202]})"});
   CHECK(compare_sends_dependent(in_order, model).verdict == Verdict::Pass);
   CHECK(compare_sends(in_order, model.sends).verdict == Verdict::Pass);
   // Rank 1 posts round 1 (tag 11) before round 0 (tag 10), after rank 0's round 0 left (100):
   // the arrival-dependent order of MPICH's generic transport. Same receivers and sizes, so the
   // strict sequence cannot tell; with another size the strict check fails and this one passes.
-  const auto swapped = library({
-      R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200]})",
-      R"({"k":"sent","to":[2,2],"bytes":[32,16],"lost":0,"tag":[11,10],"ns":[150,160]})",
-      R"({"k":"sent","to":[0,0],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[102,202]})"});
+  const auto swapped =
+      library({R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200]})",
+               R"({"k":"sent","to":[2,2],"bytes":[32,16],"lost":0,"tag":[11,10],"ns":[150,160]})",
+               R"({"k":"sent","to":[0,0],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[102,202]})"});
   ModelRunResult sized = model;
   for (auto& rank : sized.sends) rank[1].bytes = 32;
   auto res = compare_sends_dependent(swapped, sized);
@@ -88,9 +88,10 @@ TEST_CASE("mpi dependencies: any order the dependencies allow passes, the strict
                                             "bytes to rank 2, the model sends 16 bytes to rank 2"));
 }
 
-TEST_CASE("mpi dependencies: a wrong peer, a wrong size, a message too many and a send before "
-          "its data fail",
-          "[mpi][mpi-pattern][mpi-deps]") {
+TEST_CASE(
+    "mpi dependencies: a wrong peer, a wrong size, a message too many and a send before "
+    "its data fail",
+    "[mpi][mpi-pattern][mpi-deps]") {
   const ModelRunResult model = ring_model();
   const std::string r1 =
       R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201]})";
@@ -124,8 +125,9 @@ TEST_CASE("mpi dependencies: a wrong peer, a wrong size, a message too many and 
         "(the model's message 2) 62 ns before rank 2 sends it");
   // After it: passes.
   CHECK(compare_sends_dependent(
-            library({R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[103,150]})",
-                     r1, r2}),
+            library(
+                {R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[103,150]})",
+                 r1, r2}),
             model)
             .verdict == Verdict::Pass);
 }
@@ -133,10 +135,9 @@ TEST_CASE("mpi dependencies: a wrong peer, a wrong size, a message too many and 
 TEST_CASE("mpi dependencies: messages without tags or times are not compared",
           "[mpi][mpi-pattern][mpi-deps]") {
   // A harness before the tags (or Open MPI's monitoring): inconclusive, never passed.
-  const auto lib =
-      library({R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0})",
-               R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0})",
-               R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0})"});
+  const auto lib = library({R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0})",
+                            R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0})",
+                            R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0})"});
   const auto res = compare_sends_dependent(lib, ring_model());
   CHECK(res.verdict == Verdict::Unknown);
   CHECK_THAT(res.note, Catch::Contains("not compared: rank 0, call 1: a message without the UCX "
@@ -147,8 +148,7 @@ TEST_CASE("mpi dependencies: messages without tags or times are not compared",
   std::string why;
   CHECK_FALSE(mpi_detail::read_sent_line(j, why));
   CHECK_THAT(why, Catch::Contains("tag: expected an array of 2 integers"));
-  j = nlohmann::json::parse(
-      R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[-3]})");
+  j = nlohmann::json::parse(R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[-3]})");
   CHECK_FALSE(mpi_detail::read_sent_line(j, why));
   CHECK_THAT(why, Catch::Contains("ns: expected integers of 0 or more"));
   j = nlohmann::json::parse(R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[3]})");

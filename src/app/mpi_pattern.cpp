@@ -3,12 +3,12 @@
 // sends in program order (docs/mpi.md, "Message patterns").
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "app/mpi_internal.hpp"
 #include "util/error.hpp"
