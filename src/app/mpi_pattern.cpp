@@ -224,7 +224,7 @@ CheckResult compare_sends_dependent(const std::vector<SentMessages>& lib,
   res.verdict = Verdict::Pass;
   if (splits_elements(lib, elem_bytes, res)) return res;
   const SentMessages& ms = model.sends;
-  std::uint64_t self = 0;
+  std::uint64_t self = 0, dependencies = 0;
   for (std::size_t call = 0; call < lib.size(); ++call) {
     const std::size_t p = std::min(lib[call].size(), ms.size());
     std::vector<std::vector<SentMessage>> L(p);
@@ -285,6 +285,7 @@ CheckResult compare_sends_dependent(const std::vector<SentMessages>& lib,
         const SentMessage& s = L[r][match[r][k]];
         for (const SendRef& d : model.depends[r][k]) {
           if (d.rank >= p || d.index >= ms[d.rank].size()) continue;
+          ++dependencies;
           const SentMessage& from = L[d.rank][match[d.rank][d.index]];
           if (s.ns >= from.ns) continue;
           add_violation(
@@ -304,6 +305,8 @@ CheckResult compare_sends_dependent(const std::vector<SentMessages>& lib,
       "sends, and every send posted after its sender's messages its payload depends on in the "
       "model (the library's messages matched to the model's by their UCX tags, ordered by the "
       "harness's CLOCK_MONOTONIC times); the order of independent sends is not compared";
+  res.note +=
+      fmt::format("; {} dependenc{} checked", dependencies, dependencies == 1 ? "y" : "ies");
   if (self > 0)
     res.note +=
         fmt::format("; {} message{} a rank sent to itself left out", self, self == 1 ? "" : "s");
