@@ -19,14 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A rank's file of count 1 (calls 3 and 4) whose two calls logged the same "sent" line.
-std::string rank_file(int r, int p, const std::string& sent) {
-  std::string s;
-  for (int c = 1; c <= kHarnessCalls; ++c)
-    s += "{\"k\":\"call\",\"n\":" + std::to_string(harness_call(1, c)) +
-         "}\n{\"k\":\"out\",\"buf\":[]}\n" + sent + "\n";
-  return s + test::done(r, p);
-}
+const auto rank_file = test::sent_rank_file;
 
 // The sends of a ring of three ranks, two rounds: each rank sends rank + 1 its own block (16
 // bytes, round 0, no dependency), then the block it received in round 0 (round 1, which depends
