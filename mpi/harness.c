@@ -8,6 +8,7 @@
  *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv alltoallw
  *                 barrier, reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for
  *                 every rank), alltoallv_equal, alltoallw_equal (`count` elements for every pair),
+ *                 allgatherv_contiguous (allgatherv's blocks with no gap between them),
  *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)

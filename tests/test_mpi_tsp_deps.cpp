@@ -82,3 +82,37 @@ TEST_CASE(
   CHECK_THAT(text, Catch::Contains("'message_order = any': program or dependencies expected"));
   std::remove(bad.c_str());
 }
+
+TEST_CASE(
+    "collv mpi --conformance: MPICH's iallgatherv tsp_recexch_doubling and _halving conform on "
+    "the contiguous layout, and the doubling model declared as halving fails on messages",
+    "[mpi][mpi-mpich][mpi-nb][mpi-tsp]") {
+  if (!collv::test::have_mpich()) {
+    WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
+    return;
+  }
+  const std::string doubling = kModels + "allgatherv_nb_recexch_doubling.coll";
+  const std::string halving = kModels + "allgatherv_nb_recexch_halving.coll";
+  const std::string out =
+      collv::test::conformance_passes(doubling + " " + halving + " --sizes 4 --count 0..2",
+                                      "pass          " + doubling + "#nb=tsp_recexch_doubling");
+  CHECK_THAT(out, Catch::Contains("pass          " + halving + "#nb=tsp_recexch_halving"));
+  CHECK_THAT(out, !Catch::Contains(collv::test::kMessagesNotChecked));
+  // The halving schedule swaps with the digit-reversed partner first.
+  const std::string as_halving = collv::test::edited_copy(
+      doubling, "= tsp_recexch_doubling displs", "= tsp_recexch_halving displs", "agv_d_as_h");
+  collv::test::conformance_fails(as_halving + " --sizes 4 --count 1",
+                                 "messages: rank 0, call 1, message 1: the library sends 16 bytes "
+                                 "to rank 2, the model sends 16 bytes to rank 1");
+  std::remove(as_halving.c_str());
+  // Without `displs = contiguous` the harness's gaps make MPICH fall back: never judged.
+  const std::string gaps =
+      collv::test::edited_copy(doubling, " displs = contiguous", "", "agv_gaps");
+  std::string text;
+  const int rc =
+      collv::test::run_cli("mpi --conformance " + gaps + " --sizes 3 --count 1", text, "", 120);
+  INFO(text);
+  CHECK(rc == 3);
+  CHECK_THAT(text, Catch::Contains("not judged    " + gaps + "#nb=tsp_recexch_doubling"));
+  std::remove(gaps.c_str());
+}

@@ -50,6 +50,10 @@ struct MpiOptions {
   // reduce_scatter only: MPI_Reduce_scatter with `count` elements for every rank (a `collective
   // reduce-scatter` model's equal blocks; set by --conformance), not the uneven counts(j).
   bool equal_counts = false;
+  // allgatherv only: the blocks with no gap between them (each displacement the sum of the
+  // counts before it; --contiguous, a library line's `displs = contiguous`), not one unwritten
+  // element after each block.
+  bool contiguous = false;
   // MPICH's `nb` only: the nonblocking collective's algorithm it runs,
   // MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM (--nb-algorithm; a library line's key of that name).
   std::string nb_algorithm;

@@ -105,7 +105,9 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                        r.options.collective, r.options.algorithm,
                        r.options.nb_algorithm.empty() ? "" : " " + r.options.nb_algorithm,
                        r.selector, r.options.op, r.options.in_place ? ", in place" : "",
-                       r.options.equal_counts ? ", equal counts" : "");
+                       r.options.equal_counts ? ", equal counts"
+                       : r.options.contiguous ? ", contiguous blocks"
+                                              : "");
     int rc = kExitUsage;
     // The library refused the algorithm for every run (MPICH says so and runs its own choice):
     // nothing of the model was judged, which is said, not counted as an error.
@@ -213,6 +215,7 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
     r.options = base;
     r.options.conformance.clear();
     r.options.message_dependencies = false;  // the model's line says (message_order)
+    r.options.contiguous = false;            // and (displs)
     r.options.model = model_file;
     for (const auto& [k, v] : lib.selectors)
       r.selector += (r.selector.empty() ? "" : " ") + k + " = " + v;
@@ -333,6 +336,12 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
       }
       // A schedule that issues each send when its dependencies complete (MPICH's generic
       // transport): its messages are compared by dependencies, not in program order.
+      if (lib.library == "mpich" && !algo.empty() && k == "displs") {
+        if (v != "contiguous")
+          throw ModelError(lib.loc, fmt::format("'displs = {}': contiguous expected", v));
+        r.options.contiguous = true;
+        continue;
+      }
       if (lib.library == "mpich" && !algo.empty() && k == "message_order") {
         if (v == "dependencies")
           r.options.message_dependencies = true;
@@ -370,7 +379,7 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
                                                 "MPICH setting of {} (the selector {}, then "
                                                 "MPIR_CVAR_I{} for nb, MPI_Op, MPI_IN_PLACE, "
-                                                "message_order)",
+                                                "message_order, displs)",
                                                 k, v, coll, want, want.substr(10)));
         }
       } else {

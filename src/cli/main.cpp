@@ -448,6 +448,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                 "reduce_scatter: every rank's count is --count (a `collective reduce-scatter` "
                 "model's equal blocks), not the uneven counts(j); alltoallv, alltoallw: every "
                 "pair's count is --count (a `collective alltoall` model's blocks)");
+  mpi->add_flag("--contiguous", mpi_opts.contiguous,
+                "allgatherv: the blocks with no gap between them (each displacement the sum of "
+                "the counts before it), not one unwritten element after each block");
   mpi->add_option("--nb-algorithm", mpi_opts.nb_algorithm,
                   "MPICH's --algorithm nb: the nonblocking algorithm it runs "
                   "(MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM; --list-algorithms --algorithm nb "
