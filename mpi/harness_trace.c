@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -11,7 +12,7 @@
  * The harness defines them (the executable's definitions come first in the lookup), records the
  * endpoint and size of every send made inside the collective, and calls UCX's own (RTLD_NEXT).
  * With COLLV_MPI_TRACE=1 (collv sets it against a model) each call writes, after its result,
- *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L,"tag":[t,...],"ns":[n,...]}
+ *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L,"tag":[t,...],"ns":[n,...],"host":H}
  * the messages this rank sent during the call in the order it posted them (rank -1: an endpoint
  * the harness did not map; bytes -1: a datatype whose size the harness cannot tell: a generic
  * one it did not see created, below), L those beyond the
@@ -19,7 +20,8 @@
  * tag of each message (MPICH puts the MPI tag in its low bits, so a schedule's messages to one peer
  * sort in the order it took their tags) and "ns" when the send was posted (CLOCK_MONOTONIC, one
  * clock for every process of the machine: collv orders the sends of different ranks by it, for
- * models whose messages may leave in any order their dependencies allow). Endpoints are
+ * models whose messages may leave in any order their dependencies allow), H a hash of the
+ * machine's name (the times of ranks on different machines are not compared). Endpoints are
  * mapped to ranks before the first count: each rank sends every rank (itself included) one
  * message on a communicator of its own and notes the endpoint UCX is handed; when a peer's
  * message did not pass through UCX (a build with MPICH's shared-memory transport, another
@@ -249,5 +251,13 @@ void write_sent(void) {
   }
   fputs(",\"ns\":[", out);
   for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%lld", i ? "," : "", trace_ns[i]);
-  fputs("]}\n", out);
+  /* The machine: FNV-1a over its name (0 when it has none). */
+  char name[256] = {0};
+  unsigned long host = 0;
+  if (gethostname(name, sizeof name - 1) == 0) {
+    host = 2166136261ul;
+    for (const char* c = name; *c; ++c)
+      host = ((host ^ (unsigned char)*c) * 16777619ul) & 0xfffffffful;
+  }
+  fprintf(out, "],\"host\":%lu}\n", host);
 }

@@ -56,19 +56,19 @@ TEST_CASE("mpi dependencies: any order the dependencies allow passes, the strict
           "[mpi][mpi-pattern][mpi-deps]") {
   const ModelRunResult model = ring_model();
   // In program order: rank r's round 0 at 100 + r, round 1 at 200 + r.
-  const auto in_order =
-      library({R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200]})",
-               R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201]})",
-               R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202]})"});
+  const auto in_order = library(
+      {R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200],"host":7})",
+       R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201],"host":7})",
+       R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202],"host":7})"});
   CHECK(compare_sends_dependent(in_order, model).verdict == Verdict::Pass);
   CHECK(compare_sends(in_order, model.sends).verdict == Verdict::Pass);
   // Rank 1 posts round 1 (tag 11) before round 0 (tag 10), after rank 0's round 0 left (100):
   // the arrival-dependent order of MPICH's generic transport. Same receivers and sizes, so the
   // strict sequence cannot tell; with another size the strict check fails and this one passes.
-  const auto swapped =
-      library({R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200]})",
-               R"({"k":"sent","to":[2,2],"bytes":[32,16],"lost":0,"tag":[11,10],"ns":[150,160]})",
-               R"({"k":"sent","to":[0,0],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[102,202]})"});
+  const auto swapped = library(
+      {R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200],"host":7})",
+       R"({"k":"sent","to":[2,2],"bytes":[32,16],"lost":0,"tag":[11,10],"ns":[150,160],"host":7})",
+       R"({"k":"sent","to":[0,0],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[102,202],"host":7})"});
   ModelRunResult sized = model;
   for (auto& rank : sized.sends) rank[1].bytes = 32;
   auto res = compare_sends_dependent(swapped, sized);
@@ -88,9 +88,9 @@ TEST_CASE(
     "[mpi][mpi-pattern][mpi-deps]") {
   const ModelRunResult model = ring_model();
   const std::string r1 =
-      R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201]})";
+      R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201],"host":7})";
   const std::string r2 =
-      R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202]})";
+      R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202],"host":7})";
   auto check = [&](const std::string& rank0, const std::string& message) {
     const auto res = compare_sends_dependent(library({rank0, r1, r2}), model);
     CHECK(res.verdict == Verdict::Fail);
@@ -98,32 +98,33 @@ TEST_CASE(
     CHECK_THAT(first(res), Catch::Contains(message));
   };
   // Rank 0 sends its round 1 to rank 2 instead of rank 1.
-  check(R"({"k":"sent","to":[1,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200]})",
+  check(R"({"k":"sent","to":[1,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200],"host":7})",
         "rank 0, call 1: the library sends 1 message of 16 bytes to rank 1, the model 2");
   // Another size.
-  check(R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200]})",
+  check(R"({"k":"sent","to":[1,1],"bytes":[16,32],"lost":0,"tag":[10,11],"ns":[100,200],"host":7})",
         "rank 0, call 1: the library sends 1 message of 16 bytes to rank 1, the model 2");
   // One message too many.
   check(
-      R"({"k":"sent","to":[1,1,1],"bytes":[16,16,16],"lost":0,"tag":[10,11,12],"ns":[100,200,300]})",
+      R"({"k":"sent","to":[1,1,1],"bytes":[16,16,16],"lost":0,"tag":[10,11,12],"ns":[100,200,300],"host":7})",
       "rank 0, call 1: the library sends 3 messages of 16 bytes to rank 1, the model 2");
   // Rank 0's round 1 (tag 11) leaves at 50, before rank 2 sent it the block it forwards (102):
   // the right messages, in an order no dependency allows.
-  check(R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[40,50]})",
+  check(R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[40,50],"host":7})",
         "rank 0, call 1: the library sends 16 bytes to rank 1 (the model's message 2) 52 ns "
         "before rank 2 sends it the 16 bytes that message carries on (rank 2's message 1 in the "
         "model)");
   // The same times with the tags swapped: rank 0's message at 40 is then round 1, still before
   // rank 2's round 0 at 102.
-  check(R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[40,150]})",
+  check(R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[40,150],"host":7})",
         "(the model's message 2) 62 ns before rank 2 sends it");
   // After it: passes.
-  CHECK(compare_sends_dependent(
-            library(
-                {R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[103,150]})",
-                 r1, r2}),
-            model)
-            .verdict == Verdict::Pass);
+  CHECK(
+      compare_sends_dependent(
+          library(
+              {R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[11,10],"ns":[103,150],"host":7})",
+               r1, r2}),
+          model)
+          .verdict == Verdict::Pass);
 }
 
 TEST_CASE("mpi dependencies: messages without tags or times are not compared",
@@ -135,18 +136,30 @@ TEST_CASE("mpi dependencies: messages without tags or times are not compared",
   const auto res = compare_sends_dependent(lib, ring_model());
   CHECK(res.verdict == Verdict::Unknown);
   CHECK_THAT(res.note, Catch::Contains("not compared: rank 0, call 1: a message without the UCX "
-                                       "tag and time"));
+                                       "tag, time and machine"));
+  // Ranks on two machines: their clocks do not order their sends.
+  const auto two = library(
+      {R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[100,200],"host":7})",
+       R"({"k":"sent","to":[2,2],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[101,201],"host":8})",
+       R"({"k":"sent","to":[0,0],"bytes":[16,16],"lost":0,"tag":[10,11],"ns":[102,202],"host":7})"});
+  const auto apart = compare_sends_dependent(two, ring_model());
+  CHECK(apart.verdict == Verdict::Unknown);
+  CHECK_THAT(apart.note, Catch::Contains("the ranks ran on different machines"));
   // A tag or time array of another length, or a negative time, is not the harness's form.
   nlohmann::json j = nlohmann::json::parse(
-      R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[1],"ns":[1,2]})");
+      R"({"k":"sent","to":[1,1],"bytes":[16,16],"lost":0,"tag":[1],"ns":[1,2],"host":7})");
   std::string why;
   CHECK_FALSE(mpi_detail::read_sent_line(j, why));
   CHECK_THAT(why, Catch::Contains("tag: expected an array of 2 integers"));
   j = nlohmann::json::parse(R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[-3]})");
   CHECK_FALSE(mpi_detail::read_sent_line(j, why));
   CHECK_THAT(why, Catch::Contains("ns: expected integers of 0 or more"));
-  j = nlohmann::json::parse(R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[3]})");
+  j = nlohmann::json::parse(
+      R"({"k":"sent","to":[1],"bytes":[16],"lost":0,"tag":[1],"ns":[3],"host":7})");
   CHECK(mpi_detail::read_sent_line(j, why));
+  j["host"] = -1;
+  CHECK_FALSE(mpi_detail::read_sent_line(j, why));
+  CHECK_THAT(why, Catch::Contains("host: expected an integer in 0..2^32 - 1"));
 }
 
 TEST_CASE("mpi dependencies: a model's sends depend on the receives whose data they carry on",

@@ -164,6 +164,7 @@ struct SentMessage {
   std::int64_t bytes = -1;
   std::uint64_t tag = 0;
   std::int64_t ns = -1;
+  std::int64_t host = -1;  // the sender's machine (a hash of its name); -1: not logged
   bool operator==(const SentMessage& o) const { return to == o.to && bytes == o.bytes; }
 };
 // Per rank, the messages it sent in the order it posted them.
