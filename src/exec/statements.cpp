@@ -54,11 +54,47 @@ bool Statements::combine_in_place(std::uint32_t pc, const NodeId* nodes, std::si
   const DataCol& ca = data_[a.slot];
   const DataCol& cb = data_[b.slot];
   for (std::size_t i = 0; i < cnt; ++i)
-    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i])) return false;
+    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i]))
+      return combine_into_operand(pc, nodes, cnt);
   DataCol& ct = data_[t.slot];
   for (std::size_t i = 0; i < cnt; ++i)
     ct.set_item(nodes[i], dom_->combine(ca.item(nodes[i]), cb.item(nodes[i])));
   ops_ += 3 * cnt;  // as the general path counts: two items read, one combined (--max-ops)
+  track_assign(pc, t, nodes, cnt);
+  return true;
+}
+
+// `x := x + y` or `x := y + x` (x, y data variables) where x and y hold the same number of
+// items, two or more, at every node of the chunk (recursive doubling's `buf := tmp + buf` at
+// count > 1): x's items combined with y's in place, in operand order, item by item as the
+// general path combines them, without copying x and y into scratch buffers and x back. Anything
+// else returns false, having changed nothing (the general path reports different lengths).
+// Called by combine_in_place, which has checked the statement's shape.
+bool Statements::combine_into_operand(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Stmt& s = *prog_.code[pc].stmt;
+  const Expr& t = *s.target;
+  const Expr& a = *s.value->args[0];
+  const Expr& b = *s.value->args[1];
+  if (t.slot != a.slot && t.slot != b.slot) return false;
+  const bool left = t.slot == a.slot;  // x is the left operand
+  DataCol& ct = data_[t.slot];
+  const DataCol& other = data_[left ? b.slot : a.slot];
+  std::uint64_t items = 0;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    const std::uint32_t n = ct.size_at(nodes[i]);
+    if (n < 2 || other.size_at(nodes[i]) != n) return false;
+    items += n;
+  }
+  for (std::size_t i = 0; i < cnt; ++i) {
+    Buffer& x = ct.edit(nodes[i]);          // held in the side table already (two items or more)
+    const Item* y = other.items(nodes[i]);  // x's own items for `x := x + x`
+    if (left)
+      for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(x[k], y[k]);
+    else
+      for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(y[k], x[k]);
+    ct.settle(nodes[i]);
+  }
+  ops_ += 3 * items;  // as the general path counts: both operands read, each item combined
   track_assign(pc, t, nodes, cnt);
   return true;
 }
