@@ -88,10 +88,7 @@ bool Statements::combine_into_operand(std::uint32_t pc, const NodeId* nodes, std
   for (std::size_t i = 0; i < cnt; ++i) {
     Buffer& x = ct.edit(nodes[i]);          // held in the side table already (two items or more)
     const Item* y = other.items(nodes[i]);  // x's own items for `x := x + x`
-    if (left)
-      for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(x[k], y[k]);
-    else
-      for (std::uint32_t k = 0; k < x.size(); ++k) x[k] = dom_->combine(y[k], x[k]);
+    dom_->combine_into(x.data(), y, x.size(), left);
     ct.settle(nodes[i]);
   }
   ops_ += 3 * items;  // as the general path counts: both operands read, each item combined
@@ -270,26 +267,25 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       post_isend(pc, nodes, cnt);
       [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
     case IOp::Send: {
-      // A send of a data variable that holds one item at every node of the chunk (the
-      // fingerprint domain at count 1) reads the item in place; anything else is evaluated into
-      // scratch buffers.
+      // A send of a data variable reads its items in place (the fingerprint domain at count 1,
+      // a recursive-doubling buffer at count 4,096); anything else is evaluated into scratch
+      // buffers.
       auto& val = dscratch(0);
-      const DataCol* one = nullptr;
+      const DataCol* direct = nullptr;
       if (in.op == IOp::Send && s.value->kind == ExprKind::Name && s.value->slot >= 0 &&
           m_.var_types[static_cast<std::size_t>(s.value->slot)] == Type::Data) {
-        one = &data_[s.value->slot];
-        for (std::size_t i = 0; i < cnt && one; ++i)
-          if (!one->one_item(nodes[i])) one = nullptr;
-      }
-      if (one)
-        ops_ += cnt;  // work: each item copied (as eval_data counts it)
-      else
+        direct = &data_[s.value->slot];
+        std::uint64_t n = 0;
+        for (std::size_t i = 0; i < cnt; ++i) n += direct->size_at(nodes[i]);
+        ops_ += n;  // work: each item sent (as eval_data counts a copy; nothing is copied here)
+      } else {
         eval_data(*s.value, nodes, cnt, val.data(), 1);
+      }
       // Node i's payload (its items and their number).
-      auto items = [&](std::size_t i) { return one ? one->items(nodes[i]) : val[i].data(); };
-      auto len = [&](std::size_t i) { return one ? std::uint32_t{1} : val[i].size(); };
+      auto items = [&](std::size_t i) { return direct ? direct->items(nodes[i]) : val[i].data(); };
+      auto len = [&](std::size_t i) { return direct ? direct->size_at(nodes[i]) : val[i].size(); };
       auto value = [&](std::size_t i) {  // what the send keeps (not a stream's transfer)
-        if (one) val[i].assign(one->items(nodes[i]), 1);
+        if (direct) val[i].assign(direct->items(nodes[i]), direct->size_at(nodes[i]));
         return std::move(val[i]);
       };
       auto& peer = iscratch(0);
