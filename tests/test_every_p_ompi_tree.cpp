@@ -247,13 +247,28 @@ TEST_CASE(
   EveryPAnalysis a = analyze_text(small_scatter(4), scatter_proof());
   INFO(a.refusal);
   REQUIRE(a.refusal.empty());
-  for (const char* ob :
-       {"initiation-tmp-loop-i", "consecution-tmp-loop-i", "unroll-bound-loop-while@path0",
-        "match-line-34@path2-recv-k0", "order-line-34@path2-recv-k1",
-        "rounds-line-34@path2-recv-k1", "rounds-line-39@path0-exit-k2",
-        "message-line-39@path0-exit-k2", "unroll-bound-line-37@path2-recv-k1",
-        "postcondition-blocks@path2-recv-k1", "steps-bound@path2"})
+  for (const char* ob : {"initiation-tmp-loop-i", "consecution-tmp-loop-i",
+                         "unroll-bound-loop-while@path0", "match-line-34@path2-recv-k0",
+                         "order-line-34@path2-recv-k1", "rounds-line-34@path2-recv-k1-c2",
+                         "rounds-line-34@path2-recv-k1-crest", "rounds-line-39@path0-exit-k2",
+                         "message-line-39@path0-exit-k2", "unroll-bound-line-37@path2-recv-k1",
+                         "postcondition-blocks@path2-recv-k1", "steps-bound@path2"})
     CHECK(has_obligation(a, ob));
+  // The round term over the sender reads the bits of the relative rank: the receive paths
+  // assume the bits lemmas' instances, with the source's relative rank proved to be r's minus its
+  // lowest set bit.
+  for (const char* ob : {"bits-src-line-34@path2-recv-k1", "bits-shift-k1", "bits-range"})
+    CHECK(has_obligation(a, ob));
+  // `cases rounds-line-34 1 31 (clog2 p)`: in a case the numeral stands in the term's place
+  // (the case still asserted); the rest case keeps the term.
+  for (const auto& o : a.obligations) {
+    if (o.name == "rounds-line-34@path2-recv-k1-c2") {
+      CHECK(o.script.find("(assert (= (clog2 p) 2))") != std::string::npos);
+      CHECK(o.script.find("(* 2 (+ 2 1))") != std::string::npos);
+    }
+    if (o.name == "rounds-line-34@path2-recv-k1-crest")
+      CHECK(o.script.find("(* (clog2 p) (+ (clog2 p) 1))") != std::string::npos);
+  }
   // The root's path never receives, the others' always do: those paths are pruned.
   CHECK(has_obligation(a, "infeasible-line-30@path0-recv-k0"));
   CHECK(has_obligation(a, "infeasible-line-30@path2-exit-k0"));
@@ -265,6 +280,41 @@ TEST_CASE(
       analyze_text(small_scatter(4), replaced(scatter_proof(), "receive mask low\n", ""));
   CHECK(b.refusal.find("reads 'mask', which has no value here") != std::string::npos);
   CHECK(b.refusal_loc.line == 34);
+}
+
+TEST_CASE(
+    "every-p ompi tree: the scatter's rounds and the source's bits can fail (a round one short "
+    "and a round term over the rank not the relative rank)",
+    "[every-p][every-p-ompi-tree]") {
+  auto answer = [](const EveryPAnalysis& a, const std::string& name) {
+    for (const auto& o : a.obligations)
+      if (o.name == name)
+        return smt::run_smt2_script(o.script + "(check-sat-assuming (a))\n", 60000, 1 << 24).answer;
+    FAIL("no obligation " << name);
+    return smt::Answer::Unknown;
+  };
+  const std::string pf = scatter_proof();
+  EveryPAnalysis good = analyze_text(small_scatter(4), pf);
+  REQUIRE(good.refusal.empty());
+  CHECK(answer(good, "bits-src-line-34@path2-recv-k1") == smt::Answer::Unsat);
+  // (by the proof's cases on clog2(p): 2 is p = 3, 4)
+  CHECK(answer(good, "rounds-line-34@path2-recv-k1-c2") == smt::Answer::Unsat);
+  // Bit 1 weighted 1, not 2: relative rank 2 receives in round 1 and sends to 3 in round 1.
+  const std::string w2 = "(* 2 (mod (div ";
+  REQUIRE(pf.find(w2) != std::string::npos);
+  EveryPAnalysis low = analyze_text(small_scatter(4), replaced(pf, w2, "(* 1 (mod (div "));
+  REQUIRE(low.refusal.empty());
+  CHECK(answer(low, "rounds-line-34@path2-recv-k1-c2") == smt::Answer::Sat);
+  // The bits of r instead of its relative rank: the source's value is not r's minus 2^k when
+  // root > 0 (a term about r's bits is a valid round term only if the proof shows it).
+  const std::string rel = "(ite (<= root r) (- r root) (+ (- r root) p))";
+  REQUIRE(pf.find(rel) != std::string::npos);
+  std::string by_r = pf;
+  for (auto at = by_r.find(rel); at != std::string::npos; at = by_r.find(rel, at))
+    by_r.replace(at, rel.size(), "r");
+  EveryPAnalysis byr = analyze_text(small_scatter(4), by_r);
+  REQUIRE(byr.refusal.empty());
+  CHECK(answer(byr, "bits-src-line-34@path2-recv-k1") == smt::Answer::Sat);
 }
 
 TEST_CASE(
