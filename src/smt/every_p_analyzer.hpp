@@ -357,7 +357,8 @@ class Analyzer {
   // A binomial tree's readings on every path before its loops, from the first reading: the
   // second matches each receive against the sends of all of them (every_p_tree.cpp).
   std::vector<std::shared_ptr<TreeCall>> tree_calls_;
-  bool tree_mod_ = false;  // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
+  std::set<int> shift_ks_;  // the bits-shift-kK lemmas stated (a round term over the sender)
+  bool tree_mod_ = false;   // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
   // every_p_phases.cpp: an unrooted program whose ranks take different rounds (an `if` on my_id
   // around communication: MPICH's non-power-of-two fold) is read as phases, and each receive is
   // matched with a send of the same phase and index on the same channel, over every path. The

@@ -297,6 +297,16 @@ void Analyzer::case_obligations() {
       for (long long v = cs.lo; v <= cs.hi + 1; ++v) {
         EveryPObligation o = ob;
         const bool rest = v == cs.hi + 1;
+        // In a case the term's value is a numeral: written in its place (a parenthesized term
+        // is a whole subterm where it occurs), with the case still asserted, so the query is the
+        // obligation's under the case. A product of clog2(p) with itself (a `steps` claim) is
+        // then linear; Z3 did not find that from the asserted equation alone.
+        if (!rest && cs.term.size() > 2 && cs.term.front() == '(') {
+          const std::string val = v < 0 ? fmt::format("(- {})", -v) : std::to_string(v);
+          for (auto at = o.script.find(cs.term); at != std::string::npos;
+               at = o.script.find(cs.term, at + val.size()))
+            o.script.replace(at, cs.term.size(), val);
+        }
         o.name += rest ? "-crest" : fmt::format("-c{}", v);
         o.description += rest ? fmt::format(" (case {} outside {}..{})", cs.term, cs.lo, cs.hi)
                               : fmt::format(" (case {} = {})", cs.term, v);
