@@ -231,6 +231,65 @@ TEST_CASE("every-p: halving: `cases` splits an obligation on a term's values and
   }
 }
 
+TEST_CASE("every-p: halving: `abstract pof2` puts constants with proved facts for 2^ilog2 p",
+          "[every-p][every-p-halving][heavy]") {
+  const std::string m = small_model(), pf = small_proof();
+  const std::string ob = "consecution-tmp-loop-while@path3";
+  const std::string line = "abstract pof2 " + ob + "\n";
+  const std::string pof2 = "(pow2 (- (clog2 (+ p 1)) 1))", lg = "(clog2 (+ p 1))";
+  auto whole = analyze_text(m, pf);
+  REQUIRE(whole.refusal.empty());
+  auto a = analyze_text(m, pf + line);
+  REQUIRE(a.refusal.empty());
+  // One more obligation, the lemma; the named queries hold the constants and the facts, not the
+  // terms; the others are unchanged.
+  CHECK(a.obligations.size() == whole.obligations.size() + 1);
+  REQUIRE(has_obligation(a, "lemma-pof2"));
+  for (std::size_t i = 0; i < whole.obligations.size(); ++i) {
+    const auto& o = a.obligations[i];
+    INFO(o.name);
+    CHECK(o.name == whole.obligations[i].name);
+    if (o.name.rfind(ob + "-k", 0) != 0) {
+      CHECK(o.script == whole.obligations[i].script);
+      continue;
+    }
+    CHECK(o.script.find(pof2) == std::string::npos);
+    CHECK(o.script.find(lg) == std::string::npos);
+    CHECK(o.script.find("(< p (* 2 pof2!))") != std::string::npos);
+  }
+  CHECK(all_unsat(answers_of(a, "lemma-pof2")));
+  CHECK(all_unsat(answers_of(a, ob)));
+  // A wrong lemma is not proved: each fact broken is sat (3 <= clog2(p + 1) fails at p = 2; the
+  // power strictly below p fails at powers of two; 2^30 dividing it from clog2(p + 1) = 30 on
+  // fails where it is 2^29).
+  std::vector<int> js;
+  for (int j = 1; j <= 30; ++j) js.push_back(j);
+  const std::string facts = pof2_facts(pof2, lg, js);
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"(<= 2 " + lg + ")", "(<= 3 " + lg + ")"},
+           {"(<= " + pof2 + " p)", "(< " + pof2 + " p)"},
+           {"(<= 30 (- " + lg + " 1))", "(<= 30 " + lg + ")"}}) {
+    const std::string broken = replaced(facts, from, to);
+    INFO(to);
+    smt::Solver s(smt::Limits{60000});
+    s.add(pof2_lemma_script(broken));
+    CHECK(s.check({"a"}).answer == smt::Answer::Sat);
+  }
+  // The abstraction does not prove a wrong invariant: a wrong care still fails the named query.
+  auto b = analyze_text(
+      m, replaced(pf, "invariant while tmp care (and", "invariant while tmp care (or true") + line);
+  REQUIRE(b.refusal.empty());
+  CHECK(some_sat(answers_of(b, ob, true)));
+  // A line that names no obligation is refused; a malformed one is a usage error.
+  auto d = analyze_text(m, pf + "abstract pof2 consecution-tmp-loop-while@path9\n");
+  CHECK(d.refusal.find("no obligation has that name") != std::string::npos);
+  for (const char* wrong : {"abstract pof3 x\n", "abstract pof2\n", "abstract pof2 x y\n",
+                            "abstract pof2 x\nabstract pof2 x\n"}) {
+    INFO(wrong);
+    CHECK_THROWS_AS(parse_every_p_proof_text(pf + wrong, "m.proof"), UsageError);
+  }
+}
+
 TEST_CASE("every-p: halving: Open MPI's recursive halving up to p = 8 is proved",
           "[every-p][every-p-halving][slow]") {
   EveryPOutcome r = prove_text(small_model(), small_proof());
