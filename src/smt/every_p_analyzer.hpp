@@ -118,6 +118,11 @@ inline const std::string kPreludeSets =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
     "Int)) (ss (ssb Int) (ssm Bool)))))\n";
 
+// Whether obligation name n is named by a proof line's OBLIGATION o (`cases`, `abstract`): o
+// itself, or o followed by its path ('@') or a case ('-'): "...-k1" does not name "...-k14".
+inline bool names_obligation(const std::string& n, const std::string& o) {
+  return n.rfind(o, 0) == 0 && (n.size() == o.size() || n[o.size()] == '@' || n[o.size()] == '-');
+}
 inline bool mentions(const std::string& t, const std::string& id) {
   return rename(t, {{id, id + "_x"}}) != t;
 }
@@ -325,6 +330,8 @@ class Analyzer {
   void note_split(const std::string& lname, int id, const SourceLoc& loc);
   void split_obligations();
   void case_obligations();  // the proof's `cases` lines, after split_obligations
+  // every_p_abstract.cpp: the proof's `abstract pof2` lines, after case_obligations
+  void abstract_obligations();
   // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);

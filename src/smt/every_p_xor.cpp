@@ -258,6 +258,7 @@ void Analyzer::split_obligations() {
         o.script += fmt::format("(assert (= {} {}))\n", cst, val);
       }
       o.name += rest ? "-krest" : fmt::format("-k{}", k);
+      if (!rest) o.split_case = k;
       o.description += rest ? fmt::format(" (case {} outside 0..{})", c, sp->n - 1)
                             : fmt::format(" (case {} = {})", c, k);
       o.script += rest ? fmt::format("(assert (or (< {} 0) (> {} {})))\n", c, c, sp->n - 1)
@@ -273,12 +274,7 @@ void Analyzer::case_obligations() {
     const std::string where = fmt::format("{}:{}: cases {}", pf_.path, cs.line, cs.obligation);
     std::string why = check_user_term(cs.term, {"p", "count", "root"});
     if (!why.empty()) refuse(fmt::format("{}: the term: {}", where, why), m_.header.loc);
-    // OBLIGATION itself, or followed by its path ('@') or a case ('-'): "...-k1" is not "...-k14".
-    auto named = [&](const std::string& n) {
-      const std::string& o = cs.obligation;
-      return n.rfind(o, 0) == 0 &&
-             (n.size() == o.size() || n[o.size()] == '@' || n[o.size()] == '-');
-    };
+    auto named = [&](const std::string& n) { return names_obligation(n, cs.obligation); };
     std::vector<EveryPObligation> out;
     bool any = false;
     for (auto& ob : out_.obligations) {
