@@ -351,7 +351,33 @@ class Analyzer {
   // prefix form's `bits-prefix-kK` states it for every integer bx).
   std::string test_over_bx(const Expr& cond, const State& st, const std::string& v);
   void fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
-  void fanin_tail(const std::vector<const Stmt*>& rest, Path& P);
+  // The statements after the fan-in's loop on one path: assignments, `for` loops and `if`s
+  // without communication, and at most one send then at most one receive (MPICH's reduce: rank 0
+  // sends the result to a root other than 0). An `if` around communication that the ranks of a
+  // path take both ways splits it. The first reading (collect) gathers every path's sends and
+  // receives as templates over r; the second matches them and writes the obligations.
+  struct FanEvent {
+    std::string pc, peer;  // the path's condition and the peer, over r
+    Buf val;               // a send's value
+    SourceLoc loc;
+  };
+  struct FanTail {
+    bool collect = true;
+    std::vector<FanEvent> sends, recvs;
+    std::string bx, round;  // the tested value (bit lemmas at a peer) and the proof's round-after
+  };
+  struct FanPath {
+    Path P;
+    std::string loop_dst;  // where the rank sent in the loop ("" if it did not)
+    std::vector<std::string> rounds;  // the rounds of its events after the loop
+    SourceLoc loc;                    // its last event after the loop
+    bool sent = false, received = false;
+  };
+  void fanin_tail(const std::vector<const Stmt*>& rest, std::size_t i, FanPath fp, FanTail& ft,
+                  std::vector<FanPath>& out);
+  void fanin_tail_send(const Stmt& s, FanPath& fp, FanTail& ft);
+  void fanin_tail_receive(const Stmt& s, FanPath& fp, FanTail& ft);
+  void fanin_nodup(const Path& P, const Buf& msg, const SourceLoc& loc);
   bool fanin_prune(const Path& P, const std::string& name, const SourceLoc& loc);
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
   // A binomial tree's readings on every path before its loops, from the first reading: the

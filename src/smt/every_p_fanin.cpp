@@ -49,14 +49,19 @@ namespace {
 const char* kFanShape =
     "a binomial fan-in (docs/smt.md) is `while C do [assignments] if (V AND "
     "mask) = 0 then [assignments] [if C2 then] receive X from E [assignments] [endif] "
-    "[assignments] else send Y to E; break endif [assignments] endwhile` with nothing before it "
-    "that sends or receives, then assignments, `if`s and `for` loops without communication";
+    "[assignments] else send Y to E; break | send Y to E; assignments after which C fails "
+    "endif [assignments] endwhile` with nothing before it that sends or receives, then "
+    "assignments, `if`s and `for` loops without communication, and at most one send, then at "
+    "most one receive";
 
 std::string at_rank(const std::string& t, const std::string& R) { return rename(t, {{"r", R}}); }
 
 }  // namespace
 
 std::string Analyzer::test_over_bx(const Expr& cond, const State& st, const std::string& v) {
+  // my_id is the rank r itself: the test (over my_id and numerals only, checked by the caller)
+  // with r renamed.
+  if (v == "my_id") return rename(bool_expr(cond, st), {{"r", "bx"}});
   State sx = st;
   sx.ints[v] = Lin{"0", "bx"};
   const bool had = bit_xs_.count("bx") > 0;
@@ -82,15 +87,20 @@ bool Analyzer::fanin_prune(const Path& P, const std::string& name, const SourceL
   return false;
 }
 
-void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, Path& P) {
-  for (const Stmt* s : rest) {
+void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, std::size_t i, FanPath fp,
+                          FanTail& ft, std::vector<FanPath>& out) {
+  for (; i < rest.size(); ++i) {
+    const Stmt* s = rest[i];
+    Path& P = fp.P;
     if (s->kind == StmtKind::Assign) {
       straight(*s, P);
     } else if (s->kind == StmtKind::For && !has_comm(s->body)) {
       loop(*s, P);
-    } else if (s->kind == StmtKind::If && !has_comm(s->body) && !has_comm(s->else_body)) {
-      // Each path takes one branch (the other pruned by Z3): the root's rotation is read on the
-      // root's paths only.
+    } else if (s->kind == StmtKind::If) {
+      // A branch no rank of the path takes is pruned by Z3 (the root's rotation is read on the
+      // root's paths only). One without communication is taken one way on each path; one around
+      // communication that the path's ranks take both ways splits it (tagged -tN / -eN).
+      const bool comm = has_comm(s->body) || has_comm(s->else_body);
       const std::string c = bool_expr(*s->cond, P.st);
       Path T = P, E = P;
       T.pc = fmt::format("(and {} {})", P.pc, c);
@@ -99,20 +109,132 @@ void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, Path& P) {
           fanin_prune(T, fmt::format("infeasible-line-{}-then", s->loc.line), s->loc);
       const bool no_else =
           !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s->loc.line), s->loc);
-      if (!no_then && !no_else)
+      if (!no_then && !no_else && !comm)
         refuse(
             "an `if` after a fan-in's loop that the ranks of one path take both ways is outside "
-            "the fragment",
+            "the fragment (unless it holds a send or receive)",
             s->loc);
-      std::vector<const Stmt*> body;
-      for (const auto& x : no_then ? s->else_body : s->body) body.push_back(x.get());
-      Path& B = no_then ? E : T;
-      fanin_tail(body, B);
-      P = B;
+      for (const bool then : {true, false}) {
+        if (then ? no_then : no_else) continue;
+        FanPath b = fp;
+        b.P = then ? T : E;
+        if (!no_then && !no_else) b.P.tag += fmt::format("-{}{}", then ? "t" : "e", s->loc.line);
+        std::vector<const Stmt*> seq;
+        for (const auto& x : then ? s->body : s->else_body) seq.push_back(x.get());
+        seq.insert(seq.end(), rest.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest.end());
+        fanin_tail(seq, 0, std::move(b), ft, out);
+      }
+      return;
+    } else if (s->kind == StmtKind::Send || s->kind == StmtKind::Receive) {
+      if (s->along_link) refuse("`along link` is outside the fragment", s->loc);
+      if (ft.round.empty())
+        refuse(
+            "a send or receive after a binomial fan-in's loop needs 'round-after TERM' in the proof "
+            "(its round, over p, count and root)",
+            s->loc);
+      if (!P.decls.empty())
+        refuse("a send or receive after a loop that follows a fan-in is outside the fragment",
+               s->loc);
+      if (s->kind == StmtKind::Send)
+        fanin_tail_send(*s, fp, ft);
+      else
+        fanin_tail_receive(*s, fp, ft);
+      fp.rounds.push_back(ft.round);
+      fp.loc = s->loc;
     } else {
       refuse(kFanShape, s->loc);
     }
   }
+  out.push_back(std::move(fp));
+}
+
+// A send after the fan-in's loop: one a path, before its receive (so, sends being buffered, every
+// rank reaches its receive after the loop, whose matching send its source makes before its own
+// receive: no deadlock).
+void Analyzer::fanin_tail_send(const Stmt& s, FanPath& fp, FanTail& ft) {
+  if (fp.sent || fp.received)
+    refuse(
+        "after a fan-in's loop a rank sends at most once, before it receives (outside the "
+        "fragment)",
+        s.loc);
+  fp.sent = true;
+  Path& P = fp.P;
+  std::vector<std::pair<std::string, std::string>> reads;
+  const Buf val = data_expr(*s.value, P.st, &reads);
+  const std::string dst = render(int_expr(*s.peer, P.st));
+  if (ft.collect) {
+    ft.sends.push_back(FanEvent{P.pc, dst, val, s.loc});
+    return;
+  }
+  const int sl = s.loc.line;
+  for (const auto& [gl, what] : reads)
+    oblige(P, read_name(what, fmt::format("line-{}", sl)), what, "(declare-const b Int)\n",
+           "(> count 0)", gl, s.loc);
+  oblige(P, fmt::format("send-dst-line-{}", sl), "r sends to a rank", "", "true",
+         fmt::format("(and (<= 0 {}) (< {} p))", dst, dst), s.loc);
+  const std::string D = "(+ 0 " + dst + ")";
+  std::string recv = "false";
+  for (const FanEvent& q : ft.recvs)
+    recv = fmt::format("(or {} (and {} (= {} r)))", recv, at_rank(q.pc, D), at_rank(q.peer, D));
+  oblige(P, fmt::format("received-line-{}", sl),
+         "the rank r sends to (after the loop) takes a path that receives from r after the loop",
+         "", bit_lemmas(at_rank(ft.bx, D), 31),
+         fmt::format("(and (<= 0 {}) (< {} p) {})", D, D, recv), s.loc);
+  // One message on the channel: r's send in the loop went to another rank.
+  if (!fp.loop_dst.empty())
+    oblige(P, fmt::format("channel-line-{}", sl),
+           "r's send after the loop and its send in the loop go to different ranks (one message "
+           "on each channel)",
+           "", "true", fmt::format("(not (= {} {}))", dst, fp.loop_dst), s.loc);
+}
+
+// A receive after the fan-in's loop: its source's path sends to r after the loop; the value is
+// that send's (an if-then-else over the paths that send after the loop, at the source).
+void Analyzer::fanin_tail_receive(const Stmt& s, FanPath& fp, FanTail& ft) {
+  if (fp.received)
+    refuse("after a fan-in's loop a rank receives at most once (outside the fragment)", s.loc);
+  fp.received = true;
+  Path& P = fp.P;
+  const std::string src = render(int_expr(*s.peer, P.st));
+  if (ft.collect) {
+    ft.recvs.push_back(FanEvent{P.pc, src, Buf{"0", "none"}, s.loc});
+    write(*s.target, Buf{"0", "none"}, P.st);
+    return;
+  }
+  const int rl = s.loc.line;
+  const std::string S = "(+ 0 " + src + ")";
+  std::string exists = "false";
+  Buf msg{"0", "none"};
+  for (auto it = ft.sends.rbegin(); it != ft.sends.rend(); ++it) {
+    const std::string c =
+        fmt::format("(and {} (= {} r))", at_rank(it->pc, S), at_rank(it->peer, S));
+    exists = fmt::format("(or {} {})", c, exists);
+    msg = Buf{ite(c, at_rank(it->val.len, S), msg.len), ite(c, at_rank(it->val.blk, S), msg.blk)};
+  }
+  oblige(P, fmt::format("match-line-{}", rl),
+         "r's source (after the loop) is a rank whose path sends to r after the loop", "",
+         bit_lemmas(at_rank(ft.bx, S), 31),
+         fmt::format("(and (<= 0 {}) (< {} p) {})", S, S, exists), s.loc);
+  fanin_nodup(P, msg, s.loc);
+  const std::string fill = write(*s.target, msg, P.st);
+  if (fill != "true")
+    oblige(P, fmt::format("fill-line-{}", rl), "the message fills the receive's slice exactly", "",
+           "(> count 0)", fill, s.loc);
+}
+
+// NODUP (unless the model says `nodup no`): no item r receives is one it already holds.
+void Analyzer::fanin_nodup(const Path& P, const Buf& msg, const SourceLoc& loc) {
+  if (!m_.header.nodup) return;
+  for (const auto& [name, buf] : P.st.data)
+    oblige(P, fmt::format("nodup-{}-line-{}", name, loc.line),
+           fmt::format("no item r receives at line {} is one r already holds in {}", loc.line,
+                       name),
+           "(declare-const b Int)\n(declare-const t Int)\n(declare-const k Int)\n",
+           "(> count 0)",
+           fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))",
+                       msg.len, at_block(msg.blk, "t"), buf.len,
+                       overlap(buf.blk, at_block(msg.blk, "t"))),
+           loc);
 }
 
 void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path) {
@@ -143,9 +265,18 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     if (b->kind != StmtKind::If || cif) refuse(kFanShape, b->loc);
     cif = b.get();
   }
-  if (!cif || cif->else_body.size() != 2 || cif->else_body[0]->kind != StmtKind::Send ||
-      cif->else_body[1]->kind != StmtKind::Break)
+  // The send branch leaves the loop: `send; break`, or `send` then assignments after which the
+  // loop's condition fails (a flag: `done := 1` under `while ... and done = 0`, checked below).
+  if (!cif || cif->else_body.size() < 2 || cif->else_body[0]->kind != StmtKind::Send)
     refuse(kFanShape, cif ? cif->loc : w.loc);
+  const bool brk = cif->else_body[1]->kind == StmtKind::Break;
+  std::vector<const Stmt*> sflag;  // the assignments after the send (no `break`)
+  for (std::size_t i = 1; i < cif->else_body.size(); ++i) {
+    const Stmt* x = cif->else_body[i].get();
+    if ((brk && (i > 1 || x->kind != StmtKind::Break)) || (!brk && x->kind != StmtKind::Assign))
+      refuse(kFanShape, x->loc);
+    if (!brk) sflag.push_back(x);
+  }
   const Stmt& snd = *cif->else_body[0];
   for (const auto& b : cif->body) {
     const Stmt* x = b.get();
@@ -312,6 +443,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     Path P;
     int j;
     bool sends;
+    std::string dst;  // the loop's send (send paths)
   };
   std::vector<End> ends;
   std::vector<std::string> rounds, guards, tests_x;
@@ -334,7 +466,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
       break;
     }
     if (c != "true") {
-      End e{path, j, false};
+      End e{path, j, false, ""};
       e.P.pc = fmt::format("(and {} {} (not {}) {})", path.pc, heads, c, alive(j));
       e.P.tag = fmt::format("exit-k{}", j);
       e.P.st = hd;
@@ -405,16 +537,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
            fmt::format("(and (<= 0 {}) (< {} {}))", at_rank(order, S), at_rank(order, S), order),
            rcv->loc);
     const Buf msg{at_rank(sval.len, S), at_rank(sval.blk, S)};
-    if (h.nodup)
-      for (const auto& [name, buf] : RG.st.data)
-        oblige(RG, fmt::format("nodup-{}-line-{}", name, rl),
-               fmt::format("no item r receives at line {} is one r already holds in {}", rl, name),
-               "(declare-const b Int)\n(declare-const t Int)\n(declare-const k Int)\n",
-               "(> count 0)",
-               fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))",
-                           msg.len, at_block(msg.blk, "t"), buf.len,
-                           overlap(buf.blk, at_block(msg.blk, "t"))),
-               rcv->loc);
+    fanin_nodup(RG, msg, rcv->loc);
     const std::string fill = write(*rcv->target, msg, RG.st);
     if (fill != "true")
       oblige(RG, fmt::format("fill-line-{}", rl), "the message fills the receive's slice exactly",
@@ -484,40 +607,83 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
              "", bit_lemma(at_rank(bx_term, D), j),
              fmt::format("(and {} {} (= {} r))", at_rank(zero, D), at_rank(g, D), at_rank(src, D)),
              snd.loc);
-      End e{Sd, j, true};
+      End e{Sd, j, true, sdst};
       e.P.st = A.st;
+      if (!brk) {
+        // No `break`: the assignments after the send and those after the `if`, then the loop's
+        // condition must fail (the rank takes no more part in the loop).
+        for (const Stmt* x : sflag) straight(*x, e.P);
+        for (const Stmt* x : post) straight(*x, e.P);
+        const std::string again = bool_expr(*w.cond, e.P.st);
+        if (again != "false")
+          oblige(e.P, "leave-loop-while",
+                 fmt::format("after its send (line {}) r leaves the fan-in loop ({}): the loop's "
+                             "condition fails",
+                             sl, w.loc.str()),
+                 "", "true", fmt::format("(not {})", again), snd.loc);
+      }
       ends.push_back(std::move(e));
     }
     nums = next;
   }
 
-  // Every path to its end: its rounds, the statements after the loop, the postcondition.
+  // Every path to its end: the statements after the loop, its rounds, the postcondition. The
+  // first reading of the statements after the loop collects their sends and receives (its
+  // queries are dropped), the second matches them.
   const std::string claim = h.steps ? header_term(*h.steps) : "";
-  for (auto& e : ends) {
-    Path& P = e.P;
-    const std::size_t n = static_cast<std::size_t>(e.j) + (e.sends ? 1 : 0);
-    if (n > 0) {
-      std::string g =
-          h.steps ? fmt::format("(and (<= 0 {}) (< {} {}))", rounds.front(), rounds[n - 1], claim)
-                  : "true";
-      for (std::size_t i = 0; i + 1 < n; ++i)
-        g = fmt::format("(and {} (< {} {}))", g, rounds[i], rounds[i + 1]);
-      oblige(P, fmt::format("rounds-line-{}", e.sends ? sl : rl),
-             "the path's iterations have rounds 0 <= round < steps, strictly increasing (one "
-             "event of r a round)",
-             "", "true", g, e.sends ? snd.loc : rcv->loc);
+  const std::vector<const Stmt*> rest(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                                      todo.end());
+  FanTail ft;
+  ft.bx = bx_term;
+  if (const EveryPInvariant* ra = invariant("tree", "#round-after", "round-after"))
+    ft.round = checked(ra, {"p", "count", "root"});
+  {
+    const std::size_t mark = out_.obligations.size();
+    const int loops = out_.loops;
+    for (const auto& e : ends) {
+      std::vector<FanPath> dropped;
+      fanin_tail(rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, dropped);
     }
+    out_.obligations.erase(out_.obligations.begin() + static_cast<std::ptrdiff_t>(mark),
+                           out_.obligations.end());
+    out_.loops = loops;
+    ft.collect = false;
+  }
+  // The rank whose events equal the claim (`witness steps TERM`; the root if not given).
+  std::string wit = "root";
+  if (const EveryPInvariant* wi = invariant("steps", "#witness", "witness"))
+    wit = "(+ 0 " + checked(wi, {"p", "count", "root"}) + ")";
+  for (const auto& e : ends) {
+    std::vector<FanPath> finals;
+    fanin_tail(rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, finals);
+    const std::size_t n = static_cast<std::size_t>(e.j) + (e.sends ? 1 : 0);
     std::string events = e.sends ? "1" : "0";
     for (int i = 0; i < e.j; ++i)
       events = add(events, ite(guards[static_cast<std::size_t>(i)], "1", "0"));
-    fanin_tail(
-        std::vector<const Stmt*>(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1, todo.end()),
-        P);
-    more_postcondition(P, data_var(h.output, P.st, h.loc));
-    if (h.steps)
-      tree_root_ = fmt::format("(or {} (and {} (= {} {})))", tree_root_, at_rank(P.pc, "root"),
-                               at_rank(events, "root"), claim);
-    ++paths_;
+    for (const FanPath& f : finals) {
+      const Path& P = f.P;
+      std::vector<std::string> rs(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(n));
+      rs.insert(rs.end(), f.rounds.begin(), f.rounds.end());
+      if (!rs.empty()) {
+        std::string g = h.steps ? fmt::format("(and (<= 0 {}) (< {} {}))", rs.front(), rs.back(),
+                                              claim)
+                                : "true";
+        for (std::size_t i = 0; i + 1 < rs.size(); ++i)
+          g = fmt::format("(and {} (< {} {}))", g, rs[i], rs[i + 1]);
+        const bool after = !f.rounds.empty();
+        oblige(P, fmt::format("rounds-line-{}", after ? f.loc.line : e.sends ? sl : rl),
+               "the path's events (its iterations', then those after the loop) have rounds 0 <= "
+               "round < steps, strictly increasing (one event of r a round)",
+               "", "true", g, after ? f.loc : e.sends ? snd.loc : rcv->loc);
+      }
+      more_postcondition(P, data_var(h.output, P.st, h.loc));
+      if (h.steps) {
+        const std::string ev = add(events, num(static_cast<long long>(f.rounds.size())));
+        tree_root_ = fmt::format("(or {} (and {} (= {} {})))", tree_root_, at_rank(P.pc, wit),
+                                 at_rank(ev, wit), claim);
+      }
+      ++paths_;
+    }
   }
 
   // The prefix form's equivalences over the program's own tests, and the bits lemma.
