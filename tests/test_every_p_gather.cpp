@@ -118,6 +118,10 @@ TEST_CASE(
   CHECK(sat_in(replaced(m, "send tmp to ((rel XOR mask) + root) mod p",
                         "send tmp to ((rel XOR mask) + root + 1) mod p"),
                pf, "received-line-32"));
+  // leave-loop-while: the send branch ends in an assignment instead of `break`, and the loop's
+  // condition still holds after it (the rank would go on in the loop).
+  CHECK(sat_in(replaced(m, "            break;", "            mask := mask;"), pf,
+               "leave-loop-while"));
   // consecution: the received blocks before the own ones (a wrong block order), or the own ones
   // dropped.
   CHECK(sat_in(replaced(m, "tmp := tmp ∪ got;", "tmp := got ∪ tmp;"), pf,
@@ -150,8 +154,8 @@ TEST_CASE(
   CHECK(sat_in(replaced(small_reduce(), "operator   commutative", "operator   associative"),
                reduce_proof(), "combine-line-28"));
 
-  // Refused, with file:line:col: a send before the loop, an else branch that does not leave the
-  // loop, a test of another bit, a holder invariant left out, an `if` after the loop that ranks
+  // Refused, with file:line:col: a send before the loop, an else branch that receives after its
+  // send, a test of another bit, a holder invariant left out, an `if` after the loop that ranks
   // of one path take both ways.
   struct Refusal {
     std::string model, proof, why;
@@ -160,8 +164,8 @@ TEST_CASE(
   for (const Refusal& x :
        {Refusal{replaced(m, "tmp := x;", "tmp := x;\n    send x to root;"), pf,
                 "other communication", 25},
-        Refusal{replaced(m, "            break;", "            mask := mask;"), pf,
-                "binomial fan-in", 25},
+        Refusal{replaced(m, "            break;", "            receive got from root;"), pf,
+                "binomial fan-in", 33},
         Refusal{replaced(m, "if (rel AND mask) = 0 then", "if (rel AND (mask * 2)) = 0 then"), pf,
                 "test bit k", 25},
         Refusal{m, replaced(pf, "invariant while tmp block", "invariant whilst tmp block"),

@@ -368,7 +368,7 @@ class Analyzer {
   };
   struct FanPath {
     Path P;
-    std::string loop_dst;  // where the rank sent in the loop ("" if it did not)
+    std::string loop_dst;             // where the rank sent in the loop ("" if it did not)
     std::vector<std::string> rounds;  // the rounds of its events after the loop
     SourceLoc loc;                    // its last event after the loop
     bool sent = false, received = false;

@@ -129,7 +129,8 @@ void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, std::size_t i, F
       if (s->along_link) refuse("`along link` is outside the fragment", s->loc);
       if (ft.round.empty())
         refuse(
-            "a send or receive after a binomial fan-in's loop needs 'round-after TERM' in the proof "
+            "a send or receive after a binomial fan-in's loop needs 'round-after TERM' in the "
+            "proof "
             "(its round, over p, count and root)",
             s->loc);
       if (!P.decls.empty())
@@ -226,15 +227,13 @@ void Analyzer::fanin_tail_receive(const Stmt& s, FanPath& fp, FanTail& ft) {
 void Analyzer::fanin_nodup(const Path& P, const Buf& msg, const SourceLoc& loc) {
   if (!m_.header.nodup) return;
   for (const auto& [name, buf] : P.st.data)
-    oblige(P, fmt::format("nodup-{}-line-{}", name, loc.line),
-           fmt::format("no item r receives at line {} is one r already holds in {}", loc.line,
-                       name),
-           "(declare-const b Int)\n(declare-const t Int)\n(declare-const k Int)\n",
-           "(> count 0)",
-           fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))",
-                       msg.len, at_block(msg.blk, "t"), buf.len,
-                       overlap(buf.blk, at_block(msg.blk, "t"))),
-           loc);
+    oblige(
+        P, fmt::format("nodup-{}-line-{}", name, loc.line),
+        fmt::format("no item r receives at line {} is one r already holds in {}", loc.line, name),
+        "(declare-const b Int)\n(declare-const t Int)\n(declare-const k Int)\n", "(> count 0)",
+        fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))", msg.len,
+                    at_block(msg.blk, "t"), buf.len, overlap(buf.blk, at_block(msg.blk, "t"))),
+        loc);
 }
 
 void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path) {
@@ -665,16 +664,22 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
       std::vector<std::string> rs(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(n));
       rs.insert(rs.end(), f.rounds.begin(), f.rounds.end());
       if (!rs.empty()) {
-        std::string g = h.steps ? fmt::format("(and (<= 0 {}) (< {} {}))", rs.front(), rs.back(),
-                                              claim)
-                                : "true";
+        std::string g = h.steps
+                            ? fmt::format("(and (<= 0 {}) (< {} {}))", rs.front(), rs.back(), claim)
+                            : "true";
         for (std::size_t i = 0; i + 1 < rs.size(); ++i)
           g = fmt::format("(and {} (< {} {}))", g, rs[i], rs[i + 1]);
         const bool after = !f.rounds.empty();
-        oblige(P, fmt::format("rounds-line-{}", after ? f.loc.line : e.sends ? sl : rl),
+        oblige(P,
+               fmt::format("rounds-line-{}", after     ? f.loc.line
+                                             : e.sends ? sl
+                                                       : rl),
                "the path's events (its iterations', then those after the loop) have rounds 0 <= "
                "round < steps, strictly increasing (one event of r a round)",
-               "", "true", g, after ? f.loc : e.sends ? snd.loc : rcv->loc);
+               "", "true", g,
+               after     ? f.loc
+               : e.sends ? snd.loc
+                         : rcv->loc);
       }
       more_postcondition(P, data_var(h.output, P.st, h.loc));
       if (h.steps) {
