@@ -237,16 +237,9 @@ std::string Analyzer::bool_expr(const Expr& e, const State& st) {
   if (e.kind == ExprKind::Unary && e.op == Op::Not)
     return fmt::format("(not {})", bool_expr(*e.args[0], st));
   if (e.kind == ExprKind::Binary) {
-    if (e.op == Op::And || e.op == Op::Or) {
-      // A folded operand decides or drops out (an unrolled fan-in's `mask < p and done = 0`).
-      const std::string a = bool_expr(*e.args[0], st), b = bool_expr(*e.args[1], st);
-      const std::string unit = e.op == Op::And ? "true" : "false";
-      const std::string zero = e.op == Op::And ? "false" : "true";
-      if (a == zero || b == zero) return zero;
-      if (a == unit) return b;
-      if (b == unit) return a;
-      return op2(e.op == Op::And ? "and" : "or", a, b);
-    }
+    if (e.op == Op::And || e.op == Op::Or)
+      return op2(e.op == Op::And ? "and" : "or", bool_expr(*e.args[0], st),
+                 bool_expr(*e.args[1], st));
     static const std::map<Op, const char*> cmp = {{Op::Eq, "="},  {Op::Lt, "<"},
                                                   {Op::Le, "<="}, {Op::Gt, ">"},
                                                   {Op::Ge, ">="}, {Op::Ne, "distinct"}};

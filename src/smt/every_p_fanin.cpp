@@ -39,6 +39,8 @@
 //   infeasible-line-N         a path (or a branch after the loop) no rank takes, pruned;
 //   unroll-bound, bits-prefix-kK, bits-lemma-J   as for the fan-out: a path states its bit tests
 //                             as one fact, (mod V 2^j) = 0 at the head of iteration j.
+#include <functional>
+
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
 
@@ -397,6 +399,19 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         "(mod (- r root) p))') and 'round TERM' (an iteration's round, e.g. '(clog2 mask)') in "
         "the proof",
         w.loc);
+  // The loop's condition with folded operands deciding or dropping out of `and` / `or` (the
+  // flag: `mask < p and done = 0` is `mask < p` at a head, false after the send branch).
+  std::function<std::string(const Expr&, const State&)> cond_at = [&](const Expr& e,
+                                                                      const State& st) {
+    if (e.kind != ExprKind::Binary || (e.op != Op::And && e.op != Op::Or)) return bool_expr(e, st);
+    const std::string a = cond_at(*e.args[0], st), b = cond_at(*e.args[1], st);
+    const std::string unit = e.op == Op::And ? "true" : "false";
+    const std::string zero = e.op == Op::And ? "false" : "true";
+    if (a == zero || b == zero) return zero;
+    if (a == unit) return b;
+    if (b == unit) return a;
+    return op2(e.op == Op::And ? "and" : "or", a, b);
+  };
   const std::string order = checked(ord, {"r", "p", "count", "root"});
   std::set<std::string> rv = hvars;
   rv.erase("r");
@@ -453,7 +468,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   constexpr int kUnroll = 32;
   for (int j = 0;; ++j) {
     const State hd = head_state(j, nums);
-    const std::string c = bool_expr(*w.cond, hd);
+    const std::string c = cond_at(*w.cond, hd);
     if (j == kUnroll) {
       Path U = path;
       U.pc = fmt::format("(and {} {})", path.pc, heads);
@@ -613,7 +628,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         // condition must fail (the rank takes no more part in the loop).
         for (const Stmt* x : sflag) straight(*x, e.P);
         for (const Stmt* x : post) straight(*x, e.P);
-        const std::string again = bool_expr(*w.cond, e.P.st);
+        const std::string again = cond_at(*w.cond, e.P.st);
         if (again != "false")
           oblige(e.P, "leave-loop-while",
                  fmt::format("after its send (line {}) r leaves the fan-in loop ({}): the loop's "
