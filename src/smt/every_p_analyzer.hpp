@@ -347,6 +347,9 @@ class Analyzer {
   // rel + 2^j while bit j of rel is 0, then one send to the parent and `break`), unrolled with
   // the proof's holder invariant at every iteration; then the statements after the loop.
   static bool fanin_shape(const Stmt& w);
+  static bool fanin_ompi(const Stmt& w);   // Open MPI's: the bit test in the loop's condition
+  static bool is_bit_test(const Expr& e);  // `(V AND mask) = 0`, V a variable
+  const Stmt* fanin_presend(std::vector<const Stmt*> seq, Path& P, std::vector<const Stmt*>& after);
   // A bit test of a tree's loop with the tested variable v replaced by the free name bx (the
   // prefix form's `bits-prefix-kK` states it for every integer bx).
   std::string test_over_bx(const Expr& cond, const State& st, const std::string& v);

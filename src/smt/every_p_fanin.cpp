@@ -77,7 +77,64 @@ bool Analyzer::fanin_shape(const Stmt& w) {
     if (b->kind == StmtKind::If)
       for (const auto& e : b->else_body)
         if (e->kind == StmtKind::Send) return true;
-  return false;
+  return fanin_ompi(w);
+}
+
+// Open MPI's fan-in: `while C and (V AND mask) = 0 do` whose body receives and never sends (the
+// send to the parent comes after the loop).
+bool Analyzer::fanin_ompi(const Stmt& w) {
+  const Expr& c = *w.cond;
+  if (!(c.kind == ExprKind::Binary && c.op == Op::And && is_bit_test(*c.args[1]))) return false;
+  std::function<bool(const std::vector<StmtPtr>&)> sends = [&](const std::vector<StmtPtr>& b) {
+    for (const auto& x : b)
+      if (x->kind == StmtKind::Send || sends(x->body) || sends(x->else_body)) return true;
+    return false;
+  };
+  return has_comm(w.body) && !sends(w.body);
+}
+
+bool Analyzer::is_bit_test(const Expr& e) {
+  return e.kind == ExprKind::Binary && e.op == Op::Eq && e.args[1]->kind == ExprKind::Number &&
+         e.args[1]->value == 0 && e.args[0]->kind == ExprKind::Binary &&
+         e.args[0]->op == Op::BitAnd && e.args[0]->args[0]->kind == ExprKind::Name;
+}
+
+// Open MPI's send after the loop, on a path that leaves at the bit: the statements up to the
+// first send (assignments, and `if`s that the path takes one way, the other branch pruned), read
+// on P; `after` gets the statements after the send. Returns the send.
+const Stmt* Analyzer::fanin_presend(std::vector<const Stmt*> seq, Path& P,
+                                    std::vector<const Stmt*>& after) {
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const Stmt* s = seq[i];
+    if (s->kind == StmtKind::Assign) {
+      straight(*s, P);
+    } else if (s->kind == StmtKind::If) {
+      const std::string c = bool_expr(*s->cond, P.st);
+      Path T = P, E = P;
+      T.pc = fmt::format("(and {} {})", P.pc, c);
+      E.pc = fmt::format("(and {} (not {}))", P.pc, c);
+      const bool no_then =
+          fanin_prune(T, fmt::format("infeasible-line-{}-then", s->loc.line), s->loc);
+      const bool no_else =
+          !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s->loc.line), s->loc);
+      if (!no_then && !no_else)
+        refuse(
+            "an `if` before a fan-in's send after its loop must be taken one way by the ranks "
+            "that leave the loop at the same bit",
+            s->loc);
+      P = no_then ? E : T;
+      std::vector<const Stmt*> rest;
+      for (const auto& x : no_then ? s->else_body : s->body) rest.push_back(x.get());
+      rest.insert(rest.end(), seq.begin() + static_cast<std::ptrdiff_t>(i) + 1, seq.end());
+      return fanin_presend(rest, P, after);
+    } else if (s->kind == StmtKind::Send) {
+      after.assign(seq.begin() + static_cast<std::ptrdiff_t>(i) + 1, seq.end());
+      return s;
+    } else {
+      refuse(kFanShape, s->loc);
+    }
+  }
+  return nullptr;
 }
 
 // Whether no rank takes path P: Z3 proves its condition unsat (the query is kept as the
@@ -249,43 +306,20 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   if (mentions(path.pc, "r"))
     refuse("a binomial fan-in on a path the rank chooses before its loop is outside the fragment",
            w.loc);
-  if (h.steps && h.steps_at_most)
-    refuse("`steps at most` in a rooted program is not in the fragment", h.loc);
 
   // The shape: assignments (pre), the `if` on the bit (cif), assignments (post); in its then
-  // branch assignments (tpre), the receive (under gif, with tin), assignments (tpost).
+  // branch assignments (tpre), the receive (under gif, with tin), assignments (tpost). Open MPI's
+  // shape: the bit test is the loop condition's second operand, the body the receive (under gif,
+  // with tin) and assignments (post), and the send comes after the loop.
+  const bool ompi = fanin_ompi(w);
+  const std::vector<const Stmt*> rest(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                                      todo.end());
   std::vector<const Stmt*> pre, post, tpre, tin, tpost;
   const Stmt* cif = nullptr;
   const Stmt* gif = nullptr;
   const Stmt* rcv = nullptr;
-  for (const auto& b : w.body) {
-    if (b->kind == StmtKind::Assign) {
-      (cif ? post : pre).push_back(b.get());
-      continue;
-    }
-    if (b->kind != StmtKind::If || cif) refuse(kFanShape, b->loc);
-    cif = b.get();
-  }
-  // The send branch leaves the loop: `send; break`, or `send` then assignments after which the
-  // loop's condition fails (a flag: `done := 1` under `while ... and done = 0`, checked below).
-  if (!cif || cif->else_body.size() < 2 || cif->else_body[0]->kind != StmtKind::Send)
-    refuse(kFanShape, cif ? cif->loc : w.loc);
-  const bool brk = cif->else_body[1]->kind == StmtKind::Break;
-  std::vector<const Stmt*> sflag;  // the assignments after the send (no `break`)
-  for (std::size_t i = 1; i < cif->else_body.size(); ++i) {
-    const Stmt* x = cif->else_body[i].get();
-    if ((brk && (i > 1 || x->kind != StmtKind::Break)) || (!brk && x->kind != StmtKind::Assign))
-      refuse(kFanShape, x->loc);
-    if (!brk) sflag.push_back(x);
-  }
-  const Stmt& snd = *cif->else_body[0];
-  for (const auto& b : cif->body) {
-    const Stmt* x = b.get();
-    if (x->kind == StmtKind::Assign) {
-      (rcv ? (gif ? tpost : tin) : tpre).push_back(x);
-      continue;
-    }
-    if (rcv) refuse(kFanShape, x->loc);
+  // A receive, bare or first in an `if` without else followed by assignments.
+  auto take_receive = [&](const Stmt* x) {
     if (x->kind == StmtKind::If && x->else_body.empty() && !x->body.empty() &&
         x->body[0]->kind == StmtKind::Receive) {
       gif = x;
@@ -294,22 +328,80 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         if (x->body[i]->kind != StmtKind::Assign) refuse(kFanShape, x->body[i]->loc);
         tin.push_back(x->body[i].get());
       }
-      continue;
+      return;
     }
     if (x->kind != StmtKind::Receive) refuse(kFanShape, x->loc);
     rcv = x;
+  };
+  bool brk = true;
+  std::vector<const Stmt*> sflag;  // the assignments after the send (no `break`)
+  const Stmt* first_send = nullptr;
+  if (ompi) {
+    for (const auto& b : w.body) {
+      if (b->kind == StmtKind::Assign && rcv) {
+        post.push_back(b.get());
+        continue;
+      }
+      if (rcv) refuse(kFanShape, b->loc);
+      take_receive(b.get());
+    }
+    // The send: the first one after the loop (each path that leaves at the bit must reach it).
+    std::function<const Stmt*(const std::vector<const Stmt*>&)> find =
+        [&](const std::vector<const Stmt*>& seq) -> const Stmt* {
+      for (const Stmt* x : seq) {
+        if (x->kind == StmtKind::Send) return x;
+        for (const auto* part : {&x->body, &x->else_body}) {
+          std::vector<const Stmt*> in;
+          for (const auto& y : *part) in.push_back(y.get());
+          if (const Stmt* f = find(in)) return f;
+        }
+      }
+      return nullptr;
+    };
+    first_send = find(rest);
+    if (!first_send) refuse(kFanShape, w.loc);
+  } else {
+    for (const auto& b : w.body) {
+      if (b->kind == StmtKind::Assign) {
+        (cif ? post : pre).push_back(b.get());
+        continue;
+      }
+      if (b->kind != StmtKind::If || cif) refuse(kFanShape, b->loc);
+      cif = b.get();
+    }
+    // The send branch leaves the loop: `send; break`, or `send` then assignments after which the
+    // loop's condition fails (a flag: `done := 1` under `while ... and done = 0`, checked below).
+    if (!cif || cif->else_body.size() < 2 || cif->else_body[0]->kind != StmtKind::Send)
+      refuse(kFanShape, cif ? cif->loc : w.loc);
+    brk = cif->else_body[1]->kind == StmtKind::Break;
+    for (std::size_t i = 1; i < cif->else_body.size(); ++i) {
+      const Stmt* x = cif->else_body[i].get();
+      if ((brk && (i > 1 || x->kind != StmtKind::Break)) || (!brk && x->kind != StmtKind::Assign))
+        refuse(kFanShape, x->loc);
+      if (!brk) sflag.push_back(x);
+    }
+    for (const auto& b : cif->body) {
+      const Stmt* x = b.get();
+      if (x->kind == StmtKind::Assign) {
+        (rcv ? (gif ? tpost : tin) : tpre).push_back(x);
+        continue;
+      }
+      if (rcv) refuse(kFanShape, x->loc);
+      take_receive(x);
+    }
   }
-  if (!rcv) refuse(kFanShape, cif->loc);
+  const Stmt& snd = ompi ? *first_send : *cif->else_body[0];
+  const SourceLoc tloc = ompi ? w.loc : cif->loc;  // where the bit test is
+  const Expr& loop_c = ompi ? *w.cond->args[0] : *w.cond;
+  if (!rcv) refuse(kFanShape, tloc);
   for (const Stmt* c : {rcv, &snd})
     if (c->along_link) refuse("`along link` is outside the fragment", c->loc);
-  const Expr& c1e = *cif->cond;
-  if (!(c1e.kind == ExprKind::Binary && c1e.op == Op::Eq && c1e.args[1]->kind == ExprKind::Number &&
-        c1e.args[1]->value == 0 && c1e.args[0]->kind == ExprKind::Binary &&
-        c1e.args[0]->op == Op::BitAnd && c1e.args[0]->args[0]->kind == ExprKind::Name))
+  const Expr& c1e = ompi ? *w.cond->args[1] : *cif->cond;
+  if (!is_bit_test(c1e))
     refuse(
         "a fan-in's test must be `(V AND mask) = 0` (V a variable, mask 2^k "
         "at iteration k)",
-        cif->loc);
+        tloc);
   const Expr& vx = *c1e.args[0]->args[0];
   const Expr& mx = *c1e.args[0]->args[1];
 
@@ -457,7 +549,8 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     Path P;
     int j;
     bool sends;
-    std::string dst;  // the loop's send (send paths)
+    std::string dst;                // the loop's send (send paths)
+    std::vector<const Stmt*> rest;  // the statements after the loop (after Open MPI's send)
   };
   std::vector<End> ends;
   std::vector<std::string> rounds, guards, tests_x;
@@ -468,7 +561,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   constexpr int kUnroll = 32;
   for (int j = 0;; ++j) {
     const State hd = head_state(j, nums);
-    const std::string c = cond_at(*w.cond, hd);
+    const std::string c = cond_at(loop_c, hd);
     if (j == kUnroll) {
       Path U = path;
       U.pc = fmt::format("(and {} {})", path.pc, heads);
@@ -480,7 +573,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
       break;
     }
     if (c != "true") {
-      End e{path, j, false, ""};
+      End e{path, j, false, "", rest};
       e.P.pc = fmt::format("(and {} {} (not {}) {})", path.pc, heads, c, alive(j));
       e.P.tag = fmt::format("exit-k{}", j);
       e.P.st = hd;
@@ -505,7 +598,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         refuse(
             "the fan-in's test must test bit k of one value at iteration k "
             "(`(V AND mask) = 0`, mask 2^k, V unchanged by the loop)",
-            cif->loc);
+            tloc);
       bx_term = x;
       tests_x.push_back(tx);
     }
@@ -519,17 +612,26 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
           refuse("the round term reads '" + v + "', which has no value here", w.loc);
       return t;
     }());
-    // The send branch's message and destination, over r (the parent's receive reads them at S).
+    // The send branch (bit j set; r sends to its parent and leaves the loop): its message and
+    // destination, over r (the parent's receive reads them at S). Open MPI's send is after the
+    // loop: the statements up to it are read on the path.
+    Path Sd = A;
+    Sd.pc = fmt::format("(and {} {} {} {})", path.pc, heads, one, lem);
+    Sd.tag = fmt::format("send-k{}", j);
+    const bool s_pruned = fanin_prune(Sd, fmt::format("infeasible-line-{}", tloc.line), tloc);
+    std::vector<const Stmt*> s_after = rest;
+    if (ompi && !s_pruned && fanin_presend(rest, Sd, s_after) != &snd)
+      refuse("the ranks that leave a fan-in's loop at a bit must make its first send after it",
+             snd.loc);
     std::vector<std::pair<std::string, std::string>> sreads;
-    const Buf sval = data_expr(*snd.value, A.st, &sreads);
-    const std::string sdst = render(int_expr(*snd.peer, A.st));
+    const Buf sval = data_expr(*snd.value, ompi ? Sd.st : A.st, &sreads);
+    const std::string sdst = render(int_expr(*snd.peer, ompi ? Sd.st : A.st));
 
     // The receive branch: bit j clear.
     Path R = A;
     R.pc = fmt::format("(and {} {} {} {})", path.pc, heads, zero, lem);
     R.tag = fmt::format("recv-k{}", j);
-    const bool r_pruned =
-        fanin_prune(R, fmt::format("infeasible-line-{}", cif->loc.line), cif->loc);
+    const bool r_pruned = fanin_prune(R, fmt::format("infeasible-line-{}", tloc.line), tloc);
     const std::size_t mark = out_.obligations.size();
     for (const Stmt* s : tpre) straight(*s, R);
     const std::string g = gif ? bool_expr(*gif->cond, R.st) : "true";
@@ -604,11 +706,8 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
                              out_.obligations.end());
     guards.push_back(g);
 
-    // The send branch: bit j set; r sends to its parent and leaves the loop.
-    Path Sd = A;
-    Sd.pc = fmt::format("(and {} {} {} {})", path.pc, heads, one, lem);
-    Sd.tag = fmt::format("send-k{}", j);
-    if (!fanin_prune(Sd, fmt::format("infeasible-line-{}", cif->loc.line), cif->loc)) {
+    // The send branch's obligations.
+    if (!s_pruned) {
       for (const auto& [gl, what] : sreads)
         oblige(Sd, read_name(what, fmt::format("line-{}", sl)), what, "(declare-const b Int)\n",
                "(> count 0)", gl, snd.loc);
@@ -621,8 +720,8 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
              "", bit_lemma(at_rank(bx_term, D), j),
              fmt::format("(and {} {} (= {} r))", at_rank(zero, D), at_rank(g, D), at_rank(src, D)),
              snd.loc);
-      End e{Sd, j, true, sdst};
-      e.P.st = A.st;
+      End e{Sd, j, true, sdst, s_after};
+      if (!ompi) e.P.st = A.st;
       if (!brk) {
         // No `break`: the assignments after the send and those after the `if`, then the loop's
         // condition must fail (the rank takes no more part in the loop).
@@ -645,8 +744,6 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   // first reading of the statements after the loop collects their sends and receives (its
   // queries are dropped), the second matches them.
   const std::string claim = h.steps ? header_term(*h.steps) : "";
-  const std::vector<const Stmt*> rest(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1,
-                                      todo.end());
   FanTail ft;
   ft.bx = bx_term;
   if (const EveryPInvariant* ra = invariant("tree", "#round-after", "round-after"))
@@ -656,7 +753,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     const int loops = out_.loops;
     for (const auto& e : ends) {
       std::vector<FanPath> dropped;
-      fanin_tail(rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, dropped);
+      fanin_tail(e.rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, dropped);
     }
     out_.obligations.erase(out_.obligations.begin() + static_cast<std::ptrdiff_t>(mark),
                            out_.obligations.end());
@@ -669,7 +766,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     wit = "(+ 0 " + checked(wi, {"p", "count", "root"}) + ")";
   for (const auto& e : ends) {
     std::vector<FanPath> finals;
-    fanin_tail(rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, finals);
+    fanin_tail(e.rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, finals);
     const std::size_t n = static_cast<std::size_t>(e.j) + (e.sends ? 1 : 0);
     std::string events = e.sends ? "1" : "0";
     for (int i = 0; i < e.j; ++i)
@@ -697,10 +794,11 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
                          : rcv->loc);
       }
       more_postcondition(P, data_var(h.output, P.st, h.loc));
-      if (h.steps) {
+      if (h.steps && !h.steps_at_most) {
         const std::string ev = add(events, num(static_cast<long long>(f.rounds.size())));
-        tree_root_ = fmt::format("(or {} (and {} (= {} {})))", tree_root_, at_rank(P.pc, wit),
-                                 at_rank(ev, wit), claim);
+        // The witness must be a rank (the root is one by the queries' assumptions).
+        tree_root_ = fmt::format("(or {} (and (<= 0 {}) (< {} p) {} (= {} {})))", tree_root_, wit,
+                                 wit, at_rank(P.pc, wit), at_rank(ev, wit), claim);
       }
       ++paths_;
     }
@@ -716,10 +814,10 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         fmt::format("for every integer x: the fan-in's bit tests (line {}) hold at iterations 0 "
                     ".. {} iff (mod x 2^{}) = 0, and then iteration {}'s fails iff (mod x 2^{}) "
                     "= 2^{}",
-                    cif->loc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
+                    tloc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
         "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(k)),
         bits_prefix_claim("bx", zero_x, fmt::format("(not {})", tests_x[k]), static_cast<int>(k)),
-        cif->loc);
+        tloc);
     zero_x = fmt::format("(and {} {})", zero_x, tests_x[k]);
   }
   for (int j = 0; j <= 32; ++j)
