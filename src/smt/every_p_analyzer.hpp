@@ -126,6 +126,14 @@ inline std::string at_block(const std::string& t, const std::string& blk) {
   return rename(t, {{"b", blk}});
 }
 
+// A term over r read at rank R (a binomial fan-in's source or destination).
+inline std::string at_rank(const std::string& t, const std::string& R) {
+  return rename(t, {{"r", R}});
+}
+
+// The binomial fan-in's shape, named in its refusals (every_p_fanin.cpp).
+extern const char* const kFanShape;
+
 // Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
 bool more_collective(Collective c);
 Buf more_input(Collective c, bool chunked);  // rank r's input buffer, by block (or chunk)
