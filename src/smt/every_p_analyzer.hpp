@@ -357,6 +357,7 @@ class Analyzer {
   static bool fanin_shape(const Stmt& w);
   static bool fanin_ompi(const Stmt& w);   // Open MPI's: the bit test in the loop's condition
   static bool is_bit_test(const Expr& e);  // `(V AND mask) = 0`, V a variable
+  std::pair<bool, bool> fanin_split(const Stmt& s, const Path& P, Path& T, Path& E);
   const Stmt* fanin_presend(std::vector<const Stmt*> seq, Path& P, std::vector<const Stmt*>& after);
   // A bit test of a tree's loop with the tested variable v replaced by the free name bx (the
   // prefix form's `bits-prefix-kK` states it for every integer bx).

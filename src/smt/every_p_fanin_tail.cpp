@@ -10,6 +10,20 @@
 
 namespace collv::everyp {
 
+// The two branches of an `if` on path P, each pruned (Z3 proves no rank of P takes it, the query
+// kept as its certificate) or not: the else branch is asked only when the then branch is taken.
+std::pair<bool, bool> Analyzer::fanin_split(const Stmt& s, const Path& P, Path& T, Path& E) {
+  const std::string c = bool_expr(*s.cond, P.st);
+  T = P;
+  E = P;
+  T.pc = fmt::format("(and {} {})", P.pc, c);
+  E.pc = fmt::format("(and {} (not {}))", P.pc, c);
+  const bool no_then = fanin_prune(T, fmt::format("infeasible-line-{}-then", s.loc.line), s.loc);
+  const bool no_else =
+      !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s.loc.line), s.loc);
+  return {no_then, no_else};
+}
+
 // Open MPI's send after the loop, on a path that leaves at the bit: the statements up to the
 // first send (assignments, and `if`s that the path takes one way, the other branch pruned), read
 // on P; `after` gets the statements after the send. Returns the send.
@@ -20,14 +34,8 @@ const Stmt* Analyzer::fanin_presend(std::vector<const Stmt*> seq, Path& P,
     if (s->kind == StmtKind::Assign) {
       straight(*s, P);
     } else if (s->kind == StmtKind::If) {
-      const std::string c = bool_expr(*s->cond, P.st);
-      Path T = P, E = P;
-      T.pc = fmt::format("(and {} {})", P.pc, c);
-      E.pc = fmt::format("(and {} (not {}))", P.pc, c);
-      const bool no_then =
-          fanin_prune(T, fmt::format("infeasible-line-{}-then", s->loc.line), s->loc);
-      const bool no_else =
-          !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s->loc.line), s->loc);
+      Path T, E;
+      const auto [no_then, no_else] = fanin_split(*s, P, T, E);
       if (!no_then && !no_else)
         refuse(
             "an `if` before a fan-in's send after its loop must be taken one way by the ranks "
@@ -71,14 +79,8 @@ void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, std::size_t i, F
       // root's paths only). One without communication is taken one way on each path; one around
       // communication that the path's ranks take both ways splits it (tagged -tN / -eN).
       const bool comm = has_comm(s->body) || has_comm(s->else_body);
-      const std::string c = bool_expr(*s->cond, P.st);
-      Path T = P, E = P;
-      T.pc = fmt::format("(and {} {})", P.pc, c);
-      E.pc = fmt::format("(and {} (not {}))", P.pc, c);
-      const bool no_then =
-          fanin_prune(T, fmt::format("infeasible-line-{}-then", s->loc.line), s->loc);
-      const bool no_else =
-          !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s->loc.line), s->loc);
+      Path T, E;
+      const auto [no_then, no_else] = fanin_split(*s, P, T, E);
       if (!no_then && !no_else && !comm)
         refuse(
             "an `if` after a fan-in's loop that the ranks of one path take both ways is outside "
