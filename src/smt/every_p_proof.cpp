@@ -101,10 +101,11 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.loop, o.line));
       pf.invariants.push_back(inv);
-    } else if (key == "order" || key == "round" || key == "message") {
+    } else if (key == "order" || key == "round" || key == "message" || key == "round-after") {
       // A binomial tree's (docs/smt.md): `order TERM` (a rank's place in the waits-for order),
       // `round TERM` (an event's round), `message length|block TERM` (what every message
-      // carries): invariants of the pseudo-loop `tree`.
+      // carries), `round-after TERM` (the round of a fan-in's send or receive after its loop):
+      // invariants of the pseudo-loop `tree`.
       EveryPInvariant inv;
       inv.line = no;
       inv.loop = "tree";
@@ -205,7 +206,7 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
                       "trips, heard, split, cases, abstract, witness, chunks, sums, order, round, "
-                      "message, receive)",
+                      "message, round-after, receive)",
                       path, no, key.substr(0, 40)));
     }
   }
