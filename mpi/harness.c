@@ -8,6 +8,7 @@
  *                 reduce_scatter_block scan exscan allgatherv gatherv scatterv alltoallv alltoallw
  *                 barrier, reduce_scatter_equal (MPI_Reduce_scatter with `count` elements for
  *                 every rank), alltoallv_equal, alltoallw_equal (`count` elements for every pair),
+ *                 allgatherv_contiguous (allgatherv's blocks with no gap between them),
  *                 or ring_allreduce (the harness's own ring
  *                 all-reduce over point-to-point, the one bugs are injected into), or none
  *                 (no collective: the baseline launch of Open MPI's per-peer message counts)
@@ -58,7 +59,8 @@
  * (alltoallv: vpair(i, j) = (count + i + 2 j) mod (count + 1) from i to j), the counts a model's
  * counts(j) / counts(i, j) have at the same count (docs/language.md, so that a model of the
  * library runs with the counts the library ran with), the blocks in rank order with one element
- * between them that no rank sends (it must stay unwritten); the result is the whole receive buffer.
+ * between them that no rank sends (it must stay unwritten; allgatherv_contiguous: none, each
+ * block at the sum of the counts before it); the result is the whole receive buffer.
  * In place, alltoallv and alltoallw take one set of counts for both directions: spair(i, j) =
  * (count + i + j) mod (count + 1), the same both ways. alltoallw moves the same blocks as
  * alltoallv, its displacements in bytes, each block's datatype either n elements of the element

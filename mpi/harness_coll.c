@@ -293,16 +293,20 @@ int run_one(const char* coll, int count, int root, int inplace, const char* inje
     ok = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : (void*)s, r, rc, etype, op, MPI_COMM_WORLD);
     result = r;
     n_out = rc[rank];
-  } else if (strcmp(coll, "allgatherv") == 0 || strcmp(coll, "gatherv") == 0) {
+  } else if (strcmp(coll, "allgatherv") == 0 || strcmp(coll, "gatherv") == 0 ||
+             strcmp(coll, "allgatherv_contiguous") == 0) {
     /* Rank j's block: vcount(j) elements at vdispl(j), one unwritten element after each block
-     * (a library that ignores the displacements writes there). */
+     * (a library that ignores the displacements writes there); allgatherv_contiguous: no gap,
+     * each displacement the sum of the counts before it (MPICH's recexch allgatherv schedules
+     * run only then: MPII_Iallgatherv_is_displs_ordered). */
     int all = coll[1] == 'l';
+    int gap = strcmp(coll, "allgatherv_contiguous") == 0 ? 0 : 1;
     int *rc = (int*)malloc(sizeof(int) * (size_t)p), *rd = (int*)malloc(sizeof(int) * (size_t)p);
     long total = 0;
     for (int j = 0; j < size; ++j) {
       rc[j] = vcount(j, count);
       rd[j] = (int)total;
-      total += rc[j] + 1;
+      total += rc[j] + gap;
     }
     elem* s = alloc_elems(rc[rank]);
     elem* r = alloc_elems(total);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -10,11 +12,16 @@
  * The harness defines them (the executable's definitions come first in the lookup), records the
  * endpoint and size of every send made inside the collective, and calls UCX's own (RTLD_NEXT).
  * With COLLV_MPI_TRACE=1 (collv sets it against a model) each call writes, after its result,
- *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L}
+ *   {"k":"sent","to":[rank,...],"bytes":[n,...],"lost":L,"tag":[t,...],"ns":[n,...],"host":H}
  * the messages this rank sent during the call in the order it posted them (rank -1: an endpoint
  * the harness did not map; bytes -1: a datatype whose size the harness cannot tell: a generic
  * one it did not see created, below), L those beyond the
- * harness's log or sent as UCX active messages (not MPICH's tagged point-to-point). Endpoints are
+ * harness's log or sent as UCX active messages (not MPICH's tagged point-to-point); "tag" the UCX
+ * tag of each message (MPICH puts the MPI tag in its low bits, so a schedule's messages to one peer
+ * sort in the order it took their tags) and "ns" when the send was posted (CLOCK_MONOTONIC, one
+ * clock for every process of the machine: collv orders the sends of different ranks by it, for
+ * models whose messages may leave in any order their dependencies allow), H a hash of the
+ * machine's name (the times of ranks on different machines are not compared). Endpoints are
  * mapped to ranks before the first count: each rank sends every rank (itself included) one
  * message on a communicator of its own and notes the endpoint UCX is handed; when a peer's
  * message did not pass through UCX (a build with MPICH's shared-memory transport, another
@@ -33,6 +40,15 @@ static int trace_dest = -1; /* mapping: the rank the harness's own send goes to 
 static const void* trace_ep[64];
 static int trace_to[kTraceMax];
 static long long trace_bytes[kTraceMax];
+static unsigned long long trace_tag[kTraceMax]; /* UCX's tag; 0 under Open MPI's monitoring */
+static long long trace_ns[kTraceMax];           /* CLOCK_MONOTONIC at the send */
+static int trace_has_tag;                       /* the sends carried UCX tags */
+
+__attribute__((unused)) static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec;
+}
 int trace_n, trace_lost;
 
 #ifdef COLLV_TRACE_UCX
@@ -91,7 +107,7 @@ void ucp_dt_destroy(ucp_datatype_t datatype) {
   real(datatype);
 }
 
-static void trace_send(ucp_ep_h ep, const void* buffer, size_t count,
+static void trace_send(ucp_ep_h ep, const void* buffer, size_t count, ucp_tag_t tag,
                        const ucp_request_param_t* param) {
   if (trace_dest >= 0 && trace_dest < 64) trace_ep[trace_dest] = ep;
   if (!trace_on) return;
@@ -119,6 +135,9 @@ static void trace_send(ucp_ep_h ep, const void* buffer, size_t count,
   }
   trace_to[trace_n] = to;
   trace_bytes[trace_n] = bytes;
+  trace_tag[trace_n] = (unsigned long long)tag;
+  trace_ns[trace_n] = now_ns();
+  trace_has_tag = 1;
   ++trace_n;
 }
 
@@ -128,14 +147,14 @@ ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void* buffer, size_t count,
                                   const ucp_request_param_t* param) {
   static send_nbx_fn real;
   if (!real) real = (send_nbx_fn)dlsym(RTLD_NEXT, "ucp_tag_send_nbx");
-  trace_send(ep, buffer, count, param);
+  trace_send(ep, buffer, count, tag, param);
   return real(ep, buffer, count, tag, param);
 }
 ucs_status_ptr_t ucp_tag_send_sync_nbx(ucp_ep_h ep, const void* buffer, size_t count, ucp_tag_t tag,
                                        const ucp_request_param_t* param) {
   static send_nbx_fn real;
   if (!real) real = (send_nbx_fn)dlsym(RTLD_NEXT, "ucp_tag_send_sync_nbx");
-  trace_send(ep, buffer, count, param);
+  trace_send(ep, buffer, count, tag, param);
   return real(ep, buffer, count, tag, param);
 }
 typedef ucs_status_ptr_t (*am_send_nb_fn)(ucp_ep_h, uint16_t, const void*, size_t, ucp_datatype_t,
@@ -185,6 +204,8 @@ void mca_common_monitoring_record_pml(int world_rank, size_t data_size, int tag)
     } else {
       trace_to[trace_n] = world_rank >= 0 && world_rank < 64 ? world_rank : -1;
       trace_bytes[trace_n] = (long long)data_size;
+      trace_tag[trace_n] = 0;
+      trace_ns[trace_n] = now_ns();
       ++trace_n;
     }
   }
@@ -222,5 +243,21 @@ void write_sent(void) {
   for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%d", i ? "," : "", trace_to[i]);
   fputs("],\"bytes\":[", out);
   for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%lld", i ? "," : "", trace_bytes[i]);
-  fprintf(out, "],\"lost\":%d}\n", trace_lost);
+  fprintf(out, "],\"lost\":%d", trace_lost);
+  if (trace_has_tag) {
+    fputs(",\"tag\":[", out);
+    for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%llu", i ? "," : "", trace_tag[i]);
+    fputs("]", out);
+  }
+  fputs(",\"ns\":[", out);
+  for (int i = 0; i < trace_n; ++i) fprintf(out, "%s%lld", i ? "," : "", trace_ns[i]);
+  /* The machine: FNV-1a over its name (0 when it has none). */
+  char name[256] = {0};
+  unsigned long host = 0;
+  if (gethostname(name, sizeof name - 1) == 0) {
+    host = 2166136261ul;
+    for (const char* c = name; *c; ++c)
+      host = ((host ^ (unsigned char)*c) * 16777619ul) & 0xfffffffful;
+  }
+  fprintf(out, "],\"host\":%lu}\n", host);
 }

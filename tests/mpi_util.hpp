@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/mpi_cmd.hpp"
 #include "check/checks.hpp"
 #include "cli.hpp"
 
@@ -30,6 +31,16 @@ inline std::string write_ranks(const std::vector<std::string>& files) {
 
 inline std::string done(int r, int p) {
   return "{\"k\":\"done\",\"rank\":" + std::to_string(r) + ",\"size\":" + std::to_string(p) + "}\n";
+}
+
+// A rank's file of count 1: two calls (numbered 3 and 4, harness_call), each with the same "sent"
+// line (the message pattern of tests/test_mpi_pattern.cpp and test_mpi_dependencies.cpp).
+inline std::string sent_rank_file(int r, int p, const std::string& sent) {
+  std::string s;
+  for (int c = 1; c <= kHarnessCalls; ++c)
+    s += "{\"k\":\"call\",\"n\":" + std::to_string(harness_call(1, c)) +
+         "}\n{\"k\":\"out\",\"buf\":[]}\n" + sent + "\n";
+  return s + done(r, p);
 }
 
 inline Verdict verdict(const std::vector<CheckResult>& cs, const std::string& name) {

@@ -102,3 +102,35 @@ TEST_CASE(
   for (int k : {5, 13})
     for (bool t : {true, false}) CHECK(ask(k, 1, t) == smt::Answer::Sat);
 }
+
+TEST_CASE(
+    "every-p bits: the shift and range lemmas of a round term over the sender hold and fail when "
+    "misstated",
+    "[every-p][every-p-bits]") {
+  auto ask = [](const std::string& decls, const std::string& claim) {
+    return smt::run_smt2_script(fmt::format("{}(assert (not {}))\n(check-sat)\n", decls, claim),
+                                60000, 1 << 24)
+        .answer;
+  };
+  CHECK(halvings("x", 0) == "x");
+  CHECK(halvings("x", 2) == "(div (div x 2) 2)");
+  // The lemma for every x, y of its hypothesis, and in the q form its certificate states.
+  for (int k : {0, 3, 17, 30}) {
+    CHECK(ask("(declare-const x Int)\n(declare-const y Int)\n", bits_shift_lemma("x", "y", k)) ==
+          smt::Answer::Unsat);
+    const std::string x = fmt::format("(+ (* {} q) {})", 1LL << (k + 1), 1LL << k);
+    const std::string y = fmt::format("(* {} q)", 1LL << (k + 1));
+    CHECK(ask("(declare-const q Int)\n", bits_shift_claim(x, y, k)) == smt::Answer::Unsat);
+  }
+  // Misstated: y one bit too low (x - 2^(k-1)), or x's lowest bit one higher: found.
+  CHECK(ask("(declare-const q Int)\n", bits_shift_claim("(+ (* 64 q) 32)", "(+ (* 64 q) 16)", 5)) ==
+        smt::Answer::Sat);
+  CHECK(ask("(declare-const q Int)\n", bits_shift_claim("(+ (* 64 q) 32)", "(* 64 q)", 4)) ==
+        smt::Answer::Sat);
+  CHECK(ask("(declare-const x Int)\n", bits_range_lemma("x")) == smt::Answer::Unsat);
+  std::string bad = bits_range_lemma("x");
+  auto at = bad.find("(< x 8)");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, 7, "(< x 9)");
+  CHECK(ask("(declare-const x Int)\n", bad) == smt::Answer::Sat);
+}

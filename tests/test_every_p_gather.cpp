@@ -27,8 +27,9 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 
 // A library model with `requires p <= 8` in place of the note starting with `note` (the same
 // line numbers), named m.
-std::string small(const std::string& name, const std::string& note) {
-  std::string t = collv::test::slurp(kRoot + "/models/mpich/" + name + ".coll");
+std::string small(const std::string& name, const std::string& note,
+                  const std::string& lib = "mpich") {
+  std::string t = collv::test::slurp(kRoot + "/models/" + lib + "/" + name + ".coll");
   auto at = t.find("  note       \"" + note);
   REQUIRE(at != std::string::npos);
   t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
@@ -36,15 +37,19 @@ std::string small(const std::string& name, const std::string& note) {
 }
 
 // Its proof, for the model m.coll.
-std::string proof_of(const std::string& name) {
+std::string proof_of(const std::string& name, const std::string& model = "",
+                     const std::string& lib = "mpich") {
   return replaced(collv::test::slurp(kProofs + "/" + name + ".proof"),
-                  "model ../../models/mpich/" + name + ".coll", "model m.coll");
+                  "model ../../models/" + lib + "/" + (model.empty() ? name : model) + ".coll",
+                  "model m.coll");
 }
 
 std::string small_gather() { return small("gather_binomial", "Cost derived"); }
 std::string gather_proof() { return proof_of("gather_binomial"); }
 std::string small_reduce() { return small("reduce_binomial_commutative", "Count 0: no message."); }
 std::string reduce_proof() { return proof_of("reduce_binomial_commutative"); }
+std::string small_ompi() { return small("gather_binomial", "The same messages", "openmpi"); }
+std::string ompi_proof() { return proof_of("gather_binomial_ompi", "gather_binomial", "openmpi"); }
 
 }  // namespace
 
@@ -118,6 +123,10 @@ TEST_CASE(
   CHECK(sat_in(replaced(m, "send tmp to ((rel XOR mask) + root) mod p",
                         "send tmp to ((rel XOR mask) + root + 1) mod p"),
                pf, "received-line-32"));
+  // leave-loop-while: the send branch ends in an assignment instead of `break`, and the loop's
+  // condition still holds after it (the rank would go on in the loop).
+  CHECK(sat_in(replaced(m, "            break;", "            mask := mask;"), pf,
+               "leave-loop-while"));
   // consecution: the received blocks before the own ones (a wrong block order), or the own ones
   // dropped.
   CHECK(sat_in(replaced(m, "tmp := tmp ∪ got;", "tmp := got ∪ tmp;"), pf,
@@ -150,8 +159,8 @@ TEST_CASE(
   CHECK(sat_in(replaced(small_reduce(), "operator   commutative", "operator   associative"),
                reduce_proof(), "combine-line-28"));
 
-  // Refused, with file:line:col: a send before the loop, an else branch that does not leave the
-  // loop, a test of another bit, a holder invariant left out, an `if` after the loop that ranks
+  // Refused, with file:line:col: a send before the loop, an else branch that receives after its
+  // send, a test of another bit, a holder invariant left out, an `if` after the loop that ranks
   // of one path take both ways.
   struct Refusal {
     std::string model, proof, why;
@@ -160,8 +169,8 @@ TEST_CASE(
   for (const Refusal& x :
        {Refusal{replaced(m, "tmp := x;", "tmp := x;\n    send x to root;"), pf,
                 "other communication", 25},
-        Refusal{replaced(m, "            break;", "            mask := mask;"), pf,
-                "binomial fan-in", 25},
+        Refusal{replaced(m, "            break;", "            receive got from root;"), pf,
+                "binomial fan-in", 33},
         Refusal{replaced(m, "if (rel AND mask) = 0 then", "if (rel AND (mask * 2)) = 0 then"), pf,
                 "test bit k", 25},
         Refusal{m, replaced(pf, "invariant while tmp block", "invariant whilst tmp block"),
@@ -236,5 +245,85 @@ TEST_CASE(
     CHECK(x.p == m.p);
     CHECK(x.count == m.count);
     CHECK(x.root == m.root);
+  }
+}
+
+TEST_CASE(
+    "every-p gather: Open MPI's binomial gather with p <= 8 is proved for every root and count "
+    "(the bit test in the loop's condition and the send after the loop)",
+    "[every-p][every-p-gather]") {
+  EveryPOutcome r = prove_text(small_ompi(), ompi_proof());
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  const std::string all = lines_of(r);
+  for (const char* ob :
+       {"initiation-tmp-loop-while", "consecution-tmp-loop-while@recv-k2", "match-line-26@recv-k1",
+        "order-line-26@recv-k0", "nodup-tmp-line-26@recv-k2", "received-line-32@send-k1",
+        "send-dst-line-32@send-k2", "rounds-line-32@send-k2", "rounds-line-26@exit-k3",
+        "infeasible-line-31-else@send-k1", "infeasible-line-31-then@exit-k3",
+        "consecution-result-loop-i@exit-k3", "postcondition-blocks@exit-k3",
+        "unroll-bound-loop-while"})
+    CHECK(all.find(std::string("ok           ") + ob) != std::string::npos);
+  // `steps at most`: the rounds bound the schedule, no steps-root.
+  CHECK(all.find("steps-root") == std::string::npos);
+}
+
+TEST_CASE(
+    "every-p gather: Open MPI's shape fails on a program or proof that breaks it, and is refused "
+    "where the ranks leaving at one bit do not all reach the send",
+    "[every-p][every-p-gather][heavy]") {
+  const std::string m = small_ompi(), pf = ompi_proof();
+  auto sat_in = [&](const std::string& model, const std::string& proof, const char* prefix) {
+    EveryPAnalysis a = analyze_text(model, proof);
+    INFO(a.refusal);
+    REQUIRE(a.refusal.empty());
+    return some_sat(answers_of(a, prefix, true));
+  };
+  // match: a wrong child; received: a wrong parent (both one rank past).
+  CHECK(sat_in(replaced(m, "receive got from (rel + mask + root) mod p",
+                        "receive got from (rel + mask + root + 1) mod p"),
+               pf, "match-line-26"));
+  CHECK(sat_in(replaced(m, "send tmp to (rel - mask + root) mod p",
+                        "send tmp to (rel - mask + root + 1) mod p"),
+               pf, "received-line-32"));
+  // consecution: the own blocks dropped at a receive.
+  CHECK(sat_in(replaced(m, "tmp := tmp ∪ got;", "tmp := got;"), pf, "consecution-tmp-loop-while"));
+  // rounds: a bound one round below what the tree takes.
+  CHECK(sat_in(replaced(m, "else 2 * clog2(p)\n", "else clog2(p) - 1\n"), pf, "rounds-line"));
+  // Refused: the `if` before the send taken both ways by ranks that leave at one bit.
+  EveryPAnalysis a = analyze_text(replaced(m, "if rel <> 0 then", "if rel <> 1 then"), pf);
+  INFO(a.refusal);
+  CHECK(a.refusal.find("taken one way") != std::string::npos);
+  CHECK(a.refusal_loc.line == 31);
+}
+
+TEST_CASE(
+    "every-p gather: Open MPI's binomial gather is proved for every p < 2^31 and every root and "
+    "count (z3 re-checks every certificate) and its mutants are disproved",
+    "[every-p][every-p-gather][slow][sweep]") {
+  std::string dir = collv::test::unique_temp("every_p_gather_ompi");
+  EveryPOutcome r = prove(kRoot + "/models/openmpi/gather_binomial.coll",
+                          kProofs + "/gather_binomial_ompi.proof", dir);
+  INFO(r.note);
+  REQUIRE(r.exit == kExitOk);
+  const std::string all = lines_of(r);
+  for (const char* ob : {"bits-prefix-k31", "unroll-bound-loop-while", "match-line-26@recv-k30",
+                         "received-line-32@send-k30"})
+    CHECK(all.find(std::string("ok           ") + ob) != std::string::npos);
+  CHECK(recheck_certificates(dir) == static_cast<int>(r.obligations));
+  fs::remove_all(dir);
+  struct Mutant {
+    const char* name;
+    long long p, count, root;
+  };
+  for (const Mutant& x :
+       {Mutant{"p64", 65, 1, 0}, Mutant{"count1000", 2, 1001, 0}, Mutant{"root0", 2, 1, 1}}) {
+    std::string base = kProofs + "/mutants/gather_binomial_ompi_" + x.name;
+    EveryPOutcome o = prove(base + ".coll", base + ".proof");
+    INFO(x.name << ": " << o.note);
+    CHECK(o.exit == kExitViolation);
+    CHECK(o.p == x.p);
+    CHECK(o.count == x.count);
+    CHECK(o.root == x.root);
   }
 }

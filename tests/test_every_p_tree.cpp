@@ -228,11 +228,10 @@ TEST_CASE(
     "with file:line:col and never proved",
     "[every-p][every-p-tree]") {
   // (The scatter is proved: tests/test_every_p_scatter.cpp; the gather and the commutative reduce
-  // with their own proofs: tests/test_every_p_gather.cpp.) The broadcast's proof terms applied to
-  // each: refused before any query (exit 3), naming the statement the reader stops at: the
-  // fan-in's loop, which needs the holder invariant the broadcast's proof does not give, and the
-  // non-commutative reduce's `if`, whose send branch sets a flag instead of leaving with `break`
-  // (docs/smt.md, binomial trees, "Not done").
+  // with their own proofs: tests/test_every_p_gather.cpp; the non-commutative reduce:
+  // tests/test_every_p_reduce.cpp.) The broadcast's proof terms applied to each: refused before
+  // any query (exit 3), naming the statement the reader stops at: the fan-in's loop, which needs
+  // the holder invariant the broadcast's proof does not give.
   struct Refusal {
     const char* model;
     const char* at;
@@ -240,7 +239,7 @@ TEST_CASE(
   };
   for (const Refusal& x :
        {Refusal{"gather_binomial", "gather_binomial.coll:24:5", "invariant while tmp"},
-        Refusal{"reduce_binomial", "reduce_binomial.coll:25:11", "binomial fan-in"},
+        Refusal{"reduce_binomial", "reduce_binomial.coll:24:7", "invariant while x"},
         Refusal{"reduce_binomial_commutative", "reduce_binomial_commutative.coll:23:7",
                 "invariant while x"}}) {
     ProveCommandOptions o;

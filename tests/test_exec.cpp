@@ -366,3 +366,58 @@ TEST_CASE("runs too large for the memory limit are refused up front", "[exec]") 
   o.max_memory = 1 << 20;
   CHECK_THROWS_AS(run_text(kStarAllreduce, "star:7", o), LimitError);
 }
+
+// `x := x + y` and `x := y + x` over buffers of two items or more combine into x in place
+// (Statements::combine_into_operand), in operand order; anything else takes the general path.
+TEST_CASE("a sum into one of its operands at count 3 keeps operand order", "[exec]") {
+  auto doubling = [](const std::string& combine) {
+    return simple(
+        "  mask := 1;\n  while mask < p do\n    partner := my_id XOR mask;\n"
+        "    send x to partner;\n    receive y from partner;\n" +
+        combine + "    mask := mask * 2;\n  endwhile\n");
+  };
+  const std::string good = "    if partner < my_id then x := y + x; else x := x + y; endif;\n";
+  // In rank order at every node (the ordered domain keeps operand order): element k is
+  // x0.k + x1.k + ... + x7.k, contribution ids 3 v + k.
+  auto in_rank_order = [](const Trace& t) {
+    std::uint32_t right = 0;
+    for (NodeId v = 0; v < 8; ++v)
+      for (std::uint32_t k = 0; k < 3; ++k) {
+        std::vector<std::uint32_t> want;
+        for (std::uint32_t u = 0; u < 8; ++u) want.push_back(3 * u + k);
+        right += t.domain->terms(t.final_output[v][k]) == want;
+      }
+    return right;
+  };
+  RunOptions o;
+  o.domain = DomainKind::Ordered;
+  o.count = 3;
+  Trace t = run_text(doubling(good), "complete:8", o);
+  REQUIRE(t.failure.kind == RunFailure::Kind::None);
+  CHECK(in_rank_order(t) == 24);
+  // The operands the other way round at every node: most results out of rank order.
+  Trace swapped = run_text(doubling("    x := y + x;\n"), "complete:8", o);
+  REQUIRE(swapped.failure.kind == RunFailure::Kind::None);
+  CHECK(in_rank_order(swapped) < 24);
+  // x := x + x: each node's own items doubled, never the others' (exact and fingerprint).
+  for (DomainKind d : {DomainKind::Exact, DomainKind::Fingerprint}) {
+    RunOptions e;
+    e.domain = d;
+    e.count = 3;
+    Trace twice = run_text(simple("  x := x + x;\n"), "ring:3", e);
+    REQUIRE(twice.failure.kind == RunFailure::Kind::None);
+    for (NodeId v = 0; v < 3; ++v)
+      for (std::uint32_t k = 0; k < 3; ++k)
+        CHECK(twice.final_output[v][k] ==
+              twice.domain->combine(twice.domain->leaf(v, k), twice.domain->leaf(v, k)));
+  }
+  // Lengths that differ at one node: the general path's error, at that node.
+  RunOptions c;
+  c.count = 2;
+  Trace bad = run_text(
+      simple("  y := x;\n  if my_id = 1 then y := x \xE2\x88\xAA x; endif;\n  x := y + x;\n"),
+      "ring:3", c);
+  REQUIRE(bad.failure.kind == RunFailure::Kind::RuntimeError);
+  CHECK(bad.failure.message.find("runtime error at node 1 (1): '+' combines buffers item by "
+                                 "item, but they hold 4 and 2 items") != std::string::npos);
+}

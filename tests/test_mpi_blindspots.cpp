@@ -507,6 +507,23 @@ TEST_CASE(
   };
   CHECK(all_pass(allgatherv("[-1,0,0]")));
   CHECK(verdict(allgatherv("[0,2,1]"), "postcondition") == Verdict::Fail);  // written there
+  // The contiguous layout (--contiguous, `displs = contiguous`: MPICH's recexch allgatherv
+  // schedules): the blocks with no gap; the gapped buffer is not that layout.
+  MpiCase vc{"allgatherv_contiguous", 2, 2, 0, true, false};
+  auto contiguous = [&](const std::string& buf) {
+    std::string r0, r1;
+    for (int k = 1; k <= 2; ++k) {
+      const std::string t = tg(k, 2);
+      const std::string out =
+          "{\"k\":\"out\",\"buf\":[[0,1," + t + "],[1,1," + t + "]" + buf + "]}\n";
+      r0 += call(k, 2) + out;
+      r1 += call(k, 2) + out;
+    }
+    return judge_mpi_run(vc, write_ranks({r0 + kNothingUnmatched + done(0, 2),
+                                          r1 + kNothingUnmatched + done(1, 2)}));
+  };
+  CHECK(all_pass(contiguous("")));
+  CHECK(verdict(contiguous(",[-1,0,0],[-1,0,0]"), "postcondition") == Verdict::Fail);
 }
 
 TEST_CASE("collv mpi: a launch stopped at --timeout is inconclusive, its cut logs judge nothing",

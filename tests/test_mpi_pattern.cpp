@@ -13,15 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A rank's file of count 1: two calls (numbered 3 and 4, harness_call), each with the same "sent"
-// line.
-std::string rank_file(int r, int p, const std::string& sent) {
-  std::string s;
-  for (int c = 1; c <= kHarnessCalls; ++c)
-    s += "{\"k\":\"call\",\"n\":" + std::to_string(harness_call(1, c)) +
-         "}\n{\"k\":\"out\",\"buf\":[]}\n" + sent + "\n";
-  return s + test::done(r, p);
-}
+const auto rank_file = test::sent_rank_file;
 
 const std::string kNone = R"({"k":"sent","to":[],"bytes":[],"lost":0})";
 

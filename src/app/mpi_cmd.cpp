@@ -104,6 +104,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     throw UsageError(
         "--equal-counts applies to --collective reduce_scatter under a user operation "
         "(commutative or noncommutative), alltoallv and alltoallw");
+  if (o.contiguous && o.collective != "allgatherv")
+    throw UsageError("--contiguous applies to --collective allgatherv");
   if (o.in_place && o.collective == "bcast")
     throw UsageError("--in-place: MPI_Bcast has no MPI_IN_PLACE");
   if (o.in_place && o.collective == "barrier")
@@ -285,6 +287,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         fs::create_directories(dir, ec);
         std::string kind = ring             ? "ring_allreduce"
                            : o.equal_counts ? o.collective + "_equal"
+                           : o.contiguous   ? o.collective + "_contiguous"
                                             : o.collective;
         std::vector<std::string> argv = {
             run,
@@ -357,8 +360,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           vr.p = static_cast<std::uint64_t>(p);
           if (rooted(o.collective)) vr.source = static_cast<std::uint32_t>(root);
           vr.count = static_cast<std::uint32_t>(count);
-          vr.domain =
-              o.op + (o.in_place ? "+in-place" : "") + (o.equal_counts ? "+equal-counts" : "");
+          vr.domain = o.op + (o.in_place ? "+in-place" : "") +
+                      (o.equal_counts ? "+equal-counts" : "") + (o.contiguous ? "+contiguous" : "");
           std::string cmd = fmt::format(
               "collv mpi --impl {} --collective {} --algorithm {} --sizes {} --count {}{} --op "
               "{}{}",
@@ -366,6 +369,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               rooted(o.collective) ? fmt::format(" --root {}", root) : "", o.op,
               o.in_place ? " --in-place" : "");
           if (o.equal_counts) cmd += " --equal-counts";
+          if (o.contiguous) cmd += " --contiguous";
+          if (o.message_dependencies) cmd += " --message-order dependencies";
           if (!o.nb_algorithm.empty()) cmd += " --nb-algorithm " + o.nb_algorithm;
           if (o.inject != "none") cmd += " --inject " + o.inject;
           if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
@@ -437,7 +442,8 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             std::optional<ModelRunResult> mr;
             try {
               mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root,
-                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
+                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
+                             o.message_dependencies);
             } catch (const LimitError& e) {  // undecided: the comparison is inconclusive
               conf.verdict = msgs.verdict = Verdict::Unknown;
               conf.note = msgs.note = std::string("not checked: ") + e.what();
@@ -467,6 +473,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               if (status != 0) why = "the launch did not end normally";
               if (!lib) {
                 msgs.note = "not checked: " + why;
+              } else if (!monitor && o.message_dependencies) {
+                msgs = compare_sends_dependent(*lib, *mr,
+                                               c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
               } else if (!monitor) {
                 msgs = compare_sends(*lib, mr->sends,
                                      c.builtin ? kHarnessValueBytes : kHarnessElemBytes,

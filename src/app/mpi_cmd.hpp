@@ -50,6 +50,10 @@ struct MpiOptions {
   // reduce_scatter only: MPI_Reduce_scatter with `count` elements for every rank (a `collective
   // reduce-scatter` model's equal blocks; set by --conformance), not the uneven counts(j).
   bool equal_counts = false;
+  // allgatherv only: the blocks with no gap between them (each displacement the sum of the
+  // counts before it; --contiguous, a library line's `displs = contiguous`), not one unwritten
+  // element after each block.
+  bool contiguous = false;
   // MPICH's `nb` only: the nonblocking collective's algorithm it runs,
   // MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM (--nb-algorithm; a library line's key of that name).
   std::string nb_algorithm;
@@ -62,6 +66,10 @@ struct MpiOptions {
   // A library message of exactly this many bytes (a control message: the smp barrier's 1-byte
   // release, the smp scan's int) is compared as a model's send of no item; -1: none.
   std::int64_t control_bytes = -1;
+  // `messages` compares per rank the multiset of messages and the model's data dependencies
+  // (compare_sends_dependent), not the sequence (a library line's `message_order =
+  // dependencies`; --message-order dependencies).
+  bool message_dependencies = false;
   // Set (when not null) to whether the library fell back to its own choice in every run.
   bool* all_fell_back = nullptr;
   // Set (when not null) to the number of runs whose `conformance` or `messages` check compared
@@ -148,28 +156,42 @@ inline constexpr std::uint64_t kHarnessElemBytes = 16;
 // Under --op builtin the harness's element is one uint64 (MPI_SUM on MPI_UINT64_T).
 inline constexpr std::uint64_t kHarnessValueBytes = 8;
 
-// One message a rank sent: its receiver and its size in bytes (-1: not known).
+// One message a rank sent: its receiver and its size in bytes (-1: not known); for the
+// library's, the UCX tag it carried and when it was posted (CLOCK_MONOTONIC nanoseconds; -1:
+// not logged). Two messages are the same message when their receiver and size are.
 struct SentMessage {
   std::int64_t to = -1;
   std::int64_t bytes = -1;
-  bool operator==(const SentMessage&) const = default;
+  std::uint64_t tag = 0;
+  std::int64_t ns = -1;
+  std::int64_t host = -1;  // the sender's machine (a hash of its name); -1: not logged
+  bool operator==(const SentMessage& o) const { return to == o.to && bytes == o.bytes; }
 };
 // Per rank, the messages it sent in the order it posted them.
 using SentMessages = std::vector<std::vector<SentMessage>>;
 
 // A model's run at p, count, root: its combinations and its transfers per sender and receiver,
 // and per rank its sends in program order (a send to itself left out).
+// A model's send as another rank's message: the sender and the index in its sends.
+struct SendRef {
+  std::size_t rank = 0, index = 0;
+  bool operator==(const SendRef&) const = default;
+};
 struct ModelRunResult {
   MpiCombinations combinations;
   PeerMessages messages;
   SentMessages sends;
+  // With dependencies asked for: per rank and send (as in `sends`), the messages it received
+  // before that send whose payload the send carries on (its data flow: model_send_dependencies).
+  std::vector<std::vector<std::vector<SendRef>>> depends;
 };
 // Throws LimitError when the run stops at max_ops (or the step limit): undecided, not wrong.
 // elem_bytes: the bytes of one item in the library's run (the harness's tagged element, or a
 // uint64 under --op builtin).
+// dependencies: also fill `depends` (MpiOptions::message_dependencies).
 ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
                          std::uint64_t max_ops = RunOptions{}.max_ops_per_node,
-                         std::uint64_t elem_bytes = kHarnessElemBytes);
+                         std::uint64_t elem_bytes = kHarnessElemBytes, bool dependencies = false);
 
 // The check "messages": the first rank and peer (in rank order) whose message counts, or bytes,
 // differ between the library (the messages its pml monitoring counted during the calls) and the
@@ -193,6 +215,19 @@ PeerMessages peer_messages(const std::vector<SentMessages>& calls, int p);
 CheckResult compare_sends(const std::vector<SentMessages>& lib, const SentMessages& model,
                           std::uint64_t elem_bytes = kHarnessElemBytes,
                           std::int64_t control_bytes = -1);
+
+// The check "messages" by dependencies (a library line's `message_order = dependencies`, for
+// schedules that issue a send when its last dependency completes, so that sends may leave in
+// any order the data flow allows: docs/mpi.md, "Messages in dependency order"). At every rank
+// and call: the same multiset of messages (receiver and size) as the model's sends; the
+// library's messages of one receiver and size matched to the model's in the order of their
+// UCX tags (MPICH takes a schedule's tags in program order); and no send posted before the
+// message its payload depends on in the model (model.depends) was posted by its sender (the
+// harness's CLOCK_MONOTONIC times: a send that left before its data was sent to it cannot have
+// carried that data). Messages without tags or times: not compared (inconclusive).
+CheckResult compare_sends_dependent(const std::vector<SentMessages>& lib,
+                                    const ModelRunResult& model,
+                                    std::uint64_t elem_bytes = kHarnessElemBytes);
 
 int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err);
 

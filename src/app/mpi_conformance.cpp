@@ -105,7 +105,9 @@ int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                        r.options.collective, r.options.algorithm,
                        r.options.nb_algorithm.empty() ? "" : " " + r.options.nb_algorithm,
                        r.selector, r.options.op, r.options.in_place ? ", in place" : "",
-                       r.options.equal_counts ? ", equal counts" : "");
+                       r.options.equal_counts ? ", equal counts"
+                       : r.options.contiguous ? ", contiguous blocks"
+                                              : "");
     int rc = kExitUsage;
     // The library refused the algorithm for every run (MPICH says so and runs its own choice):
     // nothing of the model was judged, which is said, not counted as an error.
@@ -212,6 +214,8 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
     ConformanceRun r;
     r.options = base;
     r.options.conformance.clear();
+    r.options.message_dependencies = false;  // the model's line says (message_order)
+    r.options.contiguous = false;            // and (displs)
     r.options.model = model_file;
     for (const auto& [k, v] : lib.selectors)
       r.selector += (r.selector.empty() ? "" : " ") + k + " = " + v;
@@ -330,6 +334,23 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           r.options.extra_env.emplace_back(k, v);
         continue;
       }
+      // A schedule that issues each send when its dependencies complete (MPICH's generic
+      // transport): its messages are compared by dependencies, not in program order.
+      if (lib.library == "mpich" && !algo.empty() && k == "displs") {
+        if (v != "contiguous")
+          throw ModelError(lib.loc, fmt::format("'displs = {}': contiguous expected", v));
+        r.options.contiguous = true;
+        continue;
+      }
+      if (lib.library == "mpich" && !algo.empty() && k == "message_order") {
+        if (v == "dependencies")
+          r.options.message_dependencies = true;
+        else if (v != "program")
+          throw ModelError(lib.loc, fmt::format("'message_order = {}': program or dependencies "
+                                                "expected",
+                                                v));
+        continue;
+      }
       if (lib.library == "mpich") {
         std::string want = "MPIR_CVAR_" + upper(coll) + "_INTRA_ALGORITHM";
         if (coll == "reduce_scatter" && k == "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") {
@@ -357,7 +378,8 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           // A key collv does not know could change what the library runs: never ignored.
           throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
                                                 "MPICH setting of {} (the selector {}, then "
-                                                "MPIR_CVAR_I{} for nb, MPI_Op, MPI_IN_PLACE)",
+                                                "MPIR_CVAR_I{} for nb, MPI_Op, MPI_IN_PLACE, "
+                                                "message_order, displs)",
                                                 k, v, coll, want, want.substr(10)));
         }
       } else {

@@ -97,11 +97,12 @@ std::optional<std::vector<Elem>> expected(const MpiCase& c, int r) {
     std::int64_t off = 0;
     for (int j = 0; j < r; ++j) off += rs_count(j, n);
     for (int i = 0; i < rs_count(r, n); ++i) e.push_back({off + i, all});
-  } else if (k == "allgatherv" || k == "gatherv") {
+  } else if (k == "allgatherv" || k == "gatherv" || k == "allgatherv_contiguous") {
     if (k == "gatherv" && r != c.root) return std::nullopt;
-    for (int j = 0; j < p; ++j) {  // rank j's block, then one element no rank sends
+    for (int j = 0; j < p; ++j) {  // rank j's block, then one element no rank sends (not
+                                   // between contiguous blocks)
       for (std::int64_t i = 0; i < v_count(n, j); ++i) e.push_back({i, std::uint64_t{1} << j});
-      e.push_back({-1, 0});
+      if (k != "allgatherv_contiguous") e.push_back({-1, 0});
     }
   } else if (k == "scatterv") {
     std::int64_t off = 0;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -27,8 +28,60 @@ MpiCombinations model_combinations(const std::string& model_file, int p, int cou
   return model_run(model_file, p, count, root).combinations;
 }
 
+namespace {
+
+// Per rank and send of the model, the messages it received before that send whose payload the
+// send carries on: a received item that holds some other rank's contribution, and whose
+// contributions are all in one item the send carries (the same item forwarded, or combined
+// into it). The earliest such receive of each send's data is a dependency of it; so is every
+// other (each must have arrived before the send's data could be complete, unless the rank held
+// the same contributions from another message: the models that ask for this check, whose
+// ranks receive each contribution once per phase, say so in their notes).
+std::vector<std::vector<std::vector<SendRef>>> send_dependencies(
+    const Trace& tr, const Domain& d, int p, const std::vector<std::optional<SendRef>>& refs,
+    const SentMessages& sends) {
+  const std::uint32_t elems = std::max<std::uint32_t>(d.elems(), 1);
+  auto sorted_terms = [&](Item it) {
+    auto v = d.terms(it);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  std::vector<std::vector<std::vector<SendRef>>> deps(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) deps[static_cast<std::size_t>(r)].resize(sends[r].size());
+  // Per rank, the items it received that hold another rank's contribution, with their message.
+  std::vector<std::vector<std::pair<SendRef, std::vector<std::uint32_t>>>> got(
+      static_cast<std::size_t>(p));
+  for (std::size_t i = 0; i < tr.transfers.size(); ++i) {
+    if (!refs[i]) continue;
+    const Transfer& x = tr.transfers[i];
+    const SendRef ref = *refs[i];
+    auto& mine = deps[ref.rank][ref.index];
+    for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+      const auto terms = sorted_terms(tr.payload[x.payload_begin + k]);
+      for (const auto& [from, have] : got[x.src])
+        if (std::includes(terms.begin(), terms.end(), have.begin(), have.end()) &&
+            std::find(mine.begin(), mine.end(), from) == mine.end())
+          mine.push_back(from);
+    }
+    for (std::uint32_t k = 0; k < x.payload_len; ++k) {
+      auto terms = sorted_terms(tr.payload[x.payload_begin + k]);
+      const bool foreign = std::any_of(terms.begin(), terms.end(),
+                                       [&](std::uint32_t id) { return id / elems != x.dst; });
+      if (foreign && !terms.empty()) got[x.dst].emplace_back(ref, std::move(terms));
+    }
+  }
+  for (auto& rank : deps)
+    for (auto& v : rank)
+      std::sort(v.begin(), v.end(), [](const SendRef& a, const SendRef& b) {
+        return std::tie(a.rank, a.index) < std::tie(b.rank, b.index);
+      });
+  return deps;
+}
+
+}  // namespace
+
 ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
-                         std::uint64_t max_ops, std::uint64_t elem_bytes) {
+                         std::uint64_t max_ops, std::uint64_t elem_bytes, bool dependencies) {
   Model m = parse_model_file(model_file);
   const auto& fams = m.header.topologies;
   std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
@@ -75,14 +128,18 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
   // The executor records a transfer when its send executes: per sender, program order.
   res.messages = PeerMessages(p);
   res.sends.resize(static_cast<std::size_t>(p));
-  for (const Transfer& x : tr.transfers) {
+  std::vector<std::optional<SendRef>> refs(tr.transfers.size());
+  for (std::size_t i = 0; i < tr.transfers.size(); ++i) {
+    const Transfer& x = tr.transfers[i];
     if (x.src >= static_cast<NodeId>(p) || x.dst >= static_cast<NodeId>(p) || x.src == x.dst)
       continue;
     ++res.messages.msgs[x.src][x.dst];
     res.messages.bytes[x.src][x.dst] += elem_bytes * x.payload_len;
+    refs[i] = SendRef{x.src, res.sends[x.src].size()};
     res.sends[x.src].push_back(
         {static_cast<std::int64_t>(x.dst), static_cast<std::int64_t>(elem_bytes * x.payload_len)});
   }
+  if (dependencies) res.depends = send_dependencies(tr, d, p, refs, res.sends);
   return res;
 }
 

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "check/dataflow_held.hpp"
 #include "check/dataflow_sets.hpp"
 
 namespace collv {
@@ -128,13 +129,23 @@ class Analyzer {
 
     // Without derivations to record, a node whose buffers share their sets element by element
     // is replayed once per set (dataflow_sets.hpp); the others, item by item below.
+    // A run in the fingerprint domain is judged by membership alone (dataflow_held.hpp).
     std::optional<SetFlow> sets;
-    if (!record_) sets.emplace(t_);
+    std::optional<HeldFlow> members;
+    if (!record_) {
+      sets.emplace(t_);
+      members.emplace(t_);
+    }
     for (NodeId v = 0; v < p; ++v) {
-      if (sets && sets->usable() &&
-          sets->replay(v, {in_list.data() + in_first[v], in_list.data() + in_first[v + 1]},
-                       {out_list.data() + out_first[v], out_list.data() + out_first[v + 1]}))
+      const std::span<const std::uint32_t> in_v{in_list.data() + in_first[v],
+                                                in_list.data() + in_first[v + 1]};
+      const std::span<const std::uint32_t> out_v{out_list.data() + out_first[v],
+                                                 out_list.data() + out_first[v + 1]};
+      if (members && members->usable()) {
+        undecidable_ += members->replay(v, in_v, out_v);
         continue;
+      }
+      if (sets && sets->usable() && sets->replay(v, in_v, out_v)) continue;
       begin_node(v);
       std::uint32_t j = in_first[v];
       auto take_until = [&](std::uint32_t step) {  // receive every transfer of a step < `step`

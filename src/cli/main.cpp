@@ -448,10 +448,20 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
                 "reduce_scatter: every rank's count is --count (a `collective reduce-scatter` "
                 "model's equal blocks), not the uneven counts(j); alltoallv, alltoallw: every "
                 "pair's count is --count (a `collective alltoall` model's blocks)");
+  mpi->add_flag("--contiguous", mpi_opts.contiguous,
+                "allgatherv: the blocks with no gap between them (each displacement the sum of "
+                "the counts before it), not one unwritten element after each block");
   mpi->add_option("--nb-algorithm", mpi_opts.nb_algorithm,
                   "MPICH's --algorithm nb: the nonblocking algorithm it runs "
                   "(MPIR_CVAR_I<COLLECTIVE>_INTRA_ALGORITHM; --list-algorithms --algorithm nb "
                   "lists them)");
+  mpi->add_option_function<std::string>(
+         "--message-order",
+         [&](const std::string& v) { mpi_opts.message_dependencies = v == "dependencies"; },
+         "with --model under MPICH: program (default: every rank's messages in the model's "
+         "program order) | dependencies (the same messages in any order the model's data flow "
+         "allows; a model's `message_order = dependencies`)")
+      ->check(CLI::IsMember({"program", "dependencies"}));
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");

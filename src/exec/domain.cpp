@@ -239,6 +239,9 @@ class FingerprintDomain : public Domain {
     return w == 0 ? 1 : w;
   }
   Item combine(Item a, Item b) override { return a + b; }
+  void combine_into(Item* x, const Item* y, std::size_t n, bool) override {
+    for (std::size_t k = 0; k < n; ++k) x[k] += y[k];  // a sum: either order
+  }
   Item from_terms(std::vector<std::uint32_t> terms) override {
     Item s = 0;
     for (auto c : terms) s += leaf(c / elems_, c % elems_);

@@ -39,6 +39,14 @@ class Domain {
   virtual Item leaf(std::uint32_t node, std::uint32_t elem) = 0;
   // a + b, in operand order.
   virtual Item combine(Item a, Item b) = 0;
+  // x[k] := x[k] + y[k] (x_left) or y[k] + x[k], for k = 0 .. n-1 in that order: what n calls
+  // of combine give (the executor's `x := x + y` over whole buffers).
+  virtual void combine_into(Item* x, const Item* y, std::size_t n, bool x_left) {
+    if (x_left)
+      for (std::size_t k = 0; k < n; ++k) x[k] = combine(x[k], y[k]);
+    else
+      for (std::size_t k = 0; k < n; ++k) x[k] = combine(y[k], x[k]);
+  }
   // The item whose contributions are `terms` (contribution ids node * elems + elem, each below
   // p * elems), in operand order: what folding leaves with combine gives, built in one step.
   virtual Item from_terms(std::vector<std::uint32_t> terms) = 0;

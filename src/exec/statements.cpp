@@ -54,11 +54,44 @@ bool Statements::combine_in_place(std::uint32_t pc, const NodeId* nodes, std::si
   const DataCol& ca = data_[a.slot];
   const DataCol& cb = data_[b.slot];
   for (std::size_t i = 0; i < cnt; ++i)
-    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i])) return false;
+    if (!ca.one_item(nodes[i]) || !cb.one_item(nodes[i]))
+      return combine_into_operand(pc, nodes, cnt);
   DataCol& ct = data_[t.slot];
   for (std::size_t i = 0; i < cnt; ++i)
     ct.set_item(nodes[i], dom_->combine(ca.item(nodes[i]), cb.item(nodes[i])));
   ops_ += 3 * cnt;  // as the general path counts: two items read, one combined (--max-ops)
+  track_assign(pc, t, nodes, cnt);
+  return true;
+}
+
+// `x := x + y` or `x := y + x` (x, y data variables) where x and y hold the same number of
+// items, two or more, at every node of the chunk (recursive doubling's `buf := tmp + buf` at
+// count > 1): x's items combined with y's in place, in operand order, item by item as the
+// general path combines them, without copying x and y into scratch buffers and x back. Anything
+// else returns false, having changed nothing (the general path reports different lengths).
+// Called by combine_in_place, which has checked the statement's shape.
+bool Statements::combine_into_operand(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
+  const Stmt& s = *prog_.code[pc].stmt;
+  const Expr& t = *s.target;
+  const Expr& a = *s.value->args[0];
+  const Expr& b = *s.value->args[1];
+  if (t.slot != a.slot && t.slot != b.slot) return false;
+  const bool left = t.slot == a.slot;  // x is the left operand
+  DataCol& ct = data_[t.slot];
+  const DataCol& other = data_[left ? b.slot : a.slot];
+  std::uint64_t items = 0;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    const std::uint32_t n = ct.size_at(nodes[i]);
+    if (n < 2 || other.size_at(nodes[i]) != n) return false;
+    items += n;
+  }
+  for (std::size_t i = 0; i < cnt; ++i) {
+    Buffer& x = ct.edit(nodes[i]);          // held in the side table already (two items or more)
+    const Item* y = other.items(nodes[i]);  // x's own items for `x := x + x`
+    dom_->combine_into(x.data(), y, x.size(), left);
+    ct.settle(nodes[i]);
+  }
+  ops_ += 3 * items;  // as the general path counts: both operands read, each item combined
   track_assign(pc, t, nodes, cnt);
   return true;
 }
@@ -234,26 +267,25 @@ void Statements::exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt) {
       post_isend(pc, nodes, cnt);
       [[fallthrough]];  // the transfer itself is a send's (sends are buffered)
     case IOp::Send: {
-      // A send of a data variable that holds one item at every node of the chunk (the
-      // fingerprint domain at count 1) reads the item in place; anything else is evaluated into
-      // scratch buffers.
+      // A send of a data variable reads its items in place (the fingerprint domain at count 1,
+      // a recursive-doubling buffer at count 4,096); anything else is evaluated into scratch
+      // buffers.
       auto& val = dscratch(0);
-      const DataCol* one = nullptr;
+      const DataCol* direct = nullptr;
       if (in.op == IOp::Send && s.value->kind == ExprKind::Name && s.value->slot >= 0 &&
           m_.var_types[static_cast<std::size_t>(s.value->slot)] == Type::Data) {
-        one = &data_[s.value->slot];
-        for (std::size_t i = 0; i < cnt && one; ++i)
-          if (!one->one_item(nodes[i])) one = nullptr;
-      }
-      if (one)
-        ops_ += cnt;  // work: each item copied (as eval_data counts it)
-      else
+        direct = &data_[s.value->slot];
+        std::uint64_t n = 0;
+        for (std::size_t i = 0; i < cnt; ++i) n += direct->size_at(nodes[i]);
+        ops_ += n;  // work: each item sent (as eval_data counts a copy; nothing is copied here)
+      } else {
         eval_data(*s.value, nodes, cnt, val.data(), 1);
+      }
       // Node i's payload (its items and their number).
-      auto items = [&](std::size_t i) { return one ? one->items(nodes[i]) : val[i].data(); };
-      auto len = [&](std::size_t i) { return one ? std::uint32_t{1} : val[i].size(); };
+      auto items = [&](std::size_t i) { return direct ? direct->items(nodes[i]) : val[i].data(); };
+      auto len = [&](std::size_t i) { return direct ? direct->size_at(nodes[i]) : val[i].size(); };
       auto value = [&](std::size_t i) {  // what the send keeps (not a stream's transfer)
-        if (one) val[i].assign(one->items(nodes[i]), 1);
+        if (direct) val[i].assign(direct->items(nodes[i]), direct->size_at(nodes[i]));
         return std::move(val[i]);
       };
       auto& peer = iscratch(0);

@@ -18,6 +18,7 @@ class Statements : public Requests {
   void exec(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
   void for_test(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
   bool combine_in_place(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
+  bool combine_into_operand(std::uint32_t pc, const NodeId* nodes, std::size_t cnt);
 
  private:
   // Where a sent buffer's items go in Trace::payload: a payload of kShareItems items or more

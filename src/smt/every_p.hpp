@@ -67,6 +67,14 @@ struct EveryPProof {
     int line = 0;
   };
   std::vector<Cases> cases;
+  // `abstract pof2 OBLIGATION`: in every obligation named OBLIGATION (as for `cases`), 2^ilog2 p
+  // and clog2(p + 1), written (pow2 (- (clog2 (+ p 1)) 1)) and (clog2 (+ p 1)), become two
+  // constants with facts about them that the query `lemma-pof2` proves (every_p_abstract.cpp).
+  struct Abstract {
+    std::string obligation;
+    int line = 0;
+  };
+  std::vector<Abstract> abstracts;
 };
 
 // Reads a proof file of `kind every-p` (throws UsageError with file:line on a malformed one).
@@ -79,6 +87,7 @@ struct EveryPObligation {
   std::string description;  // what unsat proves
   std::string script;       // SMT-LIB2: declarations and (assert (=> a (not ...)))
   SourceLoc loc;
+  int split_case = -1;  // a `split`'s case K (the query's -kK), -1 if none
 };
 
 struct EveryPAnalysis {
@@ -91,5 +100,13 @@ struct EveryPAnalysis {
 
 // Never throws for a well-formed model: everything outside the fragment is a refusal.
 EveryPAnalysis analyze_every_p(const Model& m, const EveryPProof& proof);
+
+// `abstract pof2` (every_p_abstract.cpp): the facts assumed of P, standing for 2^ilog2 p, and C,
+// for clog2(p + 1): 2 <= C <= 31, P <= p < 2 P, and for each j in `divides` (1..30) "C - 1 >= j
+// iff 2^j <= P" and "C - 1 >= j implies 2^j divides P"; and the query `lemma-pof2` that proves
+// them all (j = 1..30) for every
+// 2 <= p < 2^31 with P and C the exact terms (unsat = they hold; tests break a fact in it).
+std::string pof2_facts(const std::string& P, const std::string& C, const std::vector<int>& divides);
+std::string pof2_lemma_script(const std::string& facts_over_exact_terms);
 
 }  // namespace collv

@@ -118,6 +118,11 @@ inline const std::string kPreludeSets =
     "(declare-datatypes ((Item 0)) (((none) (it (rk Int) (bk Int)) (sm (sb Int) (slo Int) (sn "
     "Int)) (ss (ssb Int) (ssm Bool)))))\n";
 
+// Whether obligation name n is named by a proof line's OBLIGATION o (`cases`, `abstract`): o
+// itself, or o followed by its path ('@') or a case ('-'): "...-k1" does not name "...-k14".
+inline bool names_obligation(const std::string& n, const std::string& o) {
+  return n.rfind(o, 0) == 0 && (n.size() == o.size() || n[o.size()] == '@' || n[o.size()] == '-');
+}
 inline bool mentions(const std::string& t, const std::string& id) {
   return rename(t, {{id, id + "_x"}}) != t;
 }
@@ -125,6 +130,14 @@ inline bool mentions(const std::string& t, const std::string& id) {
 inline std::string at_block(const std::string& t, const std::string& blk) {
   return rename(t, {{"b", blk}});
 }
+
+// A term over r read at rank R (a binomial fan-in's source or destination).
+inline std::string at_rank(const std::string& t, const std::string& R) {
+  return rename(t, {{"r", R}});
+}
+
+// The binomial fan-in's shape, named in its refusals (every_p_fanin.cpp).
+extern const char* const kFanShape;
 
 // Collectives whose initial buffers and postconditions are in every_p_collectives.cpp.
 bool more_collective(Collective c);
@@ -325,6 +338,8 @@ class Analyzer {
   void note_split(const std::string& lname, int id, const SourceLoc& loc);
   void split_obligations();
   void case_obligations();  // the proof's `cases` lines, after split_obligations
+  // every_p_abstract.cpp: the proof's `abstract pof2` lines, after case_obligations
+  void abstract_obligations();
   // every_p_tree.cpp: a binomial tree (a receive loop left by `break`, then a send loop), its
   // loops unrolled with the mask as a numeral; the root's sends for steps-root.
   void tree(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
@@ -347,17 +362,48 @@ class Analyzer {
   // rel + 2^j while bit j of rel is 0, then one send to the parent and `break`), unrolled with
   // the proof's holder invariant at every iteration; then the statements after the loop.
   static bool fanin_shape(const Stmt& w);
+  static bool fanin_ompi(const Stmt& w);   // Open MPI's: the bit test in the loop's condition
+  static bool is_bit_test(const Expr& e);  // `(V AND mask) = 0`, V a variable
+  std::pair<bool, bool> fanin_split(const Stmt& s, const Path& P, Path& T, Path& E);
+  const Stmt* fanin_presend(std::vector<const Stmt*> seq, Path& P, std::vector<const Stmt*>& after);
   // A bit test of a tree's loop with the tested variable v replaced by the free name bx (the
   // prefix form's `bits-prefix-kK` states it for every integer bx).
   std::string test_over_bx(const Expr& cond, const State& st, const std::string& v);
   void fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path);
-  void fanin_tail(const std::vector<const Stmt*>& rest, Path& P);
+  // The statements after the fan-in's loop on one path: assignments, `for` loops and `if`s
+  // without communication, and at most one send then at most one receive (MPICH's reduce: rank 0
+  // sends the result to a root other than 0). An `if` around communication that the ranks of a
+  // path take both ways splits it. The first reading (collect) gathers every path's sends and
+  // receives as templates over r; the second matches them and writes the obligations.
+  struct FanEvent {
+    std::string pc, peer;  // the path's condition and the peer, over r
+    Buf val;               // a send's value
+    SourceLoc loc;
+  };
+  struct FanTail {
+    bool collect = true;
+    std::vector<FanEvent> sends, recvs;
+    std::string bx, round;  // the tested value (bit lemmas at a peer) and the proof's round-after
+  };
+  struct FanPath {
+    Path P;
+    std::string loop_dst;             // where the rank sent in the loop ("" if it did not)
+    std::vector<std::string> rounds;  // the rounds of its events after the loop
+    SourceLoc loc;                    // its last event after the loop
+    bool sent = false, received = false;
+  };
+  void fanin_tail(const std::vector<const Stmt*>& rest, std::size_t i, FanPath fp, FanTail& ft,
+                  std::vector<FanPath>& out);
+  void fanin_tail_send(const Stmt& s, FanPath& fp, FanTail& ft);
+  void fanin_tail_receive(const Stmt& s, FanPath& fp, FanTail& ft);
+  void fanin_nodup(const Path& P, const Buf& msg, const SourceLoc& loc);
   bool fanin_prune(const Path& P, const std::string& name, const SourceLoc& loc);
   std::set<std::string> bit_xs_;  // the values (over r) whose bits the program tests
   // A binomial tree's readings on every path before its loops, from the first reading: the
   // second matches each receive against the sends of all of them (every_p_tree.cpp).
   std::vector<std::shared_ptr<TreeCall>> tree_calls_;
-  bool tree_mod_ = false;  // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
+  std::set<int> shift_ks_;  // the bits-shift-kK lemmas stated (a round term over the sender)
+  bool tree_mod_ = false;   // a rooted program with a while loop: mod p by cases (every_p_expr.cpp)
   // every_p_phases.cpp: an unrooted program whose ranks take different rounds (an `if` on my_id
   // around communication: MPICH's non-power-of-two fold) is read as phases, and each receive is
   // matched with a send of the same phase and index on the same channel, over every path. The

@@ -33,6 +33,37 @@ std::string bits_prefix_claim(const std::string& x, const std::string& zero,
       zero, test, x, 2 * w, w, zero, test, x, 2 * w);
 }
 
+std::string halvings(const std::string& x, int b) {
+  std::string t = x;
+  for (int i = 0; i < b; ++i) t = fmt::format("(div {} 2)", t);
+  return t;
+}
+
+std::string bits_shift_hyp(const std::string& x, const std::string& y, int k) {
+  return fmt::format("(and (= {} (- {} {})) (= (mod {} {}) {}))", y, x, 1LL << k, x, 1LL << (k + 1),
+                     1LL << k);
+}
+
+std::string bits_shift_claim(const std::string& x, const std::string& y, int k) {
+  std::string c = fmt::format("(= {} {})", halvings(y, k + 1), halvings(x, k + 1));
+  for (int b = 0; b <= k; ++b)
+    c += fmt::format(" (= (mod {} 2) 0) (= (mod {} 2) {})", halvings(y, b), halvings(x, b),
+                     b == k ? 1 : 0);
+  return "(and " + c + ")";
+}
+
+std::string bits_shift_lemma(const std::string& x, const std::string& y, int k) {
+  return fmt::format("(=> {} {})", bits_shift_hyp(x, y, k), bits_shift_claim(x, y, k));
+}
+
+std::string bits_range_lemma(const std::string& x) {
+  std::string c;
+  for (int b = 0; b <= 32; ++b)
+    c += fmt::format("{}(=> (and (<= 0 {}) (< {} {})) (= {} 0))", b ? " " : "", x, x, 1LL << b,
+                     halvings(x, b));
+  return "(and " + c + ")";
+}
+
 std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c) {
   if (op != Op::BitAnd && op != Op::BitOr && op != Op::BitXor) return std::nullopt;
   if (c < 0 || c > kBitsMaxNumeral) return std::nullopt;

@@ -46,6 +46,27 @@ std::string bit_lemma(const std::string& x, int j);
 std::string bits_prefix_claim(const std::string& x, const std::string& zero,
                               const std::string& test, int k);
 
+// A round term over the sender (Open MPI's scatter: the sum of b + 1 over the relative rank's set
+// bits b) read at a receive compares the bits of two ranks' values, x at the receiver and y at
+// its source; Z3 does not relate the bits of two numbers by itself (a query with 31 bits of each
+// gave no answer in 60 s). The bits are then written as a chain of halvings, halvings(x, b) =
+// (div (div x 2) ... 2), b deep, bit b = (mod (halvings x b) 2), and the queries assume instances
+// of two lemmas, each proved for all integers (Z3: milliseconds each):
+//   bits_shift_lemma(x, y, k): y = x - 2^k and (mod x 2^(k+1)) = 2^k (x's lowest set bit is k)
+//     imply halvings(y, k + 1) = halvings(x, k + 1) (so every higher halving, and bit, is equal
+//     by congruence), bits 0 .. k of y are 0, bits 0 .. k - 1 of x are 0 and bit k is 1;
+//   bits_range_lemma(x): 0 <= x < 2^b implies halvings(x, b) = 0, for b = 0 .. 32.
+std::string halvings(const std::string& x, int b);
+std::string bits_shift_lemma(const std::string& x, const std::string& y, int k);
+// Its hypothesis and its claim. The lemma's certificate (`bits-shift-kK`) states the claim for
+// x = 2^(k+1) q + 2^k and y = 2^(k+1) q, q a free integer: exactly the pairs of the hypothesis,
+// in a form Z3's rewriter makes linear (milliseconds; the implication over free x and y gave no
+// answer in 10 s for k = 20 under check-sat-assuming, which skips the preprocessing that
+// solves the equations).
+std::string bits_shift_hyp(const std::string& x, const std::string& y, int k);
+std::string bits_shift_claim(const std::string& x, const std::string& y, int k);
+std::string bits_range_lemma(const std::string& x);
+
 // x OP c for OP in BitAnd, BitOr, BitXor and a numeral 0 <= c <= kBitsMaxNumeral, as a linear
 // Int term (a sum over c's set bits). nullopt for another OP or c outside that range.
 std::optional<std::string> bitop_numeral(Op op, const std::string& x, long long c);

@@ -20,6 +20,9 @@ std::string Analyzer::header_term(const Expr& e) {
       // (the executor refuses x < 1), so no claim that needs it can be proved.
       if (e.name == "clog2" && e.args.size() == 1) {
         std::string x = header_term(*e.args[0]);
+        // clog2(p): every query assumes 2 <= p < 2^31, so without the guard (as log2(p)): the same
+        // value, in the form a `cases ... (clog2 p)` line writes its numeral in place of.
+        if (x == "p") return "(clog2 p)";
         return fmt::format(
             "(ite (and (>= {} 1) (<= {} 4294967296)) (clog2 {}) (clog2_undefined {}))", x, x, x, x);
       }

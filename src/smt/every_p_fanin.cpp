@@ -7,16 +7,21 @@
 //     [assignments]
 //   endwhile
 // then assignments, `if`s and `for` loops without communication (the root's rotation of tmp into
-// the result). The loop is unrolled, as the fan-out's (every_p_tree.cpp): the mask is a numeral at
-// every iteration, so its bit tests are linear terms, and it runs at most 32 iterations (ranks
-// are 32-bit, p < 2^31). Unlike the fan-out, a rank receives in many iterations (one a child, each
-// under `if src < p`) before its one send, so the state is not unrolled along a path (a chain of
-// up to 31 guarded concatenations or sums): the proof gives the **holder invariant**, the value
-// of each data variable the loop carries at the head of every iteration (`invariant while VAR
-// length|block TERM`, over r, p, count, root, the iteration k and the loop's numerals, e.g. the
-// mask), and each iteration j is one induction step for every rank at once. Per iteration j
-// (tags `recv-kJ`: the ranks that reach iteration j with bit j of V clear; `send-kJ`: those with
-// bit j set, which send and leave; `exit-kJ`: those that leave at the head of j):
+// the result), and at most one send then one receive (every_p_fanin_tail.cpp). The send branch
+// may end with assignments instead of `break` (a flag: `done := 1` under `while ... and done =
+// 0`; leave-loop-while checks that the condition then fails), and in Open MPI's shape the bit
+// test is the loop condition's second operand and the send comes after the loop, read on the
+// paths that leave at the bit (every_p_fanin_tail.cpp, fanin_presend). The loop is unrolled, as the
+// fan-out's (every_p_tree.cpp): the mask is a numeral at every iteration, so its bit tests are
+// linear terms, and it runs at most 32 iterations (ranks are 32-bit, p < 2^31). Unlike the fan-out,
+// a rank receives in many iterations (one a child, each under `if src < p`) before its one send, so
+// the state is not unrolled along a path (a chain of up to 31 guarded concatenations or sums): the
+// proof gives the **holder invariant**, the value of each data variable the loop carries at the
+// head of every iteration (`invariant while VAR length|block TERM`, over r, p, count, root, the
+// iteration k and the loop's numerals, e.g. the mask), and each iteration j is one induction step
+// for every rank at once. Per iteration j (tags `recv-kJ`: the ranks that reach iteration j with
+// bit j of V clear; `send-kJ`: those with bit j set, which send and leave; `exit-kJ`: those that
+// leave at the head of j):
 //   initiation-V-loop-while   the state before the loop is the holder at iteration 0;
 //   consecution-V-loop-while  from the holder at j (for r and for its source S: the message is
 //                             the program's send expression in S's state at j), r's body gives
@@ -39,24 +44,26 @@
 //   infeasible-line-N         a path (or a branch after the loop) no rank takes, pruned;
 //   unroll-bound, bits-prefix-kK, bits-lemma-J   as for the fan-out: a path states its bit tests
 //                             as one fact, (mod V 2^j) = 0 at the head of iteration j.
+#include <functional>
+
 #include "smt/every_p_analyzer.hpp"
 #include "smt/every_p_bits.hpp"
 
 namespace collv::everyp {
 
-namespace {
-
-const char* kFanShape =
+const char* const kFanShape =
     "a binomial fan-in (docs/smt.md) is `while C do [assignments] if (V AND "
     "mask) = 0 then [assignments] [if C2 then] receive X from E [assignments] [endif] "
-    "[assignments] else send Y to E; break endif [assignments] endwhile` with nothing before it "
-    "that sends or receives, then assignments, `if`s and `for` loops without communication";
-
-std::string at_rank(const std::string& t, const std::string& R) { return rename(t, {{"r", R}}); }
-
-}  // namespace
+    "[assignments] else send Y to E; break | send Y to E; assignments after which C fails "
+    "endif [assignments] endwhile` (or Open MPI's `while C and (V AND mask) = 0 do [if C2 "
+    "then] receive X from E [assignments] [endif] [assignments] endwhile`, the send after it) "
+    "with nothing before it that sends or receives, then assignments, `if`s and `for` loops "
+    "without communication, and at most one send, then at most one receive";
 
 std::string Analyzer::test_over_bx(const Expr& cond, const State& st, const std::string& v) {
+  // my_id is the rank r itself: the test (over my_id and numerals only, checked by the caller)
+  // with r renamed.
+  if (v == "my_id") return rename(bool_expr(cond, st), {{"r", "bx"}});
   State sx = st;
   sx.ints[v] = Lin{"0", "bx"};
   const bool had = bit_xs_.count("bx") > 0;
@@ -70,49 +77,26 @@ bool Analyzer::fanin_shape(const Stmt& w) {
     if (b->kind == StmtKind::If)
       for (const auto& e : b->else_body)
         if (e->kind == StmtKind::Send) return true;
-  return false;
+  return fanin_ompi(w);
 }
 
-// Whether no rank takes path P: Z3 proves its condition unsat (the query is kept as the
-// certificate); otherwise the query is dropped.
-bool Analyzer::fanin_prune(const Path& P, const std::string& name, const SourceLoc& loc) {
-  oblige(P, name, "no rank takes this path (its queries are left out)", "", "true", "false", loc);
-  if (proved_now(out_.obligations.back().script)) return true;
-  out_.obligations.pop_back();
-  return false;
+// Open MPI's fan-in: `while C and (V AND mask) = 0 do` whose body receives and never sends (the
+// send to the parent comes after the loop).
+bool Analyzer::fanin_ompi(const Stmt& w) {
+  const Expr& c = *w.cond;
+  if (!(c.kind == ExprKind::Binary && c.op == Op::And && is_bit_test(*c.args[1]))) return false;
+  std::function<bool(const std::vector<StmtPtr>&)> sends = [&](const std::vector<StmtPtr>& b) {
+    for (const auto& x : b)
+      if (x->kind == StmtKind::Send || sends(x->body) || sends(x->else_body)) return true;
+    return false;
+  };
+  return has_comm(w.body) && !sends(w.body);
 }
 
-void Analyzer::fanin_tail(const std::vector<const Stmt*>& rest, Path& P) {
-  for (const Stmt* s : rest) {
-    if (s->kind == StmtKind::Assign) {
-      straight(*s, P);
-    } else if (s->kind == StmtKind::For && !has_comm(s->body)) {
-      loop(*s, P);
-    } else if (s->kind == StmtKind::If && !has_comm(s->body) && !has_comm(s->else_body)) {
-      // Each path takes one branch (the other pruned by Z3): the root's rotation is read on the
-      // root's paths only.
-      const std::string c = bool_expr(*s->cond, P.st);
-      Path T = P, E = P;
-      T.pc = fmt::format("(and {} {})", P.pc, c);
-      E.pc = fmt::format("(and {} (not {}))", P.pc, c);
-      const bool no_then =
-          fanin_prune(T, fmt::format("infeasible-line-{}-then", s->loc.line), s->loc);
-      const bool no_else =
-          !no_then && fanin_prune(E, fmt::format("infeasible-line-{}-else", s->loc.line), s->loc);
-      if (!no_then && !no_else)
-        refuse(
-            "an `if` after a fan-in's loop that the ranks of one path take both ways is outside "
-            "the fragment",
-            s->loc);
-      std::vector<const Stmt*> body;
-      for (const auto& x : no_then ? s->else_body : s->body) body.push_back(x.get());
-      Path& B = no_then ? E : T;
-      fanin_tail(body, B);
-      P = B;
-    } else {
-      refuse(kFanShape, s->loc);
-    }
-  }
+bool Analyzer::is_bit_test(const Expr& e) {
+  return e.kind == ExprKind::Binary && e.op == Op::Eq && e.args[1]->kind == ExprKind::Number &&
+         e.args[1]->value == 0 && e.args[0]->kind == ExprKind::Binary &&
+         e.args[0]->op == Op::BitAnd && e.args[0]->args[0]->kind == ExprKind::Name;
 }
 
 void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const Path& path) {
@@ -126,34 +110,20 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   if (mentions(path.pc, "r"))
     refuse("a binomial fan-in on a path the rank chooses before its loop is outside the fragment",
            w.loc);
-  if (h.steps && h.steps_at_most)
-    refuse("`steps at most` in a rooted program is not in the fragment", h.loc);
 
   // The shape: assignments (pre), the `if` on the bit (cif), assignments (post); in its then
-  // branch assignments (tpre), the receive (under gif, with tin), assignments (tpost).
+  // branch assignments (tpre), the receive (under gif, with tin), assignments (tpost). Open MPI's
+  // shape: the bit test is the loop condition's second operand, the body the receive (under gif,
+  // with tin) and assignments (post), and the send comes after the loop.
+  const bool ompi = fanin_ompi(w);
+  const std::vector<const Stmt*> rest(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                                      todo.end());
   std::vector<const Stmt*> pre, post, tpre, tin, tpost;
   const Stmt* cif = nullptr;
   const Stmt* gif = nullptr;
   const Stmt* rcv = nullptr;
-  for (const auto& b : w.body) {
-    if (b->kind == StmtKind::Assign) {
-      (cif ? post : pre).push_back(b.get());
-      continue;
-    }
-    if (b->kind != StmtKind::If || cif) refuse(kFanShape, b->loc);
-    cif = b.get();
-  }
-  if (!cif || cif->else_body.size() != 2 || cif->else_body[0]->kind != StmtKind::Send ||
-      cif->else_body[1]->kind != StmtKind::Break)
-    refuse(kFanShape, cif ? cif->loc : w.loc);
-  const Stmt& snd = *cif->else_body[0];
-  for (const auto& b : cif->body) {
-    const Stmt* x = b.get();
-    if (x->kind == StmtKind::Assign) {
-      (rcv ? (gif ? tpost : tin) : tpre).push_back(x);
-      continue;
-    }
-    if (rcv) refuse(kFanShape, x->loc);
+  // A receive, bare or first in an `if` without else followed by assignments.
+  auto take_receive = [&](const Stmt* x) {
     if (x->kind == StmtKind::If && x->else_body.empty() && !x->body.empty() &&
         x->body[0]->kind == StmtKind::Receive) {
       gif = x;
@@ -162,22 +132,80 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         if (x->body[i]->kind != StmtKind::Assign) refuse(kFanShape, x->body[i]->loc);
         tin.push_back(x->body[i].get());
       }
-      continue;
+      return;
     }
     if (x->kind != StmtKind::Receive) refuse(kFanShape, x->loc);
     rcv = x;
+  };
+  bool brk = true;
+  std::vector<const Stmt*> sflag;  // the assignments after the send (no `break`)
+  const Stmt* first_send = nullptr;
+  if (ompi) {
+    for (const auto& b : w.body) {
+      if (b->kind == StmtKind::Assign && rcv) {
+        post.push_back(b.get());
+        continue;
+      }
+      if (rcv) refuse(kFanShape, b->loc);
+      take_receive(b.get());
+    }
+    // The send: the first one after the loop (each path that leaves at the bit must reach it).
+    std::function<const Stmt*(const std::vector<const Stmt*>&)> find =
+        [&](const std::vector<const Stmt*>& seq) -> const Stmt* {
+      for (const Stmt* x : seq) {
+        if (x->kind == StmtKind::Send) return x;
+        for (const auto* part : {&x->body, &x->else_body}) {
+          std::vector<const Stmt*> in;
+          for (const auto& y : *part) in.push_back(y.get());
+          if (const Stmt* f = find(in)) return f;
+        }
+      }
+      return nullptr;
+    };
+    first_send = find(rest);
+    if (!first_send) refuse(kFanShape, w.loc);
+  } else {
+    for (const auto& b : w.body) {
+      if (b->kind == StmtKind::Assign) {
+        (cif ? post : pre).push_back(b.get());
+        continue;
+      }
+      if (b->kind != StmtKind::If || cif) refuse(kFanShape, b->loc);
+      cif = b.get();
+    }
+    // The send branch leaves the loop: `send; break`, or `send` then assignments after which the
+    // loop's condition fails (a flag: `done := 1` under `while ... and done = 0`, checked below).
+    if (!cif || cif->else_body.size() < 2 || cif->else_body[0]->kind != StmtKind::Send)
+      refuse(kFanShape, cif ? cif->loc : w.loc);
+    brk = cif->else_body[1]->kind == StmtKind::Break;
+    for (std::size_t i = 1; i < cif->else_body.size(); ++i) {
+      const Stmt* x = cif->else_body[i].get();
+      if ((brk && (i > 1 || x->kind != StmtKind::Break)) || (!brk && x->kind != StmtKind::Assign))
+        refuse(kFanShape, x->loc);
+      if (!brk) sflag.push_back(x);
+    }
+    for (const auto& b : cif->body) {
+      const Stmt* x = b.get();
+      if (x->kind == StmtKind::Assign) {
+        (rcv ? (gif ? tpost : tin) : tpre).push_back(x);
+        continue;
+      }
+      if (rcv) refuse(kFanShape, x->loc);
+      take_receive(x);
+    }
   }
-  if (!rcv) refuse(kFanShape, cif->loc);
+  const Stmt& snd = ompi ? *first_send : *cif->else_body[0];
+  const SourceLoc tloc = ompi ? w.loc : cif->loc;  // where the bit test is
+  const Expr& loop_c = ompi ? *w.cond->args[0] : *w.cond;
+  if (!rcv) refuse(kFanShape, tloc);
   for (const Stmt* c : {rcv, &snd})
     if (c->along_link) refuse("`along link` is outside the fragment", c->loc);
-  const Expr& c1e = *cif->cond;
-  if (!(c1e.kind == ExprKind::Binary && c1e.op == Op::Eq && c1e.args[1]->kind == ExprKind::Number &&
-        c1e.args[1]->value == 0 && c1e.args[0]->kind == ExprKind::Binary &&
-        c1e.args[0]->op == Op::BitAnd && c1e.args[0]->args[0]->kind == ExprKind::Name))
+  const Expr& c1e = ompi ? *w.cond->args[1] : *cif->cond;
+  if (!is_bit_test(c1e))
     refuse(
         "a fan-in's test must be `(V AND mask) = 0` (V a variable, mask 2^k "
         "at iteration k)",
-        cif->loc);
+        tloc);
   const Expr& vx = *c1e.args[0]->args[0];
   const Expr& mx = *c1e.args[0]->args[1];
 
@@ -267,6 +295,19 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         "(mod (- r root) p))') and 'round TERM' (an iteration's round, e.g. '(clog2 mask)') in "
         "the proof",
         w.loc);
+  // The loop's condition with folded operands deciding or dropping out of `and` / `or` (the
+  // flag: `mask < p and done = 0` is `mask < p` at a head, false after the send branch).
+  std::function<std::string(const Expr&, const State&)> cond_at = [&](const Expr& e,
+                                                                      const State& st) {
+    if (e.kind != ExprKind::Binary || (e.op != Op::And && e.op != Op::Or)) return bool_expr(e, st);
+    const std::string a = cond_at(*e.args[0], st), b = cond_at(*e.args[1], st);
+    const std::string unit = e.op == Op::And ? "true" : "false";
+    const std::string zero = e.op == Op::And ? "false" : "true";
+    if (a == zero || b == zero) return zero;
+    if (a == unit) return b;
+    if (b == unit) return a;
+    return op2(e.op == Op::And ? "and" : "or", a, b);
+  };
   const std::string order = checked(ord, {"r", "p", "count", "root"});
   std::set<std::string> rv = hvars;
   rv.erase("r");
@@ -312,6 +353,8 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
     Path P;
     int j;
     bool sends;
+    std::string dst;                // the loop's send (send paths)
+    std::vector<const Stmt*> rest;  // the statements after the loop (after Open MPI's send)
   };
   std::vector<End> ends;
   std::vector<std::string> rounds, guards, tests_x;
@@ -322,7 +365,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
   constexpr int kUnroll = 32;
   for (int j = 0;; ++j) {
     const State hd = head_state(j, nums);
-    const std::string c = bool_expr(*w.cond, hd);
+    const std::string c = cond_at(loop_c, hd);
     if (j == kUnroll) {
       Path U = path;
       U.pc = fmt::format("(and {} {})", path.pc, heads);
@@ -334,7 +377,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
       break;
     }
     if (c != "true") {
-      End e{path, j, false};
+      End e{path, j, false, "", rest};
       e.P.pc = fmt::format("(and {} {} (not {}) {})", path.pc, heads, c, alive(j));
       e.P.tag = fmt::format("exit-k{}", j);
       e.P.st = hd;
@@ -359,7 +402,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         refuse(
             "the fan-in's test must test bit k of one value at iteration k "
             "(`(V AND mask) = 0`, mask 2^k, V unchanged by the loop)",
-            cif->loc);
+            tloc);
       bx_term = x;
       tests_x.push_back(tx);
     }
@@ -373,17 +416,26 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
           refuse("the round term reads '" + v + "', which has no value here", w.loc);
       return t;
     }());
-    // The send branch's message and destination, over r (the parent's receive reads them at S).
+    // The send branch (bit j set; r sends to its parent and leaves the loop): its message and
+    // destination, over r (the parent's receive reads them at S). Open MPI's send is after the
+    // loop: the statements up to it are read on the path.
+    Path Sd = A;
+    Sd.pc = fmt::format("(and {} {} {} {})", path.pc, heads, one, lem);
+    Sd.tag = fmt::format("send-k{}", j);
+    const bool s_pruned = fanin_prune(Sd, fmt::format("infeasible-line-{}", tloc.line), tloc);
+    std::vector<const Stmt*> s_after = rest;
+    if (ompi && !s_pruned && fanin_presend(rest, Sd, s_after) != &snd)
+      refuse("the ranks that leave a fan-in's loop at a bit must make its first send after it",
+             snd.loc);
     std::vector<std::pair<std::string, std::string>> sreads;
-    const Buf sval = data_expr(*snd.value, A.st, &sreads);
-    const std::string sdst = render(int_expr(*snd.peer, A.st));
+    const Buf sval = data_expr(*snd.value, ompi ? Sd.st : A.st, &sreads);
+    const std::string sdst = render(int_expr(*snd.peer, ompi ? Sd.st : A.st));
 
     // The receive branch: bit j clear.
     Path R = A;
     R.pc = fmt::format("(and {} {} {} {})", path.pc, heads, zero, lem);
     R.tag = fmt::format("recv-k{}", j);
-    const bool r_pruned =
-        fanin_prune(R, fmt::format("infeasible-line-{}", cif->loc.line), cif->loc);
+    const bool r_pruned = fanin_prune(R, fmt::format("infeasible-line-{}", tloc.line), tloc);
     const std::size_t mark = out_.obligations.size();
     for (const Stmt* s : tpre) straight(*s, R);
     const std::string g = gif ? bool_expr(*gif->cond, R.st) : "true";
@@ -405,16 +457,7 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
            fmt::format("(and (<= 0 {}) (< {} {}))", at_rank(order, S), at_rank(order, S), order),
            rcv->loc);
     const Buf msg{at_rank(sval.len, S), at_rank(sval.blk, S)};
-    if (h.nodup)
-      for (const auto& [name, buf] : RG.st.data)
-        oblige(RG, fmt::format("nodup-{}-line-{}", name, rl),
-               fmt::format("no item r receives at line {} is one r already holds in {}", rl, name),
-               "(declare-const b Int)\n(declare-const t Int)\n(declare-const k Int)\n",
-               "(> count 0)",
-               fmt::format("(not (and (<= 0 t) (< t {}) (not (= {} none)) (<= 0 b) (< b {}) {}))",
-                           msg.len, at_block(msg.blk, "t"), buf.len,
-                           overlap(buf.blk, at_block(msg.blk, "t"))),
-               rcv->loc);
+    fanin_nodup(RG, msg, rcv->loc);
     const std::string fill = write(*rcv->target, msg, RG.st);
     if (fill != "true")
       oblige(RG, fmt::format("fill-line-{}", rl), "the message fills the receive's slice exactly",
@@ -467,11 +510,8 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
                              out_.obligations.end());
     guards.push_back(g);
 
-    // The send branch: bit j set; r sends to its parent and leaves the loop.
-    Path Sd = A;
-    Sd.pc = fmt::format("(and {} {} {} {})", path.pc, heads, one, lem);
-    Sd.tag = fmt::format("send-k{}", j);
-    if (!fanin_prune(Sd, fmt::format("infeasible-line-{}", cif->loc.line), cif->loc)) {
+    // The send branch's obligations.
+    if (!s_pruned) {
       for (const auto& [gl, what] : sreads)
         oblige(Sd, read_name(what, fmt::format("line-{}", sl)), what, "(declare-const b Int)\n",
                "(> count 0)", gl, snd.loc);
@@ -484,40 +524,88 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
              "", bit_lemma(at_rank(bx_term, D), j),
              fmt::format("(and {} {} (= {} r))", at_rank(zero, D), at_rank(g, D), at_rank(src, D)),
              snd.loc);
-      End e{Sd, j, true};
-      e.P.st = A.st;
+      End e{Sd, j, true, sdst, s_after};
+      if (!ompi) e.P.st = A.st;
+      if (!brk) {
+        // No `break`: the assignments after the send and those after the `if`, then the loop's
+        // condition must fail (the rank takes no more part in the loop).
+        for (const Stmt* x : sflag) straight(*x, e.P);
+        for (const Stmt* x : post) straight(*x, e.P);
+        const std::string again = cond_at(*w.cond, e.P.st);
+        if (again != "false")
+          oblige(e.P, "leave-loop-while",
+                 fmt::format("after its send (line {}) r leaves the fan-in loop ({}): the loop's "
+                             "condition fails",
+                             sl, w.loc.str()),
+                 "", "true", fmt::format("(not {})", again), snd.loc);
+      }
       ends.push_back(std::move(e));
     }
     nums = next;
   }
 
-  // Every path to its end: its rounds, the statements after the loop, the postcondition.
+  // Every path to its end: the statements after the loop, its rounds, the postcondition. The
+  // first reading of the statements after the loop collects their sends and receives (its
+  // queries are dropped), the second matches them.
   const std::string claim = h.steps ? header_term(*h.steps) : "";
-  for (auto& e : ends) {
-    Path& P = e.P;
-    const std::size_t n = static_cast<std::size_t>(e.j) + (e.sends ? 1 : 0);
-    if (n > 0) {
-      std::string g =
-          h.steps ? fmt::format("(and (<= 0 {}) (< {} {}))", rounds.front(), rounds[n - 1], claim)
-                  : "true";
-      for (std::size_t i = 0; i + 1 < n; ++i)
-        g = fmt::format("(and {} (< {} {}))", g, rounds[i], rounds[i + 1]);
-      oblige(P, fmt::format("rounds-line-{}", e.sends ? sl : rl),
-             "the path's iterations have rounds 0 <= round < steps, strictly increasing (one "
-             "event of r a round)",
-             "", "true", g, e.sends ? snd.loc : rcv->loc);
+  FanTail ft;
+  ft.bx = bx_term;
+  if (const EveryPInvariant* ra = invariant("tree", "#round-after", "round-after"))
+    ft.round = checked(ra, {"p", "count", "root"});
+  {
+    const std::size_t mark = out_.obligations.size();
+    const int loops = out_.loops;
+    for (const auto& e : ends) {
+      std::vector<FanPath> dropped;
+      fanin_tail(e.rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, dropped);
     }
+    out_.obligations.erase(out_.obligations.begin() + static_cast<std::ptrdiff_t>(mark),
+                           out_.obligations.end());
+    out_.loops = loops;
+    ft.collect = false;
+  }
+  // The rank whose events equal the claim (`witness steps TERM`; the root if not given).
+  std::string wit = "root";
+  if (const EveryPInvariant* wi = invariant("steps", "#witness", "witness"))
+    wit = "(+ 0 " + checked(wi, {"p", "count", "root"}) + ")";
+  for (const auto& e : ends) {
+    std::vector<FanPath> finals;
+    fanin_tail(e.rest, 0, FanPath{e.P, e.dst, {}, {}, false, false}, ft, finals);
+    const std::size_t n = static_cast<std::size_t>(e.j) + (e.sends ? 1 : 0);
     std::string events = e.sends ? "1" : "0";
     for (int i = 0; i < e.j; ++i)
       events = add(events, ite(guards[static_cast<std::size_t>(i)], "1", "0"));
-    fanin_tail(
-        std::vector<const Stmt*>(todo.begin() + static_cast<std::ptrdiff_t>(at) + 1, todo.end()),
-        P);
-    more_postcondition(P, data_var(h.output, P.st, h.loc));
-    if (h.steps)
-      tree_root_ = fmt::format("(or {} (and {} (= {} {})))", tree_root_, at_rank(P.pc, "root"),
-                               at_rank(events, "root"), claim);
-    ++paths_;
+    for (const FanPath& f : finals) {
+      const Path& P = f.P;
+      std::vector<std::string> rs(rounds.begin(), rounds.begin() + static_cast<std::ptrdiff_t>(n));
+      rs.insert(rs.end(), f.rounds.begin(), f.rounds.end());
+      if (!rs.empty()) {
+        std::string g = h.steps
+                            ? fmt::format("(and (<= 0 {}) (< {} {}))", rs.front(), rs.back(), claim)
+                            : "true";
+        for (std::size_t i = 0; i + 1 < rs.size(); ++i)
+          g = fmt::format("(and {} (< {} {}))", g, rs[i], rs[i + 1]);
+        const bool after = !f.rounds.empty();
+        oblige(P,
+               fmt::format("rounds-line-{}", after     ? f.loc.line
+                                             : e.sends ? sl
+                                                       : rl),
+               "the path's events (its iterations', then those after the loop) have rounds 0 <= "
+               "round < steps, strictly increasing (one event of r a round)",
+               "", "true", g,
+               after     ? f.loc
+               : e.sends ? snd.loc
+                         : rcv->loc);
+      }
+      more_postcondition(P, data_var(h.output, P.st, h.loc));
+      if (h.steps && !h.steps_at_most) {
+        const std::string ev = add(events, num(static_cast<long long>(f.rounds.size())));
+        // The witness must be a rank (the root is one by the queries' assumptions).
+        tree_root_ = fmt::format("(or {} (and (<= 0 {}) (< {} p) {} (= {} {})))", tree_root_, wit,
+                                 wit, at_rank(P.pc, wit), at_rank(ev, wit), claim);
+      }
+      ++paths_;
+    }
   }
 
   // The prefix form's equivalences over the program's own tests, and the bits lemma.
@@ -530,10 +618,10 @@ void Analyzer::fanin(const std::vector<const Stmt*>& todo, std::size_t at, const
         fmt::format("for every integer x: the fan-in's bit tests (line {}) hold at iterations 0 "
                     ".. {} iff (mod x 2^{}) = 0, and then iteration {}'s fails iff (mod x 2^{}) "
                     "= 2^{}",
-                    cif->loc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
+                    tloc.line, static_cast<long long>(k) - 1, k, k, k + 1, k),
         "(declare-const bx Int)\n", bit_lemmas("bx", static_cast<int>(k)),
         bits_prefix_claim("bx", zero_x, fmt::format("(not {})", tests_x[k]), static_cast<int>(k)),
-        cif->loc);
+        tloc);
     zero_x = fmt::format("(and {} {})", zero_x, tests_x[k]);
   }
   for (int j = 0; j <= 32; ++j)

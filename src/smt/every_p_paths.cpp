@@ -50,6 +50,7 @@ void Analyzer::run() {
   out_.paths = paths_;
   split_obligations();
   case_obligations();
+  abstract_obligations();
 }
 
 void Analyzer::oblige(const Path& path, const std::string& name, const std::string& what,

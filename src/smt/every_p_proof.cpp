@@ -101,10 +101,11 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: {} {} is given twice (first on line {})", path, no,
                                        key, inv.loop, o.line));
       pf.invariants.push_back(inv);
-    } else if (key == "order" || key == "round" || key == "message") {
+    } else if (key == "order" || key == "round" || key == "message" || key == "round-after") {
       // A binomial tree's (docs/smt.md): `order TERM` (a rank's place in the waits-for order),
       // `round TERM` (an event's round), `message length|block TERM` (what every message
-      // carries): invariants of the pseudo-loop `tree`.
+      // carries), `round-after TERM` (the round of a fan-in's send or receive after its loop):
+      // invariants of the pseudo-loop `tree`.
       EveryPInvariant inv;
       inv.line = no;
       inv.loop = "tree";
@@ -156,6 +157,22 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
           throw UsageError(fmt::format("{}:{}: cases {} is given twice (first on line {})", path,
                                        no, c.obligation, o.line));
       pf.cases.push_back(c);
+    } else if (key == "abstract") {
+      // `abstract pof2 OBLIGATION` (every_p_abstract.cpp): once per obligation.
+      std::istringstream vs(value);
+      EveryPProof::Abstract ab;
+      ab.line = no;
+      std::string what, extra;
+      if (!(vs >> what >> ab.obligation) || what != "pof2" || (vs >> extra))
+        throw UsageError(
+            fmt::format("{}:{}: abstract needs pof2 OBLIGATION (e.g. 'abstract pof2 "
+                        "consecution-tmp-loop-while@path3')",
+                        path, no));
+      for (const auto& o : pf.abstracts)
+        if (o.obligation == ab.obligation)
+          throw UsageError(fmt::format("{}:{}: abstract pof2 {} is given twice (first on line {})",
+                                       path, no, ab.obligation, o.line));
+      pf.abstracts.push_back(ab);
     } else if (key == "receive") {
       // A binomial tree's `receive NAME VAR`: at a receive the proof's terms read NAME as the
       // program's VAR (every_p_tree_terms.cpp).
@@ -188,8 +205,8 @@ EveryPProof parse_every_p_proof_text(const std::string& text, const std::string&
     } else {
       throw UsageError(
           fmt::format("{}:{}: unknown key '{}' (keys: kind, model, expect, invariant, "
-                      "trips, heard, split, cases, witness, chunks, sums, order, round, message, "
-                      "receive)",
+                      "trips, heard, split, cases, abstract, witness, chunks, sums, order, round, "
+                      "message, round-after, receive)",
                       path, no, key.substr(0, 40)));
     }
   }

@@ -571,11 +571,46 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
       }
       for (std::size_t i = 0; i + 1 < rounds.size(); ++i)
         g = fmt::format("(and {} (< {} {}))", g, rounds[i], rounds[i + 1]);
+      // A round term over the sender that reads the bits of a value X: the instances of the
+      // bits lemmas at r (and at the source, with the source's X one lowest bit below r's,
+      // `bits-src-line-N`, so the receive's round is comparable with r's own: every_p_bits.hpp).
+      std::string facts = "true";
+      if (!tt.round_x.empty()) {
+        const std::string xr = tt.round_x;
+        facts = bits_range_lemma(xr);
+        if (tp.recv) {
+          const std::string xs = rename(xr, {{"r", "(+ 0 " + tp.src + ")"}});
+          const int k = tp.iter;
+          const std::string src_fact = bits_shift_hyp(xr, xs, k);
+          oblige(P, "bits-src-" + rl,
+                 "the round term's value at r's source is r's minus r's lowest set bit 2^k (the "
+                 "receive's iteration), and r's is 2^k modulo 2^(k+1)",
+                 "", "true", src_fact, tp.rstmt->loc);
+          facts = fmt::format("(and {} {} {} {})", facts, src_fact, bits_range_lemma(xs),
+                              bits_shift_lemma(xr, xs, k));
+          if (shift_ks_.insert(k).second) {
+            Path L = path;
+            L.pc = "true";
+            L.tag.clear();
+            L.index = 0;
+            oblige(L, fmt::format("bits-shift-k{}", k),
+                   fmt::format("for all integers x and y with y = x - 2^{0} and x = 2^{0} modulo "
+                               "2^{1} (x = 2^{1} q + 2^{0}, y = 2^{1} q for an integer q): x and y "
+                               "halved {1} times are equal, bits 0..{0} of y are 0 and bit {0} is "
+                               "x's lowest set bit (the instances the rounds queries assume)",
+                               k, k + 1),
+                   "(declare-const q Int)\n", "true",
+                   bits_shift_claim(fmt::format("(+ (* {} q) {})", 1LL << (k + 1), 1LL << k),
+                                    fmt::format("(* {} q)", 1LL << (k + 1)), k),
+                   tp.rstmt->loc);
+          }
+        }
+      }
       oblige(P, "rounds-" + (tp.recv ? rl : sl),
              h.steps ? "the path's events have rounds 0 <= round < steps, strictly increasing (one "
                        "event of r a round)"
                      : "the path's events have strictly increasing rounds (one event of r a round)",
-             "", "true", g, tp.recv ? tp.rstmt->loc : sloc);
+             "", facts, g, tp.recv ? tp.rstmt->loc : sloc);
     }
     more_postcondition(P, data_var(h.output, P.st, h.loc));
     if (h.steps && !h.steps_at_most)
@@ -645,6 +680,16 @@ void Analyzer::tree_back(const std::vector<const Stmt*>& todo, const Path& path,
                          "(the instances the tree's queries assume)",
                          j + 1, j, j, j),
              "(declare-const x Int)\n", "true", bit_lemma("x", j), f.loc);
+  }
+  if (!tt.round_x.empty() && f.first_call) {
+    Path P = path;
+    P.pc = "true";
+    P.tag.clear();
+    P.index = 0;
+    oblige(P, "bits-range",
+           "for every integer x and 0 <= b <= 32: 0 <= x < 2^b implies x halved b times is 0 "
+           "(the instances the rounds queries assume)",
+           "(declare-const x Int)\n", "true", bits_range_lemma("x"), f.loc);
   }
   ++paths_;
 }

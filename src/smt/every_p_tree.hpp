@@ -56,6 +56,8 @@ struct TreeTerms {
   // A round term that reads r is over the message's sender: at a send r is the rank, at a receive
   // its source; the names it reads are then in the key with the message's (key_names).
   bool round_r = false;
+  // The value whose bits such a round term reads (round_bit_value), at r; empty: none.
+  std::string round_x;
   std::set<std::string> key_names;
   std::map<std::string, std::string> at_recv;
 };
@@ -73,5 +75,9 @@ struct TreeFront {
   SourceLoc loc;                   // the first loop's
   SourceLoc prune_loc;             // where a pruned path is named (infeasible-line-N)
 };
+
+// The value a round term takes bit 0 of: the T of its first `(mod T 2)` whose T is not a
+// `(div ...)` and reads r; empty if there is none.
+std::string round_bit_value(const std::string& round_t);
 
 }  // namespace collv::everyp

@@ -43,6 +43,7 @@ TreeTerms Analyzer::tree_terms(const Path& path, const SourceLoc& loc) {
   rvars.insert("r");
   tt.round_t = checked(rnd, rvars);
   tt.round_r = mentions(tt.round_t, "r");
+  if (tt.round_r) tt.round_x = round_bit_value(tt.round_t);
   // The message may depend on the receiver r and on the program's integer variables that are
   // numerals at the receive and at the send (the unrolled mask): a send and a receive match only
   // where those numerals agree, so the term the sender is held to is the one the receiver gets.
@@ -151,6 +152,29 @@ std::string Analyzer::tree_lem(bool prefix, const std::vector<std::string>& rank
     for (const auto& R : ranks)
       out = fmt::format("(and {} {})", out, bit_lemmas(rename(x, {{"r", R}}), maxj));
   return out;
+}
+
+std::string round_bit_value(const std::string& t) {
+  // Every "(mod " followed by one balanced term and " 2)".
+  for (std::size_t at = t.find("(mod "); at != std::string::npos; at = t.find("(mod ", at + 1)) {
+    std::size_t b = at + 5, e = b;
+    if (b >= t.size()) break;
+    if (t[b] == '(') {
+      int depth = 0;
+      for (; e < t.size(); ++e) {
+        if (t[e] == '(') ++depth;
+        if (t[e] == ')' && --depth == 0) break;
+      }
+      ++e;
+    } else {
+      while (e < t.size() && t[e] != ' ' && t[e] != ')') ++e;
+    }
+    if (e > t.size() || t.compare(e, 3, " 2)") != 0) continue;
+    const std::string v = t.substr(b, e - b);
+    if (v.rfind("(div ", 0) == 0 || !mentions(v, "r")) continue;
+    return v;
+  }
+  return "";
 }
 
 }  // namespace collv::everyp

@@ -258,6 +258,7 @@ void Analyzer::split_obligations() {
         o.script += fmt::format("(assert (= {} {}))\n", cst, val);
       }
       o.name += rest ? "-krest" : fmt::format("-k{}", k);
+      if (!rest) o.split_case = k;
       o.description += rest ? fmt::format(" (case {} outside 0..{})", c, sp->n - 1)
                             : fmt::format(" (case {} = {})", c, k);
       o.script += rest ? fmt::format("(assert (or (< {} 0) (> {} {})))\n", c, c, sp->n - 1)
@@ -273,12 +274,7 @@ void Analyzer::case_obligations() {
     const std::string where = fmt::format("{}:{}: cases {}", pf_.path, cs.line, cs.obligation);
     std::string why = check_user_term(cs.term, {"p", "count", "root"});
     if (!why.empty()) refuse(fmt::format("{}: the term: {}", where, why), m_.header.loc);
-    // OBLIGATION itself, or followed by its path ('@') or a case ('-'): "...-k1" is not "...-k14".
-    auto named = [&](const std::string& n) {
-      const std::string& o = cs.obligation;
-      return n.rfind(o, 0) == 0 &&
-             (n.size() == o.size() || n[o.size()] == '@' || n[o.size()] == '-');
-    };
+    auto named = [&](const std::string& n) { return names_obligation(n, cs.obligation); };
     std::vector<EveryPObligation> out;
     bool any = false;
     for (auto& ob : out_.obligations) {
@@ -297,6 +293,16 @@ void Analyzer::case_obligations() {
       for (long long v = cs.lo; v <= cs.hi + 1; ++v) {
         EveryPObligation o = ob;
         const bool rest = v == cs.hi + 1;
+        // In a case the term's value is a numeral: written in its place (a parenthesized term
+        // is a whole subterm where it occurs), with the case still asserted, so the query is the
+        // obligation's under the case. A product of clog2(p) with itself (a `steps` claim) is
+        // then linear; Z3 did not find that from the asserted equation alone.
+        if (!rest && cs.term.size() > 2 && cs.term.front() == '(') {
+          const std::string val = v < 0 ? fmt::format("(- {})", -v) : std::to_string(v);
+          for (auto at = o.script.find(cs.term); at != std::string::npos;
+               at = o.script.find(cs.term, at + val.size()))
+            o.script.replace(at, cs.term.size(), val);
+        }
         o.name += rest ? "-crest" : fmt::format("-c{}", v);
         o.description += rest ? fmt::format(" (case {} outside {}..{})", cs.term, cs.lo, cs.hi)
                               : fmt::format(" (case {} = {})", cs.term, v);
