@@ -214,7 +214,8 @@ TEST_CASE("set walk: removing any one transfer of recursive doubling is caught",
   }
 }
 
-TEST_CASE("set walk: every model at count 3 gets the item walk's dataflow verdict", "[dataflow][slow]") {
+TEST_CASE("set walk: every model at count 3 gets the item walk's dataflow verdict",
+          "[dataflow][slow]") {
   VerifyOptions o;
   o.all = true;
   o.models_dir = kRoot + "/models";

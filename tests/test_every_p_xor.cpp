@@ -131,7 +131,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 }  // namespace
 
-TEST_CASE("every-p: xor_pow2 is the executor's XOR with 2^e, negative x included", "[every-p][heavy]") {
+TEST_CASE("every-p: xor_pow2 is the executor's XOR with 2^e, negative x included",
+          "[every-p][heavy]") {
   // For each (x, e) the query asks whether xor_pow2 differs from x ^ 2^e (as the executor
   // computes it, int64): unsat everywhere; and a wrong value is sat (the check can fail).
   std::string defs;

@@ -201,7 +201,8 @@ TEST_CASE("displs, sdispls and rdispls equal the sums of the counts", "[limits][
   CHECK(cli("run allgatherv_ring -t complete:4096 -c 1 -d fingerprint --quiet", out, 120) == 0);
 }
 
-TEST_CASE("a header formula is evaluated once per model and size, not once per run", "[limits][slow]") {
+TEST_CASE("a header formula is evaluated once per model and size, not once per run",
+          "[limits][slow]") {
   Model m = parse_model(
       "model g\n  collective gather\n  topology complete\n  input x\n  output result\n"
       "  cost at most sum(i, 1, 1000000, i * p) * (ts + tw*m)\n"
