@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "cli.hpp"
 #include "smt/every_p.hpp"
 #include "smt/solver.hpp"
+#include "util/exit_codes.hpp"
 
 namespace collv::test::everyp {
 
@@ -56,6 +58,27 @@ inline int recheck_certificates(const std::string& dir, unsigned timeout_ms = 60
     ++files;
   }
   return files;
+}
+
+// A late-breaking mutant (proofs/every-p/mutants/PREFIX NAME .coll and .proof) and the smallest
+// counterexample its run must report.
+struct ExpectedMutant {
+  const char* name;
+  long long p, count, root;
+};
+
+// Each mutant is disproved (exit 1) at exactly its counterexample.
+inline void expect_mutants_disproved(const std::string& prefix,
+                                     std::initializer_list<ExpectedMutant> mutants) {
+  for (const ExpectedMutant& m : mutants) {
+    std::string base = prefix + m.name;
+    EveryPOutcome x = prove(base + ".coll", base + ".proof");
+    INFO(m.name << ": " << x.note);
+    CHECK(x.exit == kExitViolation);
+    CHECK(x.p == m.p);
+    CHECK(x.count == m.count);
+    CHECK(x.root == m.root);
+  }
 }
 
 // The analysis (obligations or refusal, nothing solved) of a model and a proof given as texts.
