@@ -62,8 +62,8 @@ phase "tests (release, all)" ctest --preset release -j2
 # scripts/install-deps.sh) the same objects also carry libFuzzer's coverage (-DCOLLV_FUZZ=ON),
 # so the fuzz harnesses link against them instead of a third build of the whole library (it
 # took 670 s of compile time).
-fuzz_targets="fuzz_model fuzz_run fuzz_schedule fuzz_topology fuzz_proof fuzz_import fuzz_symmetry
-  fuzz_mpi fuzz_agreement fuzz_nonblocking"
+fuzz_targets="fuzz_model fuzz_run fuzz_schedule fuzz_topology fuzz_proof fuzz_import"
+fuzz_targets="$fuzz_targets fuzz_symmetry fuzz_mpi fuzz_agreement fuzz_nonblocking"
 asan_cxx=$(command -v clang++ || command -v clang++-14 || true)
 asan_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 asan_targets="collv_tests collv"
