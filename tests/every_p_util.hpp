@@ -111,6 +111,15 @@ inline std::string replaced(std::string text, const std::string& from, const std
   return text.replace(at, from.size(), to);
 }
 
+// The model file at `path` with `requires p <= N` in place of the first line that starts with
+// `line` (a note: every other line keeps its number, so the proof's line names still hold).
+inline std::string with_requires(const std::string& path, const std::string& line, int n) {
+  std::string t = collv::test::slurp(path);
+  auto at = t.find(line);
+  REQUIRE(at != std::string::npos);
+  return t.replace(at, t.find('\n', at) - at, "  requires   p <= " + std::to_string(n));
+}
+
 // The answers of the analysis's obligations whose name starts with `prefix` (each on a fresh
 // solver), so that a test checks one obligation without solving the whole proof.
 // With `until_sat`, it stops at the first sat answer (a broken input's test needs one).

@@ -31,12 +31,7 @@ const std::string kProof = kProofs + "/allreduce_recursive_doubling.proof";
 // The model's program with `requires p <= 8` (at most 3 rounds), and its proof with the loop's
 // queries split into k = 0..2 and the rest: the same obligations, cheaper.
 // (The `requires` line takes the note's place, so that the lines keep their numbers.)
-std::string small_model() {
-  std::string m = collv::test::slurp(kModel);
-  auto at = m.find("  note ");
-  REQUIRE(at != std::string::npos);
-  return m.replace(at, m.find('\n', at) - at, "  requires   p <= 8");
-}
+std::string small_model() { return with_requires(kModel, "  note ", 8); }
 std::string small_proof() {
   return replaced(replaced(collv::test::slurp(kProof), "split while 32", "split while 3"),
                   "model ../../models/mpich/allreduce_recursive_doubling.coll",
@@ -213,12 +208,7 @@ namespace {
 const std::string kOmpiModel = kRoot + "/models/openmpi/allreduce_recursive_doubling.coll";
 const std::string kOmpiProof = kProofs + "/allreduce_recursive_doubling_ompi.proof";
 
-std::string small_ompi_model() {
-  std::string m = collv::test::slurp(kOmpiModel);
-  auto at = m.find("  note ");
-  REQUIRE(at != std::string::npos);
-  return m.replace(at, m.find('\n', at) - at, "  requires   p <= 8");
-}
+std::string small_ompi_model() { return with_requires(kOmpiModel, "  note ", 8); }
 std::string small_ompi_proof() {
   return replaced(replaced(collv::test::slurp(kOmpiProof), "split while 32", "split while 3"),
                   "model ../../models/openmpi/allreduce_recursive_doubling.coll",

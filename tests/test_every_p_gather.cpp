@@ -29,11 +29,9 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 // line numbers), named m.
 std::string small(const std::string& name, const std::string& note,
                   const std::string& lib = "mpich") {
-  std::string t = collv::test::slurp(kRoot + "/models/" + lib + "/" + name + ".coll");
-  auto at = t.find("  note       \"" + note);
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
-  return replaced(t, "model " + name + "\n", "model m\n");
+  return replaced(
+      with_requires(kRoot + "/models/" + lib + "/" + name + ".coll", "  note       \"" + note, 8),
+      "model " + name + "\n", "model m\n");
 }
 
 // Its proof, for the model m.coll.

@@ -28,11 +28,9 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 
 // Open MPI's broadcast with `requires p <= 8` in place of its note (the same line numbers).
 std::string small_bcast() {
-  std::string t = collv::test::slurp(kRoot + "/models/openmpi/bcast_binomial.coll");
-  auto at = t.find("  note       \"Relative ranks");
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
-  return replaced(t, "model bcast_binomial", "model m");
+  return replaced(with_requires(kRoot + "/models/openmpi/bcast_binomial.coll",
+                                "  note       \"Relative ranks", 8),
+                  "model bcast_binomial", "model m");
 }
 
 std::string bcast_proof() {
@@ -214,11 +212,9 @@ namespace {
 // Open MPI's scatter with `requires p <= N` in place of its note (the same line numbers), and its
 // proof for that file.
 std::string small_scatter(int n) {
-  std::string t = collv::test::slurp(kRoot + "/models/openmpi/scatter_binomial.coll");
-  auto at = t.find("  note       \"tmp holds");
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= " + std::to_string(n));
-  return replaced(t, "model scatter_binomial", "model m");
+  return replaced(
+      with_requires(kRoot + "/models/openmpi/scatter_binomial.coll", "  note       \"tmp holds", n),
+      "model scatter_binomial", "model m");
 }
 
 // The answer to one obligation of an analysis (a fresh solver).

@@ -25,12 +25,9 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 
 // The model with `requires p <= N` in place of its second note (the same line numbers), named m.
 std::string small_reduce(int n = 8) {
-  std::string t = collv::test::slurp(kRoot + "/models/mpich/reduce_binomial.coll");
-  const std::string note = "  note       \"MPICH leaves the mask loop";
-  auto at = t.find(note);
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= " + std::to_string(n));
-  return replaced(t, "model reduce_binomial\n", "model m\n");
+  return replaced(with_requires(kRoot + "/models/mpich/reduce_binomial.coll",
+                                "  note       \"MPICH leaves the mask loop", n),
+                  "model reduce_binomial\n", "model m\n");
 }
 
 std::string reduce_proof() {

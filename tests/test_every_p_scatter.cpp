@@ -27,11 +27,9 @@ const std::string kProofs = kRoot + "/proofs/every-p";
 
 // MPICH's model with `requires p <= 8` in place of its second note (the same line numbers).
 std::string small_model() {
-  std::string t = collv::test::slurp(kRoot + "/models/mpich/scatter_binomial.coll");
-  auto at = t.find("  note       \"Cost derived");
-  REQUIRE(at != std::string::npos);
-  t.replace(at, t.find('\n', at) - at, "  requires   p <= 8");
-  return replaced(t, "model scatter_binomial", "model m");
+  return replaced(with_requires(kRoot + "/models/mpich/scatter_binomial.coll",
+                                "  note       \"Cost derived", 8),
+                  "model scatter_binomial", "model m");
 }
 
 std::string proof() {

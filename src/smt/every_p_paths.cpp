@@ -96,16 +96,6 @@ void Analyzer::oblige(const Path& path, const std::string& name, const std::stri
   out_.obligations.push_back(std::move(ob));
 }
 
-namespace {
-bool has_comm(const std::vector<StmtPtr>& body) {
-  for (const auto& b : body)
-    if (b->kind == StmtKind::Send || b->kind == StmtKind::Receive || has_comm(b->body) ||
-        has_comm(b->else_body))
-      return true;
-  return false;
-}
-}  // namespace
-
 void Analyzer::explore(std::vector<const Stmt*> todo, std::size_t at, Path path) {
   while (at < todo.size()) {
     if (phased_ && path.phase && at >= path.phase_end) phase_close(path);
