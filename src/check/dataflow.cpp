@@ -17,15 +17,20 @@
 #include "check/dataflow.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "check/dataflow_held.hpp"
 #include "check/dataflow_sets.hpp"
+#include "exec/domain_sets.hpp"
 
 namespace collv {
 
@@ -34,6 +39,8 @@ namespace {
 constexpr std::uint64_t kItemBudget = 200000;     // fit tests per item
 constexpr std::uint64_t kTotalBudget = 50000000;  // fit tests per trace
 constexpr std::size_t kHeldShown = 8;             // held items listed in a counterexample
+// Other combines looked at by one walk (other_operands, domain_sets.hpp), over its expansions.
+constexpr std::size_t kMaxOtherOperands = 65536;
 
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 33;
@@ -45,6 +52,31 @@ std::uint64_t mix(std::uint64_t x) {
 struct Held {
   Item item;
   HeldRef ref;
+};
+
+// An array of all-zero-bytes values from calloc: the pages of a large one are mapped when first
+// written, so a table indexed by sparse ids (the ring's items: set << bits | element, 16.8
+// million slots at p = count = 1,024, a few in use) costs what is touched, not its size.
+template <class T>
+class ZeroedArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  void assign(std::size_t n) {
+    data_.reset(n ? static_cast<T*>(std::calloc(n, sizeof(T))) : nullptr);
+    if (n && !data_) throw std::bad_alloc();
+    size_ = n;
+  }
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_.get()[i]; }
+  const T& operator[](std::size_t i) const { return data_.get()[i]; }
+
+ private:
+  struct Free {
+    void operator()(T* q) const { std::free(q); }
+  };
+  std::unique_ptr<T, Free> data_;
+  std::size_t size_ = 0;
 };
 
 enum class Outcome { Derived, NotDerivable, OutOfBudget, Undecidable };
@@ -61,8 +93,9 @@ class Analyzer {
     // Items of an exact or ordered domain are small ids: a node's held and derived items are
     // stamped in one slot per id (8 bytes), not hashed, up to a few slots per item occurrence
     // (item_table_slots); an item past the table goes to the hash table.
-    dense_.assign(item_table_slots(t_), Dense{});
+    dense_.assign(item_table_slots(t_));
     ops_ = d_.operand_table();
+    others_ = !record_ && d_.elem_bits() >= 0;
   }
 
   Dataflow run() {
@@ -354,11 +387,16 @@ class Analyzer {
   // disjoint union of the leaves it was combined from (ordered: the walk meets the parts left to
   // right, so the item is their concatenation, each held occurrence used once); incomplete (the
   // node may have combined it another way, and schedule files carry no combines), so the search
-  // below stays the judge.
+  // below stays the judge. Without derivations to record, an item whose recorded operands are
+  // not both held is first looked up among the domain's other combines of it (other_operands):
+  // one whose operands the node both holds is taken instead (the ring's full sum is made at
+  // every node from its own pair, and the domain records the first node's); sound for the same
+  // reason. Derivations recorded for the SMT engine keep the first combine.
   bool made_of_held(Item target) {
     if (!dup_free(target)) return false;
     stack_.assign(1, target);
     expanded_.clear();
+    other_budget_ = kMaxOtherOperands;
     std::size_t visits = 0;
     bool ok = true;
     while (ok && !stack_.empty()) {
@@ -371,12 +409,10 @@ class Analyzer {
         if (s != kDerived) parts_.push_back(s);  // a derived item is made of held ones
       } else if (x < ops_.size() && (ops_[x].first | ops_[x].second) != 0) {
         if (!record_) expanded_.push_back(x);  // operands() without a call: the domain's table
-        stack_.push_back(ops_[x].second);
-        stack_.push_back(ops_[x].first);
+        push_operands(x, ops_[x]);
       } else if (auto ops = x < ops_.size() ? std::nullopt : d_.operands(x)) {
         if (!record_) expanded_.push_back(x);
-        stack_.push_back(ops->second);
-        stack_.push_back(ops->first);
+        push_operands(x, *ops);
       } else {
         ok = false;  // a leaf or a file's item the node does not hold: the search decides
       }
@@ -390,6 +426,24 @@ class Analyzer {
     return false;
   }
   bool dup_free(Item it) const { return !d_.counts_twice(it); }
+  bool held_or_derived(Item it) const { return it == 0 || find_slot(it) != kAbsent; }
+  // Pushes x's operands for the walk: `ops`, or (no derivation recorded) another combine of x
+  // whose operands are both held or derived when `ops`' are not.
+  void push_operands(Item x, std::pair<Item, Item> ops) {
+    if (others_ && other_budget_ > 0 &&
+        !(held_or_derived(ops.first) && held_or_derived(ops.second)) &&
+        other_operands(d_, x, other_ops_, other_budget_) > 0) {
+      other_budget_ -= other_ops_.size();
+      for (const auto& o : other_ops_) {
+        if (held_or_derived(o.first) && held_or_derived(o.second)) {
+          ops = o;
+          break;
+        }
+      }
+    }
+    stack_.push_back(ops.second);
+    stack_.push_back(ops.first);
+  }
 
   bool spend() {
     if (item_budget_ == 0 || total_budget_ == 0) return false;
@@ -810,8 +864,11 @@ class Analyzer {
   NodeId node_ = 0;
   std::vector<Held> held_;
   std::vector<Slot> slots_;
-  std::vector<Dense> dense_;                    // per domain item (exact, ordered)
+  ZeroedArray<Dense> dense_;                    // per domain item (exact, ordered)
   std::span<const std::pair<Item, Item>> ops_;  // Domain::operand_table
+  bool others_ = false;                         // the walk may take other_operands
+  std::vector<std::pair<Item, Item>> other_ops_;
+  std::size_t other_budget_ = 0;  // of this walk
   std::uint32_t gen_ = 0;
   std::size_t indexed_ = 0;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_first_;
