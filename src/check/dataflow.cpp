@@ -39,8 +39,6 @@ namespace {
 constexpr std::uint64_t kItemBudget = 200000;     // fit tests per item
 constexpr std::uint64_t kTotalBudget = 50000000;  // fit tests per trace
 constexpr std::size_t kHeldShown = 8;             // held items listed in a counterexample
-// Other combines looked at by one walk (other_operands, domain_sets.hpp), over its expansions.
-constexpr std::size_t kMaxOtherOperands = 65536;
 
 std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 33;
