@@ -45,11 +45,18 @@ std::string term_name(std::uint32_t c, std::uint32_t elems) {
 std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, std::uint32_t elems) {
   if (v.empty()) return "0";
   fmt::memory_buffer out;
-  auto name = [&](std::uint32_t c) {
+  auto number = [&](std::uint32_t n) {
+    const fmt::format_int f(n);
+    out.append(f.data(), f.data() + f.size());
+  };
+  auto name = [&](std::uint32_t c) {  // term_name's text
+    out.push_back('x');
     if (elems == 1) {
-      fmt::format_to(std::back_inserter(out), "x{}", c);
+      number(c);
     } else {
-      fmt::format_to(std::back_inserter(out), "x{}.{}", c / elems, c % elems);
+      number(c / elems);
+      out.push_back('.');
+      number(c % elems);
     }
   };
   auto sep = [&] {
