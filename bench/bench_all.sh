@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 34's three distances to the limit, in one run (docs/benchmarks.md):
-#   1. collv verify at MPI scale against the memory-speed loop limit_rd (bench_scale.sh: MPICH's
-#      recursive doubling at p = count = 4,096, Open MPI's ring at 1,024, MPICH's binomial reduce
-#      at 4,096; fingerprint, exact and ordered);
+#   1. collv verify at MPI scale against plain loops of the same work (bench_scale.sh: MPICH's
+#      recursive doubling and binomial reduce at p = count = 4,096 against limit_rd, Open MPI's
+#      ring at p = count = 1,024 and 2,048 against limit_ring; fingerprint, exact and ordered);
 #   2. collv on Schedgen's 65,536-rank GOAL files against LogGOPSim's txt2bin + simulator
 #      (bench_goal.sh), where the files and LogGOPSim are found: GOAL_DIR holds
 #      allreduce_recdoub_65536.goal, bcast_binomialtree_65536.goal and dissemination_65536.goal
@@ -27,7 +27,7 @@ case ${1:-} in
 esac
 [[ -x $collv ]] || { echo "bench_all.sh: $collv is not built" >&2; exit 2; }
 
-echo "== 1. MPI scale against limit_rd (bench/bench_scale.sh)"
+echo "== 1. MPI scale against limit_rd and limit_ring (bench/bench_scale.sh)"
 sh "$here/bench_scale.sh" "$collv"
 
 echo

@@ -516,6 +516,34 @@ Trace run_count(const std::string& model, const std::string& topo, DomainKind d,
 
 }  // namespace
 
+TEST_CASE("dataflow: the ring's full sums are derived from each node's own pair", "[dataflow]") {
+  // Open MPI's ring makes the full sum of a segment at every node from a different pair (what
+  // it received and its own element); the domain records the first node's pair as the item's
+  // operands and the others as other_operands. The walk takes the node's own pair, so no item
+  // goes to the search: the run passes with no search budget at all (it was inconclusive before,
+  // every node's full sum searched). Removing any transfer still fails: a pair is taken only if
+  // the node holds both of its operands.
+  for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered}) {
+    Trace good = run_count("models/openmpi/allreduce_ring", "ring:5", d, 7);
+    CheckOptions none;
+    none.dataflow_item_budget = 0;
+    INFO(domain_name(d));
+    CHECK(check_dataflow_and_match(good, none).first.verdict == Verdict::Pass);
+    CHECK(named(check_trace(good, {}), "dataflow").verdict == Verdict::Pass);
+    // Derivations recorded for the SMT engine keep the recorded pair (and search for the rest).
+    Dataflow df = analyze_dataflow(good, {});
+    CHECK(df.dataflow.verdict == Verdict::Pass);
+    check_derivations(good, df);
+    for (std::size_t k = 0; k < good.transfers.size(); ++k) {
+      Trace t = good;
+      t.transfers.erase(t.transfers.begin() + static_cast<std::ptrdiff_t>(k));
+      INFO("transfer " << k << " removed");
+      CHECK(check_dataflow_and_match(t, none).first.verdict != Verdict::Pass);
+      CHECK(check_dataflow_and_match(t, {}).first.verdict == Verdict::Fail);
+    }
+  }
+}
+
 TEST_CASE("shared payloads: the executor records a payload equal to an earlier one once",
           "[dataflow][trace]") {
   // MPICH's recursive doubling at p = 8, count 8: in step s the 2^(s-1) nodes of a group send

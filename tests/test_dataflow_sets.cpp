@@ -111,6 +111,28 @@ TEST_CASE("set walk: every node of recursive doubling is replayed once per set",
   CHECK_FALSE(SetFlow(run_count(kRd, "complete:8", DomainKind::Fingerprint, 4)).usable());
 }
 
+TEST_CASE("set walk: every node of the ring all-reduce is replayed once per set", "[dataflow]") {
+  // The ring's full sum of a segment is made at every node from its own pair (the domain records
+  // the first node's, the others as other_operands), and a node receives the full sums from its
+  // own segment downwards, wrapping past element 0 (two intervals of one set). Removing any
+  // transfer fails as item by item.
+  const char* const ring = "models/openmpi/allreduce_ring";
+  for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered})
+    for (auto [topo, count] :
+         {std::pair<const char*, std::uint32_t>{"ring:5", 7}, {"ring:8", 8}, {"ring:8", 20}}) {
+      INFO(domain_name(d) << " " << topo << " count " << count);
+      const Trace good = run_count(ring, topo, d, count);
+      for (bool r : replayed(good)) CHECK(r);
+      CHECK(both_ways(good).verdict == Verdict::Pass);
+      for (std::size_t k = 0; k < good.transfers.size(); k += 3) {
+        Trace t = good;
+        t.transfers.erase(t.transfers.begin() + static_cast<std::ptrdiff_t>(k));
+        INFO("transfer " << k << " removed");
+        CHECK(both_ways(t).verdict == Verdict::Fail);
+      }
+    }
+}
+
 TEST_CASE("set walk: one element of a buffer made another way is judged item by item",
           "[dataflow]") {
   for (DomainKind d : {DomainKind::Exact, DomainKind::Ordered})

@@ -10,6 +10,7 @@
 
 #include "check/checks.hpp"
 #include "exec/domain.hpp"
+#include "exec/domain_sets.hpp"
 #include "exec/executor.hpp"
 
 using namespace collv;
@@ -173,6 +174,42 @@ TEST_CASE("items of rank intervals are runs shared by every element", "[domain]"
   CHECK(e->describe(e->combine(s, e->leaf(5, 0))) == "x0..x2+x5");
   CHECK(e->describe(e->combine(e->leaf(5, 0), s)) == "x5+x0..x2");
   CHECK(e->counts_twice(e->combine(s, e->leaf(1, 0))));
+}
+
+TEST_CASE("an item made again from another pair keeps that pair", "[domain]") {
+  // The ring all-reduce makes the full sum at every node from its own pair: x1..x3 + x0 at node
+  // 0, x0 + x2..x3 + x1 at node 1 ... The domain remembers the first pair as operands() and each
+  // other distinct pair once (other_operands), at every element; a pair asked again adds none.
+  for (DomainKind k : {DomainKind::Exact, DomainKind::Ordered}) {
+    auto d = make_domain(k, 4, 8, 1);
+    auto sum = [&](std::vector<std::uint32_t> ranks, std::uint32_t e) {
+      Item x = 0;
+      for (auto v : ranks) x = d->combine(x, d->leaf(v, e));
+      return x;
+    };
+    const Item a = sum({1, 2, 3}, 5), b = sum({0}, 5);
+    const Item c = sum({0, 2, 3}, 5), e = sum({1}, 5);
+    const Item full = d->combine(a, b);
+    std::vector<std::pair<Item, Item>> others;
+    CHECK(other_operands(*d, full, others, 8) == 0);
+    const Item again = d->combine(c, e);
+    CHECK(d->combine(c, e) == again);  // the memo answers: no second record
+    CHECK(d->operands(full) == std::pair<Item, Item>{a, b});
+    if (k == DomainKind::Exact) {
+      REQUIRE(again == full);
+      REQUIRE(other_operands(*d, full, others, 8) == 1);
+      CHECK(others == std::vector<std::pair<Item, Item>>{{c, e}});
+      CHECK(other_operands(*d, full, others, 0) == 1);  // counted, none listed
+      CHECK(others.empty());
+      // at another element, the same sets: the pair of that element
+      const Item full2 = d->combine(sum({1, 2, 3}, 2), sum({0}, 2));
+      REQUIRE(other_operands(*d, full2, others, 8) == 1);
+      CHECK(others[0] == std::pair<Item, Item>{sum({0, 2, 3}, 2), sum({1}, 2)});
+    } else {
+      CHECK(again != full);  // x0 + x2 + x3 + x1 is another sequence
+      CHECK(other_operands(*d, full, others, 8) == 0);
+    }
+  }
 }
 
 TEST_CASE("listing an item's terms keeps nothing in the domain", "[domain]") {

@@ -4,6 +4,11 @@
 #include "check/dataflow_sets.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+
+#include "exec/domain_sets.hpp"
 
 namespace collv {
 
@@ -17,8 +22,13 @@ SetFlow::SetFlow(const Trace& t) : t_(t), d_(*t.domain) {
   usable_ = true;
   ebits_ = static_cast<unsigned>(bits);
   emask_ = (Item{1} << ebits_) - 1;
-  cover_.resize(d_.num_items() >> ebits_);
+  num_sets_ = d_.num_items() >> ebits_;
+  static_assert(std::is_trivially_copyable_v<Cover>);
+  cover_.reset(static_cast<Cover*>(std::calloc(num_sets_ ? num_sets_ : 1, sizeof(Cover))));
+  if (!cover_) throw std::bad_alloc();
 }
+
+void SetFlow::FreeCovers::operator()(Cover* c) const { std::free(c); }
 
 // Splits items into runs of consecutive elements of one set; item 0 (the identity, held by no
 // one and derived from nothing) is left out. False on an item that is no factored item.
@@ -28,7 +38,7 @@ bool SetFlow::runs_of(const Item* items, std::size_t n, std::vector<Run>& out) c
     if (it == 0) continue;
     const std::uint64_t s = it >> ebits_;
     const auto e = static_cast<std::uint32_t>(it & emask_);
-    if (s == 0 || s >= cover_.size()) return false;
+    if (s == 0 || s >= num_sets_) return false;
     if (!out.empty() && k > 0 && items[k - 1] + 1 == it && e != 0 && out.back().set == s &&
         out.back().e0 + out.back().len == e) {
       ++out.back().len;
@@ -62,8 +72,9 @@ SetFlow::Has SetFlow::has(const Run& r) const {
   if (c.gen != gen_) return Has::None;
   if (c.broken) return Has::Some;
   const std::uint64_t lo = r.e0, hi = std::uint64_t{r.e0} + r.len;
-  if (c.lo <= lo && hi <= c.hi) return Has::All;
-  if (hi <= c.lo || c.hi <= lo) return Has::None;
+  if ((c.lo <= lo && hi <= c.hi) || (c.lo2 <= lo && hi <= c.hi2)) return Has::All;
+  if ((hi <= c.lo || c.hi <= lo) && (hi <= c.lo2 || c.hi2 <= lo || c.lo2 == c.hi2))
+    return Has::None;
   return Has::Some;
 }
 
@@ -72,15 +83,30 @@ bool SetFlow::add(const Run& r) {
   Cover& c = cover_[r.set];
   const std::uint32_t lo = r.e0, hi = r.e0 + r.len;
   if (c.gen != gen_) {
-    c = {gen_, lo, hi, false};
-  } else if (!c.broken) {
-    if (hi < c.lo || c.hi < lo) {
-      c.broken = true;  // two intervals: not answered for this node
+    c = {gen_, lo, hi, 0, 0, false};
+    return true;
+  }
+  if (c.broken) return true;
+  // The intervals held and the new one, merged where they meet or overlap, in order.
+  std::pair<std::uint32_t, std::uint32_t> iv[3] = {{c.lo, c.hi}, {lo, hi}, {c.lo2, c.hi2}};
+  const std::size_t n = c.lo2 == c.hi2 ? 2 : 3;
+  std::sort(iv, iv + n);
+  std::size_t m = 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if (iv[k].first <= iv[m].second) {
+      iv[m].second = std::max(iv[m].second, iv[k].second);
     } else {
-      c.lo = std::min(c.lo, lo);
-      c.hi = std::max(c.hi, hi);
+      iv[++m] = iv[k];
     }
   }
+  if (m >= 2) {
+    c.broken = true;  // three intervals: not answered for this node
+    return true;
+  }
+  c.lo = iv[0].first;
+  c.hi = iv[0].second;
+  c.lo2 = m == 1 ? iv[1].first : 0;
+  c.hi2 = m == 1 ? iv[1].second : 0;
   return true;
 }
 
@@ -95,6 +121,7 @@ bool SetFlow::derive(const Run& r) {
   if (top.repeats) return false;
   stack_.assign(1, r.set);
   expanded_.clear();
+  other_budget_ = kMaxOtherOperands;
   std::size_t visits = 0;
   while (!stack_.empty()) {
     const std::uint64_t s = stack_.back();
@@ -107,13 +134,39 @@ bool SetFlow::derive(const Run& r) {
     const Domain::SetInfo info = d_.set_info(s);
     // A set mixing elements has items as operands, not sets; one operand only is no combine.
     if (info.general || info.op1 == 0 || info.op2 == 0) return false;
-    if (info.op1 >= cover_.size() || info.op2 >= cover_.size()) return false;
+    if (info.op1 >= num_sets_ || info.op2 >= num_sets_) return false;
+    std::uint64_t op1 = info.op1, op2 = info.op2;
+    if (!other_pair(s, r, op1, op2)) return false;
     expanded_.push_back(s);
-    stack_.push_back(info.op2);
-    stack_.push_back(info.op1);
+    stack_.push_back(op2);
+    stack_.push_back(op1);
   }
   // Every item the walk went through is made of held items too (and counts nothing twice).
   for (const std::uint64_t s : expanded_) add({s, r.e0, r.len});
+  return true;
+}
+
+// Analyzer::push_operands for every element of r: where set s's recorded operands op1, op2 are
+// not both held, the first other pair of s held at every element of r replaces them. False
+// (hand back) where the elements could go different ways: an operand or a pair held at some
+// elements only.
+bool SetFlow::other_pair(std::uint64_t s, const Run& r, std::uint64_t& op1, std::uint64_t& op2) {
+  const Has h1 = has({op1, r.e0, r.len}), h2 = has({op2, r.e0, r.len});
+  if (h1 == Has::Some || h2 == Has::Some) return false;
+  if ((h1 == Has::All && h2 == Has::All) || other_budget_ == 0) return true;
+  if (other_operands(d_, (s << ebits_) | r.e0, others_, other_budget_) == 0) return true;
+  other_budget_ -= others_.size();
+  for (const auto& [x, y] : others_) {
+    const std::uint64_t sx = x >> ebits_, sy = y >> ebits_;
+    if (sx == 0 || sy == 0 || sx >= num_sets_ || sy >= num_sets_) return false;
+    const Has hx = has({sx, r.e0, r.len}), hy = has({sy, r.e0, r.len});
+    if (hx == Has::Some || hy == Has::Some) return false;
+    if (hx == Has::All && hy == Has::All) {
+      op1 = sx;
+      op2 = sy;
+      return true;
+    }
+  }
   return true;
 }
 
@@ -136,7 +189,7 @@ bool SetFlow::replay(NodeId v, std::span<const std::uint32_t> in,
                      std::span<const std::uint32_t> out) {
   if (!usable_) return false;
   if (++gen_ == 0) {  // after 2^32 nodes: every stamp is stale again
-    std::fill(cover_.begin(), cover_.end(), Cover{});
+    std::fill(cover_.get(), cover_.get() + num_sets_, Cover{});
     gen_ = 1;
   }
   auto attempt = [&]() {

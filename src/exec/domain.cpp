@@ -4,7 +4,9 @@
 #include "exec/domain_sets.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -38,13 +40,27 @@ std::string term_name(std::uint32_t c, std::uint32_t elems) {
 }
 
 // describe() of the exact and ordered domains (domain.hpp): runs of consecutive ids as x0..x3,
-// multiplicities as 2*x3 (exact).
+// multiplicities as 2*x3 (exact). Written into one buffer (a ring's buffer at p = 1,024 in the
+// ordered domain is a million terms: no string a term).
 std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, std::uint32_t elems) {
   if (v.empty()) return "0";
-  std::string s;
-  auto emit = [&](const std::string& t) {
-    if (!s.empty()) s += "+";
-    s += t;
+  fmt::memory_buffer out;
+  auto number = [&](std::uint32_t n) {
+    const fmt::format_int f(n);
+    out.append(f.data(), f.data() + f.size());
+  };
+  auto name = [&](std::uint32_t c) {  // term_name's text
+    out.push_back('x');
+    if (elems == 1) {
+      number(c);
+    } else {
+      number(c / elems);
+      out.push_back('.');
+      number(c % elems);
+    }
+  };
+  auto sep = [&] {
+    if (out.size() != 0) out.push_back('+');
   };
   if (kind == DomainKind::Ordered) {
     for (std::size_t i = 0; i < v.size();) {
@@ -52,13 +68,19 @@ std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, st
       std::size_t j = i;
       while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
       if (j - i >= 2) {
-        emit(term_name(v[i], elems) + ".." + term_name(v[j], elems));
+        sep();
+        name(v[i]);
+        out.append(std::string_view(".."));
+        name(v[j]);
       } else {
-        for (std::size_t k = i; k <= j; ++k) emit(term_name(v[k], elems));
+        for (std::size_t k = i; k <= j; ++k) {
+          sep();
+          name(v[k]);
+        }
       }
       i = j + 1;
     }
-    return s;
+    return fmt::to_string(out);
   }
   // exact: group equal ids (multiplicity), compress runs of consecutive ids with multiplicity 1
   std::vector<std::pair<std::uint32_t, std::uint32_t>> groups;
@@ -71,7 +93,9 @@ std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, st
   }
   for (std::size_t i = 0; i < groups.size();) {
     if (groups[i].second > 1) {
-      emit(fmt::format("{}*{}", groups[i].second, term_name(groups[i].first, elems)));
+      sep();
+      fmt::format_to(std::back_inserter(out), "{}*", groups[i].second);
+      name(groups[i].first);
       ++i;
       continue;
     }
@@ -80,13 +104,19 @@ std::string describe_terms(std::span<const std::uint32_t> v, DomainKind kind, st
            groups[j + 1].first == groups[j].first + 1)
       ++j;
     if (j - i >= 2) {
-      emit(term_name(groups[i].first, elems) + ".." + term_name(groups[j].first, elems));
+      sep();
+      name(groups[i].first);
+      out.append(std::string_view(".."));
+      name(groups[j].first);
     } else {
-      for (std::size_t k = i; k <= j; ++k) emit(term_name(groups[k].first, elems));
+      for (std::size_t k = i; k <= j; ++k) {
+        sep();
+        name(groups[k].first);
+      }
     }
     i = j + 1;
   }
-  return s;
+  return fmt::to_string(out);
 }
 
 namespace {

@@ -63,8 +63,7 @@ class SetDomain : public Domain {
       : Domain(p, elems), kind_(kind), leaf_set_(p, 0) {
     while ((std::uint64_t{1} << ebits_) < elems) ++ebits_;
     emask_ = (Item{1} << ebits_) - 1;
-    sets_.push_back(Set{});  // set 0: empty (item 0, the identity)
-    index_.emplace(hash_runs({}, false), 0);
+    sets_.push_back(Set{});  // set 0: empty (item 0, the identity; never interned again)
     recent_.assign(kRecent, Recent{});
   }
   DomainKind kind() const override { return kind_; }
@@ -131,6 +130,19 @@ class SetDomain : public Domain {
     if (st.general) return std::pair<Item, Item>{st.op1, st.op2};
     return std::pair<Item, Item>{item_of(st.op1, a & emask_), item_of(st.op2, a & emask_)};
   }
+  std::size_t other_operands(Item a, std::vector<std::pair<Item, Item>>& out,
+                             std::size_t max) const {
+    out.clear();
+    const std::uint64_t s = checked_set(a);
+    if (sets_[s].general) return 0;
+    const auto head = other_head_.find(static_cast<std::uint32_t>(s));
+    if (head == other_head_.end()) return 0;
+    std::size_t n = 0;
+    for (std::uint32_t k = head->second; k != kNone; k = others_[k].next, ++n)
+      if (out.size() < max)
+        out.push_back({item_of(others_[k].a, a & emask_), item_of(others_[k].b, a & emask_)});
+    return n;
+  }
   std::uint64_t weight(Item a) const override { return sets_.at(checked_set(a)).weight; }
   bool counts_twice(Item a) const override { return sets_.at(checked_set(a)).repeats; }
   int elem_bits() const override { return static_cast<int>(ebits_); }
@@ -140,8 +152,9 @@ class SetDomain : public Domain {
   }
   std::size_t memory_bytes() const override {
     return runs_.capacity() * sizeof(Run) + sets_.capacity() * sizeof(Set) +
-           (index_.size() + memo_.size() + general_memo_.size()) * 40 + leaf_set_.capacity() * 4 +
-           recent_.size() * sizeof(Recent);
+           index_.capacity() * sizeof(std::uint64_t) + memo_.capacity() * sizeof(MemoSlot) +
+           general_memo_.size() * 40 + others_.capacity() * sizeof(Other) +
+           other_head_.size() * 24 + leaf_set_.capacity() * 4 + recent_.size() * sizeof(Recent);
   }
 
  private:
@@ -160,6 +173,18 @@ class SetDomain : public Domain {
     std::uint32_t value = 0;
   };
   static constexpr std::size_t kRecent = 4096;
+  // The memo of unions: open addressing, linear probing, at most half full; key 0 (no pair of
+  // sets, both at least 1) marks an empty slot.
+  struct MemoSlot {
+    std::uint64_t key = 0;
+    std::uint32_t value = 0;
+  };
+  // Another pair of sets whose union made a set (the first is its op1, op2): the ring's full
+  // set is made once a node, from a different pair at each.
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  struct Other {
+    std::uint32_t a, b, next;
+  };
 
   Item item_of(std::uint64_t s, Item e) const { return (s << ebits_) | e; }
   std::uint64_t set_of(Item a) const {
@@ -192,17 +217,22 @@ class SetDomain : public Domain {
   std::uint32_t intern(std::span<const Run> rs, bool general, std::uint64_t weight, bool rep,
                        std::uint64_t op1, std::uint64_t op2) {
     const std::uint64_t h = hash_runs(rs, general);
-    auto [lo, hi] = index_.equal_range(h);
-    for (auto it = lo; it != hi; ++it) {
-      Set& s = sets_[it->second];
-      if (s.general != general || s.nruns != rs.size()) continue;
+    if (2 * (sets_.size() + 1) > index_.size()) grow_index();
+    const std::size_t mask = index_.size() - 1;
+    const std::uint64_t tag = h & kTagMask;
+    std::size_t k = slot_of(h) & mask;
+    for (; index_[k] != kEmptySlot; k = (k + 1) & mask) {
+      if ((index_[k] & kTagMask) != tag) continue;
+      const auto id = static_cast<std::uint32_t>(index_[k]);
+      Set& s = sets_[id];
+      if (s.hash != h || s.general != general || s.nruns != rs.size()) continue;
       if (!std::equal(rs.begin(), rs.end(), runs_.begin() + static_cast<std::ptrdiff_t>(s.at)))
         continue;
       if (s.op1 == 0 && s.op2 == 0) {  // made by a combine now: remember how
         s.op1 = op1;
         s.op2 = op2;
       }
-      return it->second;
+      return id;
     }
     if (watch_) watch_->charge(rs.size() * sizeof(Run) + sizeof(Set) + 80);
     if (sets_.size() >= UINT32_MAX ||
@@ -220,8 +250,33 @@ class SetDomain : public Domain {
     s.repeats = rep;
     runs_.insert(runs_.end(), rs.begin(), rs.end());
     sets_.push_back(s);
-    index_.emplace(h, id);
+    index_[k] = tag | id;
     return id;
+  }
+  static std::size_t slot_of(std::uint64_t h) {
+    return static_cast<std::size_t>((h * 0xD6E8FEB86659FD93ULL) >> 17);
+  }
+  void grow_index() {
+    std::vector<std::uint64_t> old(std::max<std::size_t>(1024, 2 * index_.size()), kEmptySlot);
+    old.swap(index_);
+    const std::size_t mask = index_.size() - 1;
+    for (const std::uint64_t e : old) {
+      if (e == kEmptySlot) continue;
+      std::size_t k = slot_of(sets_[static_cast<std::uint32_t>(e)].hash) & mask;
+      while (index_[k] != kEmptySlot) k = (k + 1) & mask;
+      index_[k] = e;
+    }
+  }
+  void grow_memo() {
+    std::vector<MemoSlot> old(std::max<std::size_t>(1024, 2 * memo_.size()));
+    old.swap(memo_);
+    const std::size_t mask = memo_.size() - 1;
+    for (const MemoSlot& e : old) {
+      if (e.key == 0) continue;
+      std::size_t k = slot_of(mix64(e.key)) & mask;
+      while (memo_[k].key != 0) k = (k + 1) & mask;
+      memo_[k] = e;
+    }
   }
 
   // The runs of a + b into `out`: a sorted merge (exact) or a concatenation (ordered).
@@ -260,12 +315,16 @@ class SetDomain : public Domain {
   std::uint32_t union_sets(std::uint64_t sa, std::uint64_t sb) {
     std::uint64_t key = (sa << 32) | sb;
     if (kind_ == DomainKind::Exact && sa > sb) key = (sb << 32) | sa;
-    Recent& c = recent_[mix64(key) & (kRecent - 1)];
+    const std::uint64_t hk = mix64(key);
+    Recent& c = recent_[hk & (kRecent - 1)];
     if (c.key == key) return c.value;
-    auto it = memo_.find(key);
+    if (2 * (memo_used_ + 1) > memo_.size()) grow_memo();
+    const std::size_t mask = memo_.size() - 1;
+    std::size_t k = slot_of(hk) & mask;
+    while (memo_[k].key != 0 && memo_[k].key != key) k = (k + 1) & mask;
     std::uint32_t s;
-    if (it != memo_.end()) {
-      s = it->second;
+    if (memo_[k].key == key) {
+      s = memo_[k].value;
     } else {
       const Set& a = sets_[sa];
       const Set& b = sets_[sb];
@@ -273,10 +332,21 @@ class SetDomain : public Domain {
       const std::uint64_t w = a.weight + b.weight;
       const bool rep = a.repeats || b.repeats || repeats(joined_);
       s = intern(joined_, false, w, rep, sa, sb);
-      memo_.emplace(key, s);
+      memo_[k] = {key, s};  // intern() does not touch memo_
+      ++memo_used_;
+      if (const Set& made = sets_[s]; made.op1 != sa || made.op2 != sb) add_other(s, sa, sb);
     }
     c = {key, s};
     return s;
+  }
+
+  // Set s was made again, by another pair (each pair once: the memo answers it after).
+  void add_other(std::uint32_t s, std::uint64_t sa, std::uint64_t sb) {
+    if (watch_) watch_->charge(sizeof(Other) + 24);
+    auto [head, fresh] = other_head_.try_emplace(s, kNone);
+    others_.push_back(
+        {static_cast<std::uint32_t>(sa), static_cast<std::uint32_t>(sb), head->second});
+    head->second = static_cast<std::uint32_t>(others_.size() - 1);
   }
 
   // The runs of item a's contribution ids (node * elems + elem).
@@ -320,9 +390,16 @@ class SetDomain : public Domain {
   Item emask_ = 0;
   std::vector<Run> runs_;
   std::vector<Set> sets_;
-  std::vector<std::uint32_t> leaf_set_;                          // the set {node}, 0 until made
-  std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  // hash of runs -> set
-  std::unordered_map<std::uint64_t, std::uint32_t> memo_;        // (set, set) -> union
+  std::vector<std::uint32_t> leaf_set_;  // the set {node}, 0 until made
+  // Sets by the hash of their runs: a slot is the hash's high half (compared before the set is
+  // read) and the set id; kEmptySlot: empty (no set id is UINT32_MAX).
+  static constexpr std::uint64_t kTagMask = 0xFFFFFFFF00000000ULL;
+  static constexpr std::uint64_t kEmptySlot = ~std::uint64_t{0};
+  std::vector<std::uint64_t> index_;
+  std::vector<MemoSlot> memo_;  // (set, set) -> union
+  std::size_t memo_used_ = 0;
+  std::vector<Other> others_;                                    // other pairs, in lists by set:
+  std::unordered_map<std::uint32_t, std::uint32_t> other_head_;  // set -> its last in others_
   std::unordered_map<std::pair<Item, Item>, Item, PairHash> general_memo_;
   std::vector<Recent> recent_;
   std::vector<Run> joined_, ga_, gb_, sort_scratch_, scratch_;
@@ -333,6 +410,13 @@ class SetDomain : public Domain {
 
 std::unique_ptr<Domain> make_set_domain(DomainKind kind, std::uint32_t p, std::uint32_t elems) {
   return std::make_unique<SetDomain>(kind, p, elems);
+}
+
+std::size_t other_operands(const Domain& d, Item a, std::vector<std::pair<Item, Item>>& out,
+                           std::size_t max) {
+  if (const auto* s = dynamic_cast<const SetDomain*>(&d)) return s->other_operands(a, out, max);
+  out.clear();
+  return 0;
 }
 
 }  // namespace collv
