@@ -43,7 +43,7 @@ std::string line_error(const std::string& file) {
 
 TEST_CASE(
     "a library line's item = byte: the model counts bytes (collectives without a reduction "
-    "only); element is the default; another value is an error at the line",
+    "only) and element is the default and another value is an error at the line",
     "[mpi][mpi-bytecut]") {
   const std::string bcast = "mpich 4.0 MPIR_CVAR_BCAST_INTRA_ALGORITHM = scatter_ring_allgather";
   std::string f = line_model("broadcast", bcast);
@@ -91,7 +91,7 @@ TEST_CASE(
 
 TEST_CASE(
     "collv mpi --conformance: MPICH's byte-cut broadcasts conform where p does not divide the "
-    "count (the models count bytes); a model cutting whole elements and one a byte off fail",
+    "count (the models count bytes) and a model cutting whole elements and one a byte off fail",
     "[mpi][mpi-mpich][mpi-bytecut]") {
   if (!test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");

@@ -129,8 +129,8 @@ TEST_CASE(
 TEST_CASE(
     "collv mpi --conformance: MPICH's scatter + recursive-doubling broadcast conforms at p = 3 "
     "and 4 (the forwarding off powers of two included) and where MPICH cuts elements in bytes "
-    "(the model counts bytes); counting elements it is inconclusive there; a twin splitting "
-    "each exchange in two fails",
+    "(the model counts bytes) and counting elements it is inconclusive there and a twin "
+    "splitting each exchange in two fails",
     "[mpi][mpi-mpich]") {
   if (!collv::test::have_mpich()) {
     WARN("MPICH is not installed: skipped; scripts/install-deps.sh installs it");
