@@ -154,6 +154,9 @@ TEST_CASE(
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("pass          " + model));
+  // p = 2's three counts run and pass; p = 3's three are skipped by the model's `requires`.
+  CHECK_THAT(out, Catch::Contains("3 runs: 3 passed, 0 failed"));
+  CHECK_THAT(out, Catch::Contains("3 runs skipped by `requires`"));
   CHECK_THAT(out, Catch::Contains("not run at 1 process count, where the model's `requires` holds "
                                   "at no count (the model says nothing of those runs): np:3 (model "
                                   "'allgather_two_proc' requires p = 2, which does not hold on "

@@ -261,15 +261,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   std::size_t launches = 0;  // of the collective (the baseline launches not counted)
 
   for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
-    if (model) {
-      const std::string why =
-          model_refuses_size(*model, static_cast<int>(p), o.counts.first, o.counts.second);
-      if (!why.empty()) {
-        not_applicable.push_back(fmt::format("np:{} ({})", p, why));
-        continue;
-      }
-    }
-    rep.groups[0].specs.push_back(fmt::format("np:{}", p));
+    const std::string not_here =
+        model ? model_refuses_size(*model, static_cast<int>(p), o.counts.first, o.counts.second)
+              : "";
+    if (not_here.empty()) rep.groups[0].specs.push_back(fmt::format("np:{}", p));
     std::vector<int> roots;
     if (!rooted(o.collective)) {
       roots.push_back(0);
@@ -293,6 +288,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         continue;
       }
       roots.push_back(r);
+    }
+    // The model says nothing at this p: its runs are skipped by its `requires`, not launched.
+    if (!not_here.empty()) {
+      not_applicable.push_back(fmt::format("np:{} ({})", p, not_here));
+      const auto runs =
+          roots.size() * static_cast<std::size_t>(o.counts.second - o.counts.first + 1);
+      rep.skipped_runs += runs;
+      rep.groups[0].skipped_runs += runs;
+      continue;
     }
     // Every count of a root in one launch (the launcher's start-up is most of a run's time);
     // what a rank prints during a count is in its c<N>/rank<R>.err (the harness points its
