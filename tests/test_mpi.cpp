@@ -330,7 +330,8 @@ TEST_CASE(
 TEST_CASE(
     "collv mpi --conformance: every library model with a selector conforms at p = 4, "
     "counts 3..4, root p-1 (MPICH's collectives without a reduction by their message "
-    "patterns), and the old Open MPI ring model fails below count p",
+    "patterns, its byte-cut broadcasts in bytes), and the old Open MPI ring model fails below "
+    "count p",
     "[mpi][heavy]") {
   if (!have_mpi("mpicc.openmpi") || !have_mpi("mpicc.mpich")) {
     WARN("Open MPI or MPICH is not installed: skipped; scripts/install-deps.sh installs them");
@@ -341,44 +342,47 @@ TEST_CASE(
   int rc = test::run_cli("mpi --conformance " + root + "/models --sizes 4 --count 3..4 --root last",
                          out, "", 600);
   INFO(out);
-  CHECK(rc == 3);
-  CHECK_THAT(out, Catch::Contains("conformance: 166 models with an Open MPI or MPICH selector"));
+  // Every line run passes (exit 0 since 2026-11-29: before, the byte-cut broadcasts were
+  // inconclusive at count 3, exit 3).
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("conformance: 167 models with an Open MPI or MPICH selector"));
   std::size_t pass = 0, uncompared = 0, at = 0;
   while ((at = out.find("\n  pass  ", at)) != std::string::npos) ++pass, ++at;
   at = 0;
   while ((at = out.find("(no compare: ", at)) != std::string::npos) ++uncompared, ++at;
-  // 162 compared and conform: Open MPI's sixty (combinations and per-peer messages; its four
-  // two_proc models are not run at p = 4), MPICH's 29 `nb` lines on blocking models, its nine
-  // `tsp_*` nb lines on blocking models (the eighth: reduce_scatter_recursive_halving's
-  // tsp_recexch; the ninth: allgather_bruck's tsp_brucks, compared by dependencies, issue 35),
-  // one on the nb Rabenseifner model (tsp_recexch_reduce_scatter_recexch_allgatherv),
-  // three nonblocking alltoallw lines (sched_blocked and tsp_blocked on the scattered model,
-  // tsp_inplace on the in-place pairwise one) and sixteen tsp models (bcast_nb_tree,
-  // bcast_nb_ring, reduce_nb_ring, allgatherv_nb_ring: 2026-11-29's sweep, p = 2..6, every root;
-  // alltoall_nb_ring, alltoallv_nb_scattered, gather_nb_tree, scatter_nb_tree, allreduce_nb_tree,
+  // 167 compared and conform: Open MPI's sixty-one (combinations and per-peer messages; its ring
+  // reduce-scatter of equal blocks with equal counts since 2026-11-29; its four two_proc models
+  // are not run at p = 4), MPICH's 29 `nb` lines on blocking models, its nine `tsp_*` nb lines
+  // on blocking models (the eighth: reduce_scatter_recursive_halving's tsp_recexch; the ninth:
+  // allgather_bruck's tsp_brucks, compared by dependencies, issue 35), one on the nb Rabenseifner
+  // model (tsp_recexch_reduce_scatter_recexch_allgatherv), three nonblocking alltoallw lines
+  // (sched_blocked and tsp_blocked on the scattered model, tsp_inplace on the in-place pairwise
+  // one) and sixteen tsp models (bcast_nb_tree, bcast_nb_ring, reduce_nb_ring,
+  // allgatherv_nb_ring: 2026-11-29's sweep, p = 2..6, every root; alltoall_nb_ring,
+  // alltoallv_nb_scattered, gather_nb_tree, scatter_nb_tree, allreduce_nb_tree,
   // allgather_nb_recexch_doubling and _halving, reduce_nb_tree, reduce_scatterv_nb_recexch: its
   // second batch; allreduce_nb_ring, compared by dependencies; allgatherv_nb_recexch_doubling and
-  // _halving, on the contiguous layout), four of its six sched nb models (the two nb
-  // scatter-allgather broadcasts cut bytes at count 3, as the blocking ones do: inconclusive), and
-  // forty of MPICH's forty-two blocking models (the five smp models on two cliques of two ranks;
-  // combinations and message patterns; reduce-scatterv's with the harness's MPI_Reduce_scatter
-  // counts, the noncommutative reduce-scatter with equal counts; the barrier and the v-collectives
-  // by their message patterns, the alltoallw scattered one on MPI_Alltoallw, the in-place alltoallv
-  // and alltoallw ones with equal counts; the Rabenseifner reduce and all-reduce under MPI_SUM, by
-  // their message patterns, at count 4 >= pof2, count 3 falling back). The other two, the
-  // scatter-ring and the scatter-recursive-doubling broadcasts, cut the buffer in bytes: at count 3
-  // (12-byte pieces) no model of whole elements describes their messages: inconclusive (exit 3),
-  // never a pass.
-  CHECK(pass == 162);
+  // _halving, on the contiguous layout), its six sched nb models (the two nb scatter-allgather
+  // broadcasts in bytes), and MPICH's forty-two blocking models (the five smp models on two
+  // cliques of two ranks; combinations and message patterns; reduce-scatterv's with the
+  // harness's MPI_Reduce_scatter counts, the noncommutative reduce-scatter with equal counts;
+  // the barrier and the v-collectives by their message patterns, the alltoallw scattered one on
+  // MPI_Alltoallw, the in-place alltoallv and alltoallw ones with equal counts; the Rabenseifner
+  // reduce and all-reduce under MPI_SUM, by their message patterns, at count 4 >= pof2, count 3
+  // falling back; the scatter-ring and scatter-recursive-doubling broadcasts, which cut the
+  // buffer in bytes, compared in bytes: `item = byte` on their lines; before 2026-11-29 they
+  // were inconclusive at count 3).
+  CHECK(pass == 167);
   CHECK(uncompared == 0);
-  // Open MPI's ring reduce-scatter (equal blocks) is not run: the harness's MPI_Reduce_scatter
-  // has uneven counts.
-  CHECK_THAT(out, Catch::Contains("the harness runs MPI_Reduce_scatter with uneven counts"));
+  CHECK(out.find("\n  inconclusive ") == std::string::npos);
+  // Open MPI's ring reduce-scatter of equal blocks runs with equal counts (it was not run).
+  CHECK_THAT(out,
+             Catch::Contains("pass          " + root + "/models/openmpi/reduce_scatter_ring.coll"));
   // Open MPI's two_proc models (requires p = 2) are not run at p = 4.
   CHECK_THAT(out, Catch::Contains("allgather_two_proc.coll: its `requires` holds at no p of "
                                   "--sizes 4..4"));
   CHECK_THAT(out, Catch::Contains("pass          " + root + "/models/mpich/bcast_binomial.coll"));
-  CHECK_THAT(out, Catch::Contains("inconclusive  " + root +
+  CHECK_THAT(out, Catch::Contains("pass          " + root +
                                   "/models/mpich/bcast_scatter_ring_allgather.coll"));
   // MPICH uses Rabenseifner's all-reduce only for builtin operations: its line's MPI_Op = MPI_SUM
   // runs it with MPI_SUM, and its messages conform.

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -137,11 +138,19 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   std::string model_file;
+  std::optional<Model> model;
   if (!o.model.empty()) {
     model_file =
         resolve_model_path(o.model, o.models_dir.empty() ? default_models_dir() : o.models_dir);
-    parse_model_file(model_file);  // a model that does not parse is a usage error, up front
+    model = parse_model_file(model_file);  // a model that does not parse is a usage error
   }
+  // A model whose item is one byte of the library's buffer (MPICH's broadcasts that scatter
+  // nbytes) runs at count x the element's bytes, and its messages are compared in bytes.
+  const bool model_bytes = o.model_item_byte;
+  if (model_bytes && (o.model.empty() || !item_bytes_apply(o.collective)))
+    throw UsageError(
+        "--model-item byte (a library line's `item = byte`) needs --model and a collective "
+        "without a reduction: a library combines whole elements, never bytes");
 
   std::string mpicc =
       o.mpicc.empty() ? (o.impl == "openmpi" ? "mpicc.openmpi" : "mpicc.mpich") : o.mpicc;
@@ -219,6 +228,9 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   g.named = true;
   rep.groups.push_back(g);
   std::vector<std::string> repro, refused, msgs_not_checked, not_spread;
+  // The process counts where the model's `requires` holds at no count (Open MPI's two_proc
+  // algorithms at p != 2, which the library refuses with an error): not launched, listed.
+  std::vector<std::string> not_applicable;
   std::string not_spread_why;
   const bool commutative_op = o.op == "commutative" || o.op == "builtin";
   std::string silent_fallback;
@@ -249,7 +261,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
   std::size_t launches = 0;  // of the collective (the baseline launches not counted)
 
   for (std::int64_t p = o.sizes.first; p <= o.sizes.second; ++p) {
-    rep.groups[0].specs.push_back(fmt::format("np:{}", p));
+    const std::string not_here =
+        model ? model_refuses_size(*model, static_cast<int>(p), o.counts.first, o.counts.second)
+              : "";
+    if (not_here.empty()) rep.groups[0].specs.push_back(fmt::format("np:{}", p));
     std::vector<int> roots;
     if (!rooted(o.collective)) {
       roots.push_back(0);
@@ -273,6 +288,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
         continue;
       }
       roots.push_back(r);
+    }
+    // The model says nothing at this p: its runs are skipped by its `requires`, not launched.
+    if (!not_here.empty()) {
+      not_applicable.push_back(fmt::format("np:{} ({})", p, not_here));
+      const auto runs =
+          roots.size() * static_cast<std::size_t>(o.counts.second - o.counts.first + 1);
+      rep.skipped_runs += runs;
+      rep.groups[0].skipped_runs += runs;
+      continue;
     }
     // Every count of a root in one launch (the launcher's start-up is most of a run's time);
     // what a rank prints during a count is in its c<N>/rank<R>.err (the harness points its
@@ -371,6 +395,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
           if (o.equal_counts) cmd += " --equal-counts";
           if (o.contiguous) cmd += " --contiguous";
           if (o.message_dependencies) cmd += " --message-order dependencies";
+          if (o.model_item_byte) cmd += " --model-item byte";
           if (!o.nb_algorithm.empty()) cmd += " --nb-algorithm " + o.nb_algorithm;
           if (o.inject != "none") cmd += " --inject " + o.inject;
           if (!o.model.empty()) cmd += " --model " + shell_quote(o.model);
@@ -440,10 +465,16 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
             conf.name = "conformance";
             msgs.name = "messages";
             std::optional<ModelRunResult> mr;
+            // The bytes of one library element, and of one model item (`item byte`: 1, the
+            // model run at count x elem_bytes items; --count <= 65536 keeps that <= 1 MiB, and
+            // --max-ops bounds the run).
+            const std::uint64_t elem_bytes = c.builtin ? kHarnessValueBytes : kHarnessElemBytes;
+            const std::uint64_t item_bytes = model_bytes ? 1 : elem_bytes;
+            const std::int64_t model_count =
+                model_bytes ? count * static_cast<std::int64_t>(elem_bytes) : count;
             try {
-              mr = model_run(model_file, static_cast<int>(p), static_cast<int>(count), root,
-                             o.max_ops, c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
-                             o.message_dependencies);
+              mr = model_run(model_file, static_cast<int>(p), static_cast<int>(model_count), root,
+                             o.max_ops, item_bytes, o.message_dependencies);
             } catch (const LimitError& e) {  // undecided: the comparison is inconclusive
               conf.verdict = msgs.verdict = Verdict::Unknown;
               conf.note = msgs.note = std::string("not checked: ") + e.what();
@@ -474,19 +505,17 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
               if (!lib) {
                 msgs.note = "not checked: " + why;
               } else if (!monitor && o.message_dependencies) {
-                msgs = compare_sends_dependent(*lib, *mr,
-                                               c.builtin ? kHarnessValueBytes : kHarnessElemBytes);
+                msgs = compare_sends_dependent(*lib, *mr, item_bytes);
               } else if (!monitor) {
-                msgs = compare_sends(*lib, mr->sends,
-                                     c.builtin ? kHarnessValueBytes : kHarnessElemBytes,
-                                     o.control_bytes);
+                msgs = compare_sends(*lib, mr->sends, item_bytes, o.control_bytes);
               } else {
                 // The harness calls the collective kHarnessCalls times per count.
                 PeerMessages per_count = mr->messages;
                 for (auto* m : {&per_count.msgs, &per_count.bytes})
                   for (auto& row : *m)
                     for (auto& v : row) v *= kHarnessCalls;
-                msgs = compare_messages(peer_messages(*lib, static_cast<int>(p)), per_count);
+                msgs = compare_messages(peer_messages(*lib, static_cast<int>(p)), per_count,
+                                        item_bytes);
                 msgs.note += fmt::format(
                     "{}the count's {} calls of the collective against {} times the model's "
                     "transfers",
@@ -598,7 +627,10 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
     never_ran_why += fmt::format(", {} where the communicator did not span several nodes ({})",
                                  not_spread.size(), not_spread_why);
   if (rep.runs.empty())
-    rep.groups[0].no_run = never_ran ? never_ran_why : "no process count and root to run";
+    rep.groups[0].no_run = never_ran                 ? never_ran_why
+                           : !not_applicable.empty() ? "the model's `requires` holds at no p of "
+                                                       "--sizes: nothing to compare"
+                                                     : "no process count and root to run";
   rep.exit_code = t.failed > 0         ? kExitViolation
                   : t.errors > 0       ? kExitUsage
                   : never_ran          ? kExitInconclusive
@@ -628,7 +660,7 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
                     {"algorithm", alg},     {"mpicc", cc},
                     {"mpirun", run},        {"harness", src},
                     {"fell_back", refused}, {"messages_not_checked", msgs_not_checked},
-                    {"launches", launches}};
+                    {"launches", launches}, {"not_applicable", not_applicable}};
     if (smp) j["library"]["not_several_nodes"] = not_spread;
     for (const auto& [name, v] : pass_notes)
       j["library"]["passed_with_note"][name] = {{"runs", v.first}, {"first", v.second}};
@@ -656,6 +688,15 @@ int run_mpi_command(const MpiOptions& o, std::ostream& out, std::ostream& err) {
       for (std::size_t i = 0; i < not_spread.size() && i < 12; ++i)
         out << " " << not_spread[i] << ";";
       out << (not_spread.size() > 12 ? " ...\n" : "\n");
+    }
+    if (!not_applicable.empty()) {
+      out << fmt::format(
+          "not run at {} process count{}, where the model's `requires` holds at no count (the "
+          "model says nothing of those runs):",
+          not_applicable.size(), not_applicable.size() == 1 ? "" : "s");
+      for (std::size_t i = 0; i < not_applicable.size() && i < 12; ++i)
+        out << " " << not_applicable[i] << ";";
+      out << (not_applicable.size() > 12 ? " ...\n" : "\n");
     }
     for (const auto& [name, v] : pass_notes)
       out << fmt::format("{} passed with a note in {} run{}; the first: {}\n", name, v.first,

@@ -70,6 +70,12 @@ struct MpiOptions {
   // (compare_sends_dependent), not the sequence (a library line's `message_order =
   // dependencies`; --message-order dependencies).
   bool message_dependencies = false;
+  // The model's item is one byte of the library's buffer, its count the buffer's bytes (a
+  // library line's `item = byte`; --model-item byte): for an algorithm that cuts the buffer in
+  // bytes whatever the datatype (MPICH's scatter-allgather broadcasts, scatter_size =
+  // ceil(nbytes / p)). The model runs at count x the element's bytes; its messages are compared
+  // byte for byte. Collectives without a reduction only.
+  bool model_item_byte = false;
   // Set (when not null) to whether the library fell back to its own choice in every run.
   bool* all_fell_back = nullptr;
   // Set (when not null) to the number of runs whose `conformance` or `messages` check compared
@@ -196,7 +202,9 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
 // The check "messages": the first rank and peer (in rank order) whose message counts, or bytes,
 // differ between the library (the messages its pml monitoring counted during the calls) and the
 // model.
-CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model);
+// item_bytes: the bytes of one model item (the harness's element; 1 for a model of `item byte`).
+CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model,
+                             std::uint64_t item_bytes = kHarnessElemBytes);
 
 // The message pattern the harness logged (its "sent" lines: the messages each rank posted during
 // each call, through the UCX interposer, docs/mpi.md): [call][rank]. Returns nullopt and sets

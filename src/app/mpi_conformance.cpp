@@ -215,6 +215,7 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
     r.options = base;
     r.options.conformance.clear();
     r.options.message_dependencies = false;  // the model's line says (message_order)
+    r.options.model_item_byte = false;       // and (item)
     r.options.contiguous = false;            // and (displs)
     r.options.model = model_file;
     for (const auto& [k, v] : lib.selectors)
@@ -342,6 +343,19 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
         r.options.contiguous = true;
         continue;
       }
+      // A model that counts bytes (MPICH's scatter-allgather broadcasts cut nbytes): its item is
+      // one byte of the library's buffer.
+      if (!algo.empty() && k == "item") {
+        if (v != "byte" && v != "element")
+          throw ModelError(lib.loc, fmt::format("'item = {}': element or byte expected", v));
+        if (v == "byte" && !item_bytes_apply(coll))
+          throw ModelError(lib.loc, fmt::format("'item = byte' applies to collectives without a "
+                                                "reduction, not {}: a library combines whole "
+                                                "elements, never bytes",
+                                                coll));
+        r.options.model_item_byte = v == "byte";
+        continue;
+      }
       if (lib.library == "mpich" && !algo.empty() && k == "message_order") {
         if (v == "dependencies")
           r.options.message_dependencies = true;
@@ -379,7 +393,7 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
                                                 "MPICH setting of {} (the selector {}, then "
                                                 "MPIR_CVAR_I{} for nb, MPI_Op, MPI_IN_PLACE, "
-                                                "message_order, displs)",
+                                                "message_order, displs, item)",
                                                 k, v, coll, want, want.substr(10)));
         }
       } else {
@@ -398,26 +412,19 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
           throw ModelError(lib.loc, fmt::format("'{} = {}': collv mpi --conformance knows no such "
                                                 "Open MPI setting of {} (the selector {}, then "
                                                 "coll_tuned_ settings for the launch, MPI_Op, "
-                                                "MPI_IN_PLACE)",
+                                                "MPI_IN_PLACE, item)",
                                                 k, v, coll, want));
       }
     }
     if (r.why_not.empty() && algo.empty()) r.why_not = "the line names no algorithm selector";
     // MPI_Reduce_scatter (Open MPI's reduce_scatter algorithms, MPICH's REDUCE_SCATTER selector)
-    // runs with the harness's uneven counts, a `reduce-scatterv` model's counts(j): a model of
-    // equal blocks says nothing of it.
-    // MPICH's: run with equal counts (--equal-counts), the model's blocks. (Open MPI's ring
-    // reduce-scatter model is left as it was: not run, as before.)
+    // runs with the harness's uneven counts, a `reduce-scatterv` model's counts(j); a model of
+    // equal blocks (`collective reduce-scatter`) runs with equal counts (--equal-counts), its
+    // blocks, under both libraries (Open MPI's since 2026-11-29: before, its ring reduce-scatter
+    // model was not run).
     if (r.why_not.empty() && coll == "reduce_scatter" &&
-        m.header.collective == Collective::ReduceScatter) {
-      if (lib.library == "mpich")
-        r.options.equal_counts = true;
-      else
-        r.why_not =
-            "not compared: the harness runs MPI_Reduce_scatter with uneven counts (a "
-            "`collective reduce-scatterv` model's counts(j)) and a `collective reduce-scatter` "
-            "model has equal blocks";
-    }
+        m.header.collective == Collective::ReduceScatter)
+      r.options.equal_counts = true;
     if (r.why_not.empty() && m.header.collective == Collective::Alltoall && coll != "alltoall")
       r.options.equal_counts = true;
     r.options.collective = coll;
@@ -446,19 +453,16 @@ std::vector<ConformanceRun> conformance_runs(const std::string& model_file,
     }
     // A model whose `requires` holds at no p of --sizes (Open MPI's two_proc algorithms: p = 2,
     // which the library refuses elsewhere) says nothing of those runs: not run, with the reason.
+    // At a p of --sizes where it holds at no count, `collv mpi --model` does not launch the
+    // library either (it lists those p).
     if (r.why_not.empty() && m.header.requires_) {
       std::string refused;
       bool runs_somewhere = false;
       for (std::int64_t p = base.sizes.first; p <= base.sizes.second && !runs_somewhere; ++p) {
-        try {
-          model_run(model_file, static_cast<int>(p), 1, 0, base.max_ops);
-          runs_somewhere = true;
-        } catch (const UsageError& e) {
-          if (std::string(e.what()).find(" requires ") == std::string::npos) runs_somewhere = true;
-          if (refused.empty()) refused = e.what();
-        } catch (const std::exception&) {
-          runs_somewhere = true;  // it runs there; the run itself reports what went wrong
-        }
+        const std::string why =
+            model_refuses_size(m, static_cast<int>(p), base.counts.first, base.counts.second);
+        runs_somewhere = why.empty();
+        if (refused.empty()) refused = why;
       }
       if (!runs_somewhere)
         r.why_not = fmt::format("its `requires` holds at no p of --sizes {}..{} ({})",

@@ -14,6 +14,10 @@
 
 #include "app/mpi_cmd.hpp"
 
+namespace collv {
+struct Model;
+}
+
 namespace collv::mpi_detail {
 
 extern const std::vector<std::string> kCollectives;
@@ -107,5 +111,14 @@ bool smp_nested_key(const std::string& key);
 std::string smp_not_spread(const std::string& dir, int p);
 
 int run_conformance(const MpiOptions& o, std::ostream& out, std::ostream& err);
+
+// Whether a model of the collective may count bytes (`item = byte`): a collective without a
+// reduction (a library combines whole elements).
+bool item_bytes_apply(const std::string& collective);
+
+// Why a model says nothing of a run at p processes for any count of count_lo..count_hi: its
+// `requires` holds at none of them (Open MPI's two_proc models at p != 2); empty when it holds
+// at some count, or cannot be evaluated there (the model's run then says why).
+std::string model_refuses_size(const Model& m, int p, std::int64_t count_lo, std::int64_t count_hi);
 
 }  // namespace collv::mpi_detail

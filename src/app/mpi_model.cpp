@@ -15,6 +15,7 @@
 #include "app/mpi_internal.hpp"
 #include "exec/executor.hpp"
 #include "lang/ast.hpp"
+#include "lang/check.hpp"
 #include "topology/topology.hpp"
 #include "util/error.hpp"
 
@@ -78,16 +79,40 @@ std::vector<std::vector<std::vector<SendRef>>> send_dependencies(
   return deps;
 }
 
-}  // namespace
-
-ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
-                         std::uint64_t max_ops, std::uint64_t elem_bytes, bool dependencies) {
-  Model m = parse_model_file(model_file);
+// The topology a model runs on at p: complete:p, else its first family at p.
+Topology model_topology(const Model& m, int p) {
   const auto& fams = m.header.topologies;
   std::string fam = std::find(fams.begin(), fams.end(), "complete") != fams.end() ? "complete"
                     : fams.empty()                                                ? "complete"
                                                                                   : fams.front();
-  Topology t = Topology::parse(fmt::format("{}:{}", fam, p));
+  return Topology::parse(fmt::format("{}:{}", fam, p));
+}
+
+}  // namespace
+
+bool mpi_detail::item_bytes_apply(const std::string& c) {
+  return c != "allreduce" && c != "reduce" && c != "reduce_scatter" &&
+         c != "reduce_scatter_block" && c != "scan" && c != "exscan";
+}
+
+std::string mpi_detail::model_refuses_size(const Model& m, int p, std::int64_t count_lo,
+                                           std::int64_t count_hi) {
+  if (!m.header.requires_) return "";
+  const Topology t = model_topology(m, p);
+  RunOptions ro;
+  for (std::int64_t c = count_lo; c <= count_hi; ++c) {
+    ro.count = static_cast<std::uint32_t>(c);
+    const auto ok = model_applies(m, t, ro);
+    if (!ok || *ok) return "";  // it applies at this count (or its run says why not)
+  }
+  return fmt::format("model '{}' requires {}, which does not hold on {}", m.header.name,
+                     expr_to_string(*m.header.requires_), t.spec());
+}
+
+ModelRunResult model_run(const std::string& model_file, int p, int count, int root,
+                         std::uint64_t max_ops, std::uint64_t elem_bytes, bool dependencies) {
+  Model m = parse_model_file(model_file);
+  Topology t = model_topology(m, p);
   RunOptions ro;
   ro.domain = DomainKind::Ordered;
   ro.count = static_cast<std::uint32_t>(count);
@@ -143,7 +168,8 @@ ModelRunResult model_run(const std::string& model_file, int p, int count, int ro
   return res;
 }
 
-CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model) {
+CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model,
+                             std::uint64_t item_bytes) {
   CheckResult res;
   res.name = "messages";
   res.verdict = Verdict::Pass;
@@ -161,8 +187,8 @@ CheckResult compare_messages(const PeerMessages& lib, const PeerMessages& model)
                             : fmt::format(
                                   "rank {} sends {} bytes to rank {} in {} message{}, the model's "
                                   "transfers carry {} bytes ({} items of {} bytes)",
-                                  r, lb, q, ln, ln == 1 ? "" : "s", mb, mb / kHarnessElemBytes,
-                                  kHarnessElemBytes);
+                                  r, lb, q, ln, ln == 1 ? "" : "s", mb,
+                                  mb / std::max<std::uint64_t>(item_bytes, 1), item_bytes);
       res.verdict = Verdict::Fail;
       if (res.violations.empty()) {
         Counterexample cx;

@@ -462,6 +462,13 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
          "program order) | dependencies (the same messages in any order the model's data flow "
          "allows; a model's `message_order = dependencies`)")
       ->check(CLI::IsMember({"program", "dependencies"}));
+  mpi->add_option_function<std::string>(
+         "--model-item", [&](const std::string& v) { mpi_opts.model_item_byte = v == "byte"; },
+         "with --model: element (default: a model's item is one element of the library's "
+         "datatype) | byte (one byte of the buffer, the model's count the buffer's bytes, its "
+         "messages compared in bytes: MPICH's scatter-allgather broadcasts; a model's `item = "
+         "byte`)")
+      ->check(CLI::IsMember({"element", "byte"}));
   mpi->add_option("--inject", mpi_opts.inject,
                   "harness-ring only: off-by-one | double-count | swap-operands");
   mpi->add_option("--mpicc", mpi_opts.mpicc, "the compiler (default mpicc.openmpi/mpicc.mpich)");
