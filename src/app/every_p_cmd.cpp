@@ -100,8 +100,8 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   std::size_t proved = 0, by_later = 0, unconfirmed = 0;
   std::string first_unconfirmed;
   for (const auto& ob : a.obligations) {
-    // The portfolio (src/smt/portfolio.hpp): the API way first, then Z3's command reader on the
-    // certificate's text with other options; the certificate is the script of the way that
+    // The portfolio (src/smt/portfolio.hpp): the API way first, then the z3 executable on the
+    // certificate's text, with other options; the certificate is the file of the way that
     // answered, so that z3 alone re-checks it the same way.
     smt::Limits lim{o.timeout_ms, o.max_terms};
     lim.rlimit = o.rlimit;
@@ -242,7 +242,7 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   res.note = fmt::format("{} obligations unsat ({} loop(s), {} path(s)); assumed: {}", proved,
                          a.loops, a.paths + 1, as);
   if (by_later)
-    res.note += fmt::format("; {} answered by a way after the API's (the z3 executable)", by_later);
+    res.note += fmt::format("; {} certificate(s) from the z3 executable's ways", by_later);
   if (unconfirmed)
     res.note += fmt::format(
         "; {} certificate(s) answered by the API way alone, which z3 FILE may not replay (the "

@@ -192,16 +192,12 @@ Result run_executable(const std::string& text, unsigned timeout_ms, std::uint64_
 std::string way_certificate(const Way& way, const std::string& script,
                             const std::vector<std::string>& assumptions,
                             const std::string& comment) {
-  std::string out = "; expected: unsat\n";
-  std::size_t start = 0;
-  while (start < comment.size()) {
-    auto nl = comment.find('\n', start);
-    if (nl == std::string::npos) nl = comment.size();
-    out += "; " + comment.substr(start, nl - start) + "\n";
-    start = nl + 1;
-  }
-  out += "; answered by: " + way.name + " (" + describe(way) + ")\n";
-  return out + way.options + script + (script.empty() || script.back() == '\n' ? "" : "\n") +
+  // The header and the script as Solver writes them (no context is made for the text alone),
+  // the way named in a last comment line, then the way's check.
+  Solver text;
+  text.add(way.options + script);
+  const std::string named = "answered by: " + way.name + " (" + describe(way) + ")";
+  return text.to_smt2_checks(Answer::Unsat, {}, comment.empty() ? named : comment + "\n" + named) +
          check_of(way, assumptions);
 }
 
