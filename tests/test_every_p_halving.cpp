@@ -7,11 +7,15 @@
 // on a misstated invariant, a wrong partner, a wrong slice and a wrong step count. (The full
 // proof has not yet been seen to pass: 5 of its 1,714 queries ran past 60 s wall on a loaded
 // machine, each unsat with z3 alone in under 5 s of CPU; 20 before the membership's one-mod form
-// and `abstract pof2`, the test below.)
+// and `abstract pof2`, the test below. Since then each query goes through the portfolio of
+// src/smt/portfolio.hpp, whose z3-executable ways answer those; the full run with it did not
+// fit in a session yet: docs/smt.md.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -350,5 +354,11 @@ TEST_CASE(
   EveryPOutcome r = prove_every_p(parse_model_file(kModel), parse_every_p_proof(kProof), o);
   INFO(r.note);
   REQUIRE(r.exit == kExitOk);
-  CHECK(recheck_certificates(dir, 300000) == static_cast<int>(r.obligations));
+  // z3 alone: the executable on every file (a certificate of the portfolio's executable ways
+  // replays only there: Z3's reader inside this process searches otherwise, docs/smt.md).
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) ==
+        static_cast<long>(r.obligations));
+  CHECK(std::system(("bash '" + kRoot + "/scripts/recheck-certificates.sh' '" + dir + "' > '" +
+                     dir + ".log' 2>&1")
+                        .c_str()) == 0);
 }

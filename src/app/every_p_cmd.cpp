@@ -12,8 +12,10 @@
 #include "app/commands.hpp"
 #include "check/checks.hpp"
 #include "exec/executor.hpp"
+#include "smt/portfolio.hpp"
 #include "smt/solver.hpp"
 #include "util/exit_codes.hpp"
+#include "util/read_file.hpp"
 
 namespace collv {
 
@@ -39,7 +41,9 @@ long long value_of(const smt::Result& r, const std::string& k) {
 std::tuple<long long, long long, long long> smallest(const EveryPObligation& ob, long long p0,
                                                      long long c0, const ProveCommandOptions& o) {
   auto sat_with = [&](const std::string& extra) {
-    smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms});
+    smt::Limits lim{o.timeout_ms, o.max_terms};
+    lim.rlimit = o.rlimit;
+    smt::Solver s(lim);
     s.reserve(ob.script.size() / 8 + 16);
     s.add(ob.script + extra);
     return s.check({"a"}).answer == smt::Answer::Sat;
@@ -93,24 +97,45 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   std::string first_fail, first_unknown;
   const EveryPObligation* failed = nullptr;
   smt::Result failed_r;
-  std::size_t proved = 0;
+  std::size_t proved = 0, by_later = 0, unconfirmed = 0;
+  std::string first_unconfirmed;
   for (const auto& ob : a.obligations) {
-    smt::Solver s(smt::Limits{o.timeout_ms, o.max_terms});
-    s.reserve(ob.script.size() / 8 + 16);
-    s.add(ob.script);
-    smt::Result r = s.check({"a"}, {"p", "count", "root", "r"});
+    // The portfolio (src/smt/portfolio.hpp): the API way first, then the z3 executable on the
+    // certificate's text, with other options; the certificate is the file of the way that
+    // answered, so that z3 alone re-checks it the same way.
+    smt::Limits lim{o.timeout_ms, o.max_terms};
+    lim.rlimit = o.rlimit;
+    // With certificates written, a long API answer is also asked of the z3 executable, so that
+    // the certificate is one z3 FILE answers (smt::kConfirmAbove).
+    smt::Answered an =
+        smt::solve_portfolio(ob.script, {"a"}, {"p", "count", "root", "r"}, lim,
+                             "every p: unsat = the obligation holds for every p, count and rank",
+                             smt::default_ways(), o.emit_dir.empty() ? 0 : smt::kConfirmAbove);
+    if (!an.way.empty() && an.way != smt::default_ways().front().name) ++by_later;
+    if (an.unconfirmed) {
+      ++unconfirmed;
+      if (first_unconfirmed.empty()) first_unconfirmed = ob.name;
+    }
+    const smt::Result& r = an.result;
     if (!o.emit_dir.empty()) {
       fs::create_directories(o.emit_dir);
-      s.emit_smt2((fs::path(o.emit_dir) / (m.header.name + "-" + ob.name + ".smt2")).string(),
-                  smt::Answer::Unsat, {"a"},
-                  "every p: unsat = the obligation holds for every p, count and rank");
+      write_file_checked(
+          (fs::path(o.emit_dir) / (m.header.name + "-" + ob.name + ".smt2")).string(),
+          an.certificate);
     }
     std::string st = r.answer == smt::Answer::Unsat ? "ok"
                      : r.answer == smt::Answer::Sat ? "FAILED"
                                                     : "inconclusive";
-    res.lines.push_back(fmt::format("{:<12} {}  {:.3f} s -- {}{}", st, ob.name, r.seconds,
-                                    ob.description,
-                                    r.answer == smt::Answer::Unknown ? " (" + r.reason + ")" : ""));
+    // A way after the first: which one, and what the ones before it said.
+    std::string by;
+    if (!an.way.empty() && an.tries.size() > 1) {
+      by = " [answered by " + an.way + "; before it:";
+      for (std::size_t i = 0; i + 1 < an.tries.size(); ++i) by += " " + an.tries[i] + ";";
+      by.back() = ']';
+    }
+    res.lines.push_back(
+        fmt::format("{:<12} {}  {:.3f} s -- {}{}{}", st, ob.name, an.seconds, ob.description,
+                    r.answer == smt::Answer::Unknown ? " (" + r.reason + ")" : "", by));
     if (r.answer == smt::Answer::Unsat) {
       ++proved;
     } else if (r.answer == smt::Answer::Sat) {
@@ -216,6 +241,13 @@ EveryPOutcome prove_every_p(const Model& m, const EveryPProof& pf, const ProveCo
   for (const auto& x : a.assumptions) as += (as.empty() ? "" : ", ") + x;
   res.note = fmt::format("{} obligations unsat ({} loop(s), {} path(s)); assumed: {}", proved,
                          a.loops, a.paths + 1, as);
+  if (by_later)
+    res.note += fmt::format("; {} certificate(s) from the z3 executable's ways", by_later);
+  if (unconfirmed)
+    res.note += fmt::format(
+        "; {} certificate(s) answered by the API way alone, which z3 FILE may not replay (the "
+        "first: {})",
+        unconfirmed, first_unconfirmed);
   return res;
 }
 

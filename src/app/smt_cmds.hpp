@@ -37,10 +37,17 @@ std::vector<CheckResult> smt_verify_engine(const Model& m, const Topology& topo,
 std::vector<CheckResult> recheck_synthesized(const Trace& t, PortModel port);
 bool synthesized_ok(const std::vector<CheckResult>& rs, std::string* why);
 
+// The default --rlimit of `prove --every-p` (docs/smt.md, "The portfolio": 2 to 60 s of CPU on
+// Open MPI's recursive halving; Z3's units are not a fixed measure of time).
+inline constexpr std::uint64_t kDefaultEveryPRlimit = 20'000'000;
+
 struct ProveCommandOptions {
   std::vector<std::string> paths;
   std::string models_dir;       // for `kind model` ("" = default_models_dir())
-  unsigned timeout_ms = 60000;  // per query
+  unsigned timeout_ms = 60000;  // per query (--every-p: per way of the portfolio)
+  // --every-p: Z3's resource units per way of the portfolio (src/smt/portfolio.hpp), the bound
+  // that decides when a way gives up, the same on any load (0 = none: the wall clock alone).
+  std::uint64_t rlimit = kDefaultEveryPRlimit;
   std::uint64_t max_terms = 20'000'000;
   std::string emit_dir;       // --emit-smt2: write every query as a .smt2 certificate
   bool quiet = false;         // only the summary line

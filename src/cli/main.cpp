@@ -319,6 +319,10 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
   prv->add_option("--timeout", prv_opts.timeout_ms,
                   "milliseconds per query (60000); given, also the wall-clock limit of the "
                   "whole command, file readers included (exit 3)");
+  prv->add_option("--rlimit", prv_opts.rlimit,
+                  "with --every-p: Z3's resource units per way of the portfolio, the bound "
+                  "that does not move with the load (0 = none; default in docs/smt.md); the "
+                  "per-way wall clock is --timeout, 300000 ms by default with --every-p");
   prv->add_option("--max-terms", prv_opts.max_terms,
                   "size cap per query, checked before it is built");
   prv->add_option("--models", prv_opts.models_dir, "models directory for proofs about models");
@@ -570,6 +574,9 @@ int collv_main(int argc, char** argv, collv::Partition* part) {
     if (*rep) return run_reproduce_command(rep_opts, std::cout, std::cerr);
     if (*prv) {
       if (prv->count("--timeout") > 0) set_deadline_ms(prv_opts.timeout_ms);
+      // --every-p: the resource limit decides when a way gives up, the wall clock is a guard.
+      else if (prv_opts.every_p)
+        prv_opts.timeout_ms = 300000;
       return run_prove_command(prv_opts, std::cout, std::cerr);
     }
     if (*syn) {

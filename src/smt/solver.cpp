@@ -125,6 +125,19 @@ std::vector<std::string> answer_items(const std::string& text) {
   return items;
 }
 
+// Z3's resource count of the solver's context ("rlimit count" of its statistics).
+std::uint64_t rlimit_count(z3::solver& s) {
+  z3::stats st = s.statistics();
+  for (unsigned i = 0; i < st.size(); ++i)
+    if (st.key(i) == "rlimit count")
+      return st.is_uint(i) ? st.uint_value(i) : static_cast<std::uint64_t>(st.double_value(i));
+  return 0;
+}
+
+std::string rlimit_reached(std::uint64_t rlimit) {
+  return fmt::format("stopped at the resource limit of {} units (rlimit)", rlimit);
+}
+
 }  // namespace
 
 struct Solver::Impl {
@@ -244,10 +257,15 @@ Result Solver::check(const std::vector<std::string>& assumptions,
     z3::solver& s = *impl_->solver;
     z3::params p(ctx);
     p.set("timeout", ms);
+    // Z3 takes the resource limit as a 32-bit parameter (units past the check's start).
+    if (limits_.rlimit)
+      p.set("rlimit", static_cast<unsigned>(std::min<std::uint64_t>(limits_.rlimit, 0xFFFFFFFFu)));
     s.set(p);
     z3::expr_vector as(ctx);
     for (const auto& a : assumptions) as.push_back(ctx.bool_const(a.c_str()));
+    const std::uint64_t units0 = rlimit_count(s);
     z3::check_result cr = s.check(as);
+    r.rlimit_used = rlimit_count(s) - std::min(units0, rlimit_count(s));
     if (cr == z3::unsat) {
       r.answer = Answer::Unsat;
       z3::expr_vector core = s.unsat_core();
@@ -265,8 +283,11 @@ Result Solver::check(const std::vector<std::string>& assumptions,
     } else {
       r.answer = Answer::Unknown;
       r.reason = s.reason_unknown();
-      if (r.reason == "canceled" || r.reason == "timeout" || r.reason == "interrupted" ||
-          dog.fired())
+      // Z3 reports a resource limit as "canceled", like an interrupt: told apart by the count.
+      if (limits_.rlimit && r.rlimit_used >= limits_.rlimit && !dog.fired())
+        r.reason = rlimit_reached(limits_.rlimit);
+      else if (r.reason == "canceled" || r.reason == "timeout" || r.reason == "interrupted" ||
+               dog.fired())
         r.reason = timed_out();
     }
   } catch (const z3::exception& e) {
@@ -323,6 +344,9 @@ void Solver::check_in_pieces(Result& r, const std::vector<std::string>& assumpti
     dirty_ = false;
   }
   eval(fmt::format("(set-option :timeout {})", ms));
+  if (limits_.rlimit)
+    eval(fmt::format("(set-option :rlimit {})",
+                     std::min<std::uint64_t>(limits_.rlimit, 0xFFFFFFFFu)));
   std::string cmd = "(check-sat-assuming (";
   for (std::size_t i = 0; i < assumptions.size(); ++i) cmd += (i ? " " : "") + assumptions[i];
   const std::string out = eval(cmd + "))");

@@ -28,7 +28,7 @@ enum class Answer { Sat, Unsat, Unknown };
 const char* answer_name(Answer a);  // "sat", "unsat", "unknown"
 
 struct Limits {
-  unsigned timeout_ms = 30000;           // per check
+  unsigned timeout_ms = 30000;           // per check (wall clock)
   std::uint64_t max_terms = 20'000'000;  // cap on the terms one query may hold (caller's count)
   // Memory a reserved term is expected to take (script text, Z3 terms, solver state), checked
   // against --max-memory (util/memory) before the query is built. An estimate: synthesis (QF_FD)
@@ -41,6 +41,9 @@ struct Limits {
   // time checked between them (Z3 reads a script without looking at an interrupt); a shorter
   // one is parsed at once, and so is a query for a named logic (synthesis: QF_FD).
   std::uint64_t read_in_pieces_above = 256 * 1024;
+  // Z3's resource units per check (its `rlimit`: a count of the solver's steps, the same on any
+  // load; 0 = none). Beside the wall-clock timeout: whichever comes first stops the check.
+  std::uint64_t rlimit = 0;
 };
 
 struct Result {
@@ -49,6 +52,7 @@ struct Result {
   std::vector<std::string> core;              // unsat: names of the assumptions in the core
   std::map<std::string, std::string> values;  // sat: requested constants, SMT-LIB2 values
   double seconds = 0;                         // parse + check wall time
+  std::uint64_t rlimit_used = 0;              // Z3's resource units the check took
   std::vector<Answer> answers;                // run_smt2_script: every check's answer, in order
 };
 
